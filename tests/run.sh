@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every check and test of groundbench, in the order a failure is cheapest to read:
+#   1. notebooks are clean (nbdev-clean changes nothing) and carry no outputs
+#   2. the library groundbench/ is in sync with the notebooks (nbdev-export changes nothing)
+#   3. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
+#   4. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs
+# Run after setup.sh:  bash setup.sh && bash tests/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${GROUNDBENCH_VENV:-.venv}
+export PATH="$PWD/$VENV/bin:$PATH" SE_OFFLINE=true HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYDEVD_DISABLE_FILE_VALIDATION=1
+
+snapshot() { find "$@" -type f \( -name '*.ipynb' -o -name '*.py' \) -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; }
+
+echo "== notebooks clean"
+before=$(snapshot nbs)
+nbdev-clean
+if [ "$before" != "$(snapshot nbs)" ]; then
+  echo "FAIL: nbdev-clean changed notebooks in nbs/ (they are now cleaned: review and commit them)"; exit 1
+fi
+
+echo "== library in sync with notebooks"
+before=$(snapshot groundbench)
+nbdev-export
+if [ "$before" != "$(snapshot groundbench)" ]; then
+  echo "FAIL: nbdev-export changed groundbench/: the library was out of sync with nbs/ (now exported: review and commit)"
+  git --no-pager diff --stat -- groundbench || true
+  exit 1
+fi
+
+echo "== notebook tests (nbdev-test)"
+nbdev-test --n-workers 2 --timing
+
+echo "== pytest"
+python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,182 @@
+"""The LLM layer against real models: llama.cpp in process and llama.cpp's OpenAI-compatible server.
+Retries are tested against a local HTTP server that answers 429/5xx; only vLLM is faked (see test_vllm_backend.py)."""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pydantic
+import pytest
+
+from groundbench.llm import (LLM, ChatRequest, LLMCache, LLMHTTPError, OpenAIBackend, complete_json, llm_from_settings,
+                             make_backend, request)
+
+
+class Verdict(pydantic.BaseModel):
+    label: str = pydantic.Field(max_length=40)
+    rationale: str = pydantic.Field(max_length=200)
+
+
+PROMPT = "Is water wet? Reply as JSON with a short label and a short rationale."
+
+
+def test_llamacpp_in_process_structured_and_cached(isolated_settings):
+    llm = llm_from_settings(isolated_settings)
+    assert llm.smoke and llm.backend.describe()["revision"]  # sha256 of the GGUF
+    reqs = [request(llm, PROMPT, max_tokens=120), request(llm, PROMPT, max_tokens=120), request(llm, "Say hello as JSON.", max_tokens=120)]
+    res = complete_json(llm, reqs, Verdict, step="judge", progress=False)
+    assert all(r.parse_status in ("ok", "repaired", "failed") for r in res)
+    for r in res:  # a value exactly when parsing succeeded; never a default label
+        assert (r.value is None) == (r.parse_status == "failed")
+        if r.value: Verdict(**r.value)
+    st = llm.stats["judge"]
+    assert st["deduplicated"] >= 1 and st["calls"] >= 2 and st["completion_tokens"] > 0
+    first = [r.value for r in res]
+    # same settings, new client: everything from the disk cache, identical answers
+    llm2 = llm_from_settings(isolated_settings)
+    res2 = complete_json(llm2, reqs, Verdict, step="judge", progress=False)
+    assert llm2.stats["judge"]["calls"] == 0 and llm2.stats["judge"]["cache_hits"] >= 3
+    assert [r.value for r in res2] == first
+    # another output-changing setting (max tokens) is another cache entry
+    llm3 = llm_from_settings(isolated_settings)
+    llm3.complete([request(llm3, PROMPT, max_tokens=20)], progress=False)
+    assert llm3.stats["default"]["calls"] == 1
+
+
+def test_temperature_zero_is_deterministic(isolated_settings):
+    llm = llm_from_settings(isolated_settings)
+    a = llm.backend.generate([ChatRequest.of("Name a colour.", max_tokens=16)])[0].text
+    b = llm.backend.generate([ChatRequest.of("Name a colour.", max_tokens=16)])[0].text
+    assert a == b and a
+
+
+def test_openai_backend_against_llama_server(llama_server, isolated_settings, tmp_path):
+    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="json_object")
+    out = llm.complete([request(llm, "Say hi.", max_tokens=16)], progress=False)
+    assert out[0].text and out[0].completion_tokens > 0 and out[0].prompt_tokens > 0
+    res = complete_json(llm, [request(llm, PROMPT, max_tokens=120)], Verdict, progress=False)
+    assert res[0].parse_status in ("ok", "repaired", "failed")
+    assert (res[0].value is None) == (res[0].parse_status == "failed")
+    # the server's cache entries are its own: the same prompt on the in-process backend is a new call
+    local = llm_from_settings(isolated_settings)
+    local.complete([request(local, "Say hi.", max_tokens=16)], progress=False)
+    assert local.stats["default"]["calls"] == 1
+
+
+def test_openai_backend_auto_structured_mode(llama_server, isolated_settings):
+    """auto: OpenAI's json_schema form first; a server that refuses it (400) gets llama.cpp's json_object form."""
+    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="auto")
+    res = complete_json(llm, [request(llm, PROMPT, max_tokens=120)], Verdict, progress=False)
+    assert res[0].parse_status in ("ok", "repaired", "failed")
+    assert llm.backend.structured in ("auto", "json_object")
+
+
+class FlakyHandler(BaseHTTPRequestHandler):
+    """Answers from a script: a list of (status, headers) before a 200; records arrival times and concurrency."""
+    script: list = []
+    log: list = []
+    inflight = 0
+    max_inflight = 0
+    lock = threading.Lock()
+    delay = 0.0
+
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        cls = type(self)
+        with cls.lock:
+            cls.log.append((time.time(), body))
+            cls.inflight += 1
+            cls.max_inflight = max(cls.max_inflight, cls.inflight)
+            step = cls.script.pop(0) if cls.script else (200, {})
+        time.sleep(cls.delay)
+        status, headers = step
+        payload = ({"choices": [{"message": {"content": body["messages"][-1]["content"].upper()}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 2}} if status == 200 else {"error": "busy"})
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for k, v in headers.items(): self.send_header(k, v)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        with cls.lock: cls.inflight -= 1
+
+
+@pytest.fixture
+def flaky_server():
+    FlakyHandler.script, FlakyHandler.log, FlakyHandler.inflight, FlakyHandler.max_inflight, FlakyHandler.delay = [], [], 0, 0, 0.0
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FlakyHandler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", FlakyHandler
+    srv.shutdown()
+
+
+def test_retries_honour_retry_after(flaky_server, monkeypatch):
+    base, h = flaky_server
+    monkeypatch.setenv("TEST_KEY", "sk-test")
+    h.script = [(429, {"Retry-After": "1"}), (503, {}), (200, {})]
+    b = OpenAIBackend("m", base_url=base, api_key_env="TEST_KEY", backoff_s=0.05)
+    out = b.generate([ChatRequest.of("hello")])
+    assert out[0].text == "HELLO" and out[0].prompt_tokens == 3
+    times = [t for t, _ in h.log]
+    assert len(times) == 3
+    assert times[1] - times[0] >= 0.95  # waited the Retry-After second
+    assert times[2] - times[1] < 0.95   # no Retry-After: short exponential backoff
+
+
+def test_non_retryable_error_is_raised_with_status(flaky_server):
+    base, h = flaky_server
+    h.script = [(401, {})]
+    b = OpenAIBackend("m", base_url=base, backoff_s=0.01, structured="none")
+    with pytest.raises(LLMHTTPError, match="HTTP 401"):
+        b.generate([ChatRequest.of("x")])
+    assert len(h.log) == 1
+
+
+def test_retries_give_up_after_max(flaky_server):
+    base, h = flaky_server
+    h.script = [(500, {})] * 10
+    b = OpenAIBackend("m", base_url=base, backoff_s=0.01, max_retries=2)
+    with pytest.raises(LLMHTTPError, match="HTTP 500"):
+        b.generate([ChatRequest.of("x")])
+    assert len(h.log) == 3
+
+
+def test_concurrency_is_bounded_and_used(flaky_server, tmp_path):
+    base, h = flaky_server
+    h.delay = 0.3
+    llm = LLM(OpenAIBackend("m", base_url=base, concurrency=4), LLMCache(tmp_path / "c.sqlite"))
+    outs = llm.complete([ChatRequest.of(f"q{i}") for i in range(12)], progress=False)
+    assert [o.text for o in outs] == [f"Q{i}" for i in range(12)]
+    assert 2 <= h.max_inflight <= 4
+    assert llm.stats["default"]["calls"] == 12
+
+
+def test_json_schema_payload_forms(flaky_server):
+    base, h = flaky_server
+    schema = Verdict.model_json_schema()
+    OpenAIBackend("m", base_url=base, structured="json_schema").generate([ChatRequest.of("a", schema=schema)])
+    OpenAIBackend("m", base_url=base, structured="json_object").generate([ChatRequest.of("a", schema=schema)])
+    f1, f2 = h.log[0][1]["response_format"], h.log[1][1]["response_format"]
+    assert f1["type"] == "json_schema" and f1["json_schema"]["schema"] == schema
+    assert f2 == {"type": "json_object", "schema": schema}
+    assert h.log[0][1]["seed"] == 0 and h.log[0][1]["temperature"] == 0.0
+
+
+def test_auto_mode_falls_back_on_400(flaky_server):
+    base, h = flaky_server
+    h.script = [(400, {})]
+    b = OpenAIBackend("m", base_url=base, structured="auto")
+    b.generate([ChatRequest.of("a", schema=Verdict.model_json_schema())])
+    assert [x[1]["response_format"]["type"] for x in h.log] == ["json_schema", "json_object"]
+    assert b.structured == "json_object"
+
+
+def test_unknown_backend_and_missing_base_url():
+    with pytest.raises(KeyError, match="unknown LLM backend 'nope'"):
+        make_backend("nope", model="x")
+    with pytest.raises(ValueError, match="llm.base_url"):
+        make_backend("openai", model="x")

@@ -1,0 +1,116 @@
+"""`groundbench run`: papermill executes the stage notebooks into runs/<run_id>/, records the manifest,
+and a rerun is served from the caches (zero model calls), while another model makes new calls."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pandas as pd
+import yaml
+
+from conftest import BIN, ROOT, groundbench
+
+
+def write_spec(path, run_id, cache, sample=3, **settings):
+    path.write_text(yaml.safe_dump({"run_id": run_id, "stages": ["10_claims"], "parameters": {"question_rewrite_sample": sample},
+                                    "settings": {"paths.cache_dir": str(cache), **settings}}))
+    return path
+
+
+def cached_completions(db):
+    try:
+        with sqlite3.connect(db, timeout=1) as c: return c.execute("select count(*) from completions").fetchone()[0]
+    except sqlite3.Error: return 0
+
+
+def manifest(runs, run_id):
+    return json.loads((runs / run_id / "manifest.json").read_text())
+
+
+def llm_usage(m, stage="10_claims"):
+    return m["stages"][stage]["llm"]["question_rewrite"]
+
+
+def test_run_writes_manifest_and_prompts_then_resumes_from_cache(tmp_path):
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    spec = write_spec(tmp_path / "study.yaml", "study", cache)
+    p = groundbench("run", spec, "--runs-dir", runs, check=True)
+    assert "SMOKE RUN" in p.stdout
+    m = manifest(runs, "study")
+    assert m["stages"]["10_claims"]["status"] == "done"
+    assert m["stages"]["10_claims"]["counts"]["prompts"] == 600
+    assert m["environment"]["git"]["commit"] and "dirty" in m["environment"]["git"]
+    assert m["environment"]["packages"]["pandas"] and m["models"]["llm"]["revision"]
+    assert m["smoke_run"] is True and m["parameters"]["parameters"] == {"question_rewrite_sample": 3}
+    first = llm_usage(m)
+    assert first["calls"] == 3 and first["cache_hits"] == 0 and first["completion_tokens"] > 0
+    prompts = pd.read_parquet(runs / "study/10_claims/prompts.parquet")
+    assert len(prompts) == 600 and prompts.role.value_counts().to_dict() == {"fact_checker": 300, "claim_believer": 300}
+    assert (runs / "study/notebooks/10_claims.ipynb").exists()
+    assert not list((ROOT / "nbs").glob("*.ipynb.*"))  # nothing executed lands in nbs/
+    q1 = pd.read_parquet(runs / "study/10_claims/questions_llm.parquet")
+    # rerun with the same run id: the same outputs, zero model calls, all cache hits
+    groundbench("run", spec, "--runs-dir", runs, check=True)
+    m2 = manifest(runs, "study")
+    again = llm_usage(m2)
+    assert (again["calls"], again["cache_hits"]) == (0, 3)
+    assert len(m2["stages"]["10_claims"]["history"]) == 2
+    pd.testing.assert_frame_equal(q1, pd.read_parquet(runs / "study/10_claims/questions_llm.parquet"))
+    # `groundbench status` reads it back
+    s = groundbench("status", runs / "study", check=True)
+    assert "10_claims" in s.stdout and "llm calls      0" in s.stdout
+
+
+def test_switching_the_model_makes_new_calls(tmp_path, llama_server):
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    groundbench("run", write_spec(tmp_path / "a.yaml", "a", cache, sample=2), "--runs-dir", runs, check=True)
+    assert llm_usage(manifest(runs, "a"))["calls"] == 2
+    other = write_spec(tmp_path / "b.yaml", "b", cache, sample=2, **{"llm.backend": "openai", "llm.base_url": llama_server,
+                                                                     "llm.model": "smollm2-server", "llm.structured": "json_object"})
+    groundbench("run", other, "--runs-dir", runs, check=True)
+    m = manifest(runs, "b")
+    assert llm_usage(m)["calls"] == 2 and m["models"]["llm"]["backend"] == "openai"
+    assert m["models"]["llm"]["base_url"] == llama_server
+
+
+def test_killed_run_resumes(tmp_path):
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    spec = write_spec(tmp_path / "k.yaml", "k", cache, sample=8)
+    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(spec), "--runs-dir", str(runs)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    # kill the whole process group once the stage has begun and made at least one model call
+    deadline = time.time() + 120
+    db = cache / "llm.sqlite"
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists() and cached_completions(db) > 0: break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    groundbench("run", spec, "--runs-dir", runs, check=True)
+    m = manifest(runs, "k")
+    assert m["stages"]["10_claims"]["status"] == "done"
+    usage = llm_usage(m)
+    assert usage["cache_hits"] >= 1 and usage["calls"] + usage["cache_hits"] == 8  # what was paid for is not paid again
+    assert len(pd.read_parquet(runs / "k/10_claims/prompts.parquet")) == 600
+
+
+def test_bad_parameter_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stages: [10_claims]\nparameters: {question_rewrite_smaple: 0}\n")
+    p = groundbench("run", bad, "--runs-dir", tmp_path / "runs")
+    assert p.returncode == 1 and "question_rewrite_smaple" in p.stderr and "declared by none of the stages" in p.stderr
+    p = groundbench("run", tmp_path / "missing.yaml")
+    assert p.returncode == 1 and "no such parameter file" in p.stderr
+
+
+def test_failing_stage_names_stage_and_notebook(tmp_path):
+    claims = tmp_path / "claims.csv"
+    claims.write_text("id,topic,claim\nX1,T,foo\n")  # no question: the Claim Believer template 3 cannot be filled
+    spec = tmp_path / "f.yaml"
+    spec.write_text(yaml.safe_dump({"run_id": "f", "stages": ["10_claims"], "parameters": {"claims_path": str(claims), "question_rewrite_sample": 0}}))
+    p = groundbench("run", spec, "--runs-dir", tmp_path / "runs")
+    assert p.returncode == 1
+    assert "stage 10_claims failed" in p.stderr and "field 'question'" in p.stderr and "notebooks/10_claims.ipynb" in p.stderr
+    assert manifest(tmp_path / "runs", "f")["stages"]["10_claims"]["status"] == "failed"
