@@ -1,0 +1,120 @@
+"""API collectors against a local HTTP server that answers with the documented response shapes
+(OpenAI Responses with web_search url_citation annotations; Perplexity Sonar chat completions).
+The remote APIs cannot be reached here: this server stands in for them at the HTTP boundary."""
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import groundbench
+from groundbench.collect.api import OpenAIResponsesCollector, PerplexityCollector
+from groundbench.collect.base import Archive, CollectionError
+from groundbench.core import Prompt
+
+PROMPTS = [Prompt("H1", "Health", "fact_checker", 1, "Is it true that mRNA vaccines alter DNA?"),
+           Prompt("H2", "Health", "fact_checker", 1, "Is it true that coughing helps in a heart attack?")]
+
+
+def responses_body(prompt):
+    text = (f"No. mRNA vaccines do not alter DNA ([cdc.gov](https://www.cdc.gov/v?utm_source=openai)). "
+            f"The mRNA stays outside the nucleus ([nih.gov](https://www.nih.gov/m?utm_source=openai)).\n\nAbout: {prompt}")
+    anns = [{"type": "url_citation", "start_index": m.start(), "end_index": m.end(), "url": m.group(1), "title": m.group(1).split("/")[2]}
+            for m in re.finditer(r"\(\[[^\]]+\]\((\S+?)\)\)", text)]
+    return {"id": "resp_1", "object": "response", "model": "gpt-4o-2024-08-06", "status": "completed", "output": [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": prompt, "sources": [{"type": "url", "url": "https://www.cdc.gov/v"}]}},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": text, "annotations": anns}]}], "usage": {"input_tokens": 10, "output_tokens": 30}}
+
+
+def sonar_body(prompt):
+    return {"id": "x", "model": "sonar", "object": "chat.completion", "created": 0,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                        "content": f"The claim is false[2]. Heart attacks need emergency care[1][2].\n\nQuestion was: {prompt}"}}],
+            "citations": ["https://www.heart.org/cough-cpr", "https://www.bhf.org.uk/myth", "https://example.com/unused"],
+            "search_results": [{"title": "AHA", "url": "https://www.heart.org/cough-cpr", "date": "2024-01-01"},
+                               {"title": "BHF", "url": "https://www.bhf.org.uk/myth"}, {"title": "Unused", "url": "https://example.com/unused"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 40, "total_tokens": 52}}
+
+
+class API(BaseHTTPRequestHandler):
+    script, seen = [], []
+
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        type(self).seen.append((self.path, dict(self.headers), body))
+        status = type(self).script.pop(0) if type(self).script else 200
+        if status != 200:
+            data = b'{"error": {"message": "slow down"}}'
+        elif self.path.endswith("/responses"):
+            data = json.dumps(responses_body(body["input"])).encode()
+        else:
+            data = json.dumps(sonar_body(body["messages"][-1]["content"])).encode()
+        self.send_response(status)
+        if status == 429: self.send_header("Retry-After", "1")
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def api_server():
+    API.script, API.seen = [], []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), API)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_openai_responses_collector(api_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-test-key")
+    API.script = [429]
+    ar = Archive(tmp_path / "c")
+    convs = OpenAIResponsesCollector("gpt-4o", base_url=api_server + "/v1", backoff_s=0.01).collect(PROMPTS, ar, progress=False)
+    path, headers, body = API.seen[-1]
+    assert path == "/v1/responses" and body["tools"] == [{"type": "web_search"}] and body["tool_choice"] == "required"
+    assert headers["Authorization"] == "Bearer sk-secret-test-key"
+    assert len(API.seen) == 3  # one 429 retried, then two prompts
+    c = convs[0]
+    assert c.model == "gpt-4o-2024-08-06"
+    assert [s.text for s in c.segments][:2] == ["No.", "mRNA vaccines do not alter DNA."]
+    # "No." carries no marker of its own: the marker ending its paragraph covers it
+    assert [(s.citation_indices, s.uncited) for s in c.segments][:3] == [((2,), False), ((1,), False), ((2,), False)]
+    assert [x.url for x in c.citations] == ["https://www.cdc.gov/v", "https://www.nih.gov/m"]
+    # keys never reach the run folder
+    for f in (tmp_path / "c").rglob("*"):
+        if f.is_file(): assert b"sk-secret-test-key" not in f.read_bytes()
+    # resumable: nothing is requested again
+    n = len(API.seen)
+    OpenAIResponsesCollector("gpt-4o", base_url=api_server + "/v1").collect(PROMPTS, ar, progress=False)
+    assert len(API.seen) == n
+    # the archived response re-parses to the same record
+    rec = ar.records("openai-responses")[0]
+    f = tmp_path / "resp.json"
+    f.write_bytes(ar.read(rec["response"]))
+    out = json.loads(groundbench("parse", "--provider", "openai-responses", "--json", f, check=True).stdout)
+    assert out["segments"] == rec["parsed"]["segments"]
+
+
+def test_perplexity_sonar_collector(api_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERPLEXITY_API_KEY", "pplx-test")
+    ar = Archive(tmp_path / "c")
+    c = PerplexityCollector("sonar", base_url=api_server).collect(PROMPTS[:1], ar, progress=False)[0]
+    assert API.seen[0][0] == "/chat/completions" and API.seen[0][1]["Authorization"] == "Bearer pplx-test"
+    assert [(x.index, x.url, x.title) for x in c.citations] == [(1, "https://www.bhf.org.uk/myth", "BHF"), (2, "https://www.heart.org/cough-cpr", "AHA")]
+    assert [x.url for x in c.uncited_panel_sources] == ["https://example.com/unused"]
+    assert [(s.text, s.citation_indices, s.uncited) for s in c.segments] == [
+        ("The claim is false.", (1,), False), ("Heart attacks need emergency care.", (1, 2), False),
+        (f"Question was: {PROMPTS[0].text}", (1, 2), True)]
+
+
+def test_api_error_stops_with_prompt_and_status(api_server, tmp_path):
+    API.script = [401]
+    ar = Archive(tmp_path / "c")
+    with pytest.raises(CollectionError, match="HTTP 401"):
+        PerplexityCollector("sonar", base_url=api_server).collect(PROMPTS, ar, progress=False)
+    assert not ar.records()
