@@ -509,4 +509,10 @@ d = { 'settings': { 'branch': 'main',
                                            'groundbench.sources.stage.render_with_browser': ( 'sources.html#render_with_browser',
                                                                                               'groundbench/sources/stage.py'),
                                            'groundbench.sources.stage.source_doc': ( 'sources.html#source_doc',
-                                                                                     'groundbench/sources/stage.py')}}}
+                                                                                     'groundbench/sources/stage.py')},
+            'groundbench.validation': { 'groundbench.validation.agreement': ('validation.html#agreement', 'groundbench/validation.py'),
+                                        'groundbench.validation.confusion': ('validation.html#confusion', 'groundbench/validation.py'),
+                                        'groundbench.validation.support_benchmark': ( 'validation.html#support_benchmark',
+                                                                                      'groundbench/validation.py'),
+                                        'groundbench.validation.validate_judge': ( 'validation.html#validate_judge',
+                                                                                   'groundbench/validation.py')}}}
