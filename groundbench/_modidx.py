@@ -538,7 +538,11 @@ d = { 'settings': { 'branch': 'main',
                                                                                      'groundbench/sources/stage.py')},
             'groundbench.validation': { 'groundbench.validation.agreement': ('validation.html#agreement', 'groundbench/validation.py'),
                                         'groundbench.validation.confusion': ('validation.html#confusion', 'groundbench/validation.py'),
+                                        'groundbench.validation.reliability_agreement': ( 'validation.html#reliability_agreement',
+                                                                                          'groundbench/validation.py'),
                                         'groundbench.validation.support_benchmark': ( 'validation.html#support_benchmark',
                                                                                       'groundbench/validation.py'),
                                         'groundbench.validation.validate_judge': ( 'validation.html#validate_judge',
-                                                                                   'groundbench/validation.py')}}}
+                                                                                   'groundbench/validation.py'),
+                                        'groundbench.validation.validate_sourcecheckup': ( 'validation.html#validate_sourcecheckup',
+                                                                                           'groundbench/validation.py')}}}
