@@ -2,8 +2,9 @@
 # Every check and test of groundbench, in the order a failure is cheapest to read:
 #   1. notebooks are clean (nbdev-clean changes nothing) and carry no outputs
 #   2. the library groundbench/ is in sync with the notebooks (nbdev-export changes nothing)
-#   3. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
-#   4. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs
+#   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py)
+#   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
+#   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
 # Run after setup.sh:  bash setup.sh && bash tests/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ if [ "$before" != "$(snapshot groundbench)" ]; then
   git --no-pager diff --stat -- groundbench || true
   exit 1
 fi
+
+echo "== README in sync with nbs/index.ipynb"
+python scripts/make_readme.py --check
 
 echo "== notebook tests (nbdev-test)"
 nbdev-test --n-workers 2 --timing

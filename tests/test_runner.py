@@ -114,3 +114,18 @@ def test_failing_stage_names_stage_and_notebook(tmp_path):
     assert p.returncode == 1
     assert "stage 10_claims failed" in p.stderr and "field 'question'" in p.stderr and "notebooks/10_claims.ipynb" in p.stderr
     assert manifest(tmp_path / "runs", "f")["stages"]["10_claims"]["status"] == "failed"
+
+
+def test_several_parameter_files_in_parallel_processes(tmp_path):
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    specs = [write_spec(tmp_path / f"{name}.yaml", name, cache, sample=0) for name in ("p1", "p2")]
+    p = groundbench("run", *specs, "--runs-dir", runs, "--parallel", "2", check=True)
+    for name in ("p1", "p2"):
+        m = manifest(runs, name)
+        assert m["stages"]["10_claims"]["status"] == "done" and f"run {name} in" in p.stdout
+        assert len(pd.read_parquet(runs / name / "10_claims/prompts.parquet")) == 600
+    # two processes really ran at once: each run was opened before the other one's last manifest write
+    a, b = manifest(runs, "p1"), manifest(runs, "p2")
+    assert a["created_at"] <= b["updated_at"] and b["created_at"] <= a["updated_at"]
+    p = groundbench("run", tmp_path / "p1.yaml", "--run-id", "x", "--runs-dir", runs, "--parallel", "2", check=True)  # one file: in process
+    assert "run x in" in p.stdout

@@ -1,0 +1,87 @@
+"""The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
+test takes minutes): run A goes straight through; run B, with its own caches, is killed with SIGKILL at a random moment
+(seeded: the moment is printed, so a failure can be replayed) after its first model call, then rerun to the end.
+
+Checks: B's tables equal A's (every stage's CSV tables and the report's), no model call was paid twice (the calls B had
+cached when it was killed plus the calls its rerun made equal the calls A made), the report folder has its tables,
+figures and HTML page, and the explorer notebook ran against the run."""
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import BIN, ROOT, groundbench
+
+SMALL = {"question_rewrite_sample": 2, "sample": 8, "max_conversations": 1, "max_pages": 1, "sourcecheckup_conversations": 1,
+         "claims_per_system": 1, "n_boot": 200}
+
+
+def spec(tmp_path, name):
+    d = yaml.safe_load((ROOT / "papermill_params" / "demo.yaml").read_text())
+    d["run_id"] = name
+    d["parameters"].update(SMALL)
+    d["settings"] = {**(d.get("settings") or {}), "paths.cache_dir": str(tmp_path / f"cache-{name}")}
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return p, tmp_path / f"cache-{name}" / "llm.sqlite"
+
+
+def cached(db):
+    try:
+        with sqlite3.connect(db, timeout=5) as c: return c.execute("select count(*) from completions").fetchone()[0]
+    except sqlite3.Error: return 0
+
+
+def model_calls(manifest, after=""):
+    "Model calls of the stage executions that started after `after` (ISO time), embeddings excluded."
+    return sum(v.get("calls", 0) for st in manifest["stages"].values() for e in st["history"] if e["started_at"] > after
+               for k, v in e["llm"].items() if k != "embedding")
+
+
+def tables(run):
+    return {p.relative_to(run).as_posix(): pd.read_csv(p).drop(columns=["run_id"], errors="ignore")  # the report names its run
+            for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts}
+
+
+def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(tmp_path):
+    runs = tmp_path / "runs"
+    a, db_a = spec(tmp_path, "a")
+    groundbench("run", a, "--runs-dir", runs, check=True, timeout=1800)
+    ma = json.loads((runs / "a" / "manifest.json").read_text())
+    calls_a = model_calls(ma)
+    assert calls_a > 0 and cached(db_a) == calls_a  # every call made once and kept
+
+    b, db_b = spec(tmp_path, "b")
+    delay = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED", time.time_ns()) % 1000)).uniform(0, 60)
+    print(f"killing run b {delay:.1f} s after its first model call")
+    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 900
+    while time.time() < deadline and proc.poll() is None and cached(db_b) == 0: time.sleep(0.2)
+    time.sleep(delay)
+    assert proc.poll() is None, "run b finished before it could be killed: raise the sample sizes"
+    os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+    killed_at = pd.Timestamp.now(tz="UTC").isoformat()
+    before = cached(db_b)
+    groundbench("run", b, "--runs-dir", runs, check=True, timeout=1800)
+    mb = json.loads((runs / "b" / "manifest.json").read_text())
+    assert before + model_calls(mb, after=killed_at) == calls_a, (before, model_calls(mb, after=killed_at), calls_a)
+
+    ta, tb = tables(runs / "a"), tables(runs / "b")
+    assert set(ta) == set(tb) and any(k.startswith("report/") for k in ta)
+    for k in ta: pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=False, rtol=1e-9, obj=k)
+
+    rep = runs / "b" / "report"
+    for f in ("table_1.csv", "table_1.tex", "table_2.md", "table_4.csv", "table_14.csv", "table_15.csv", "figure_2.png", "figure_3.pdf",
+              "figure_9.png", "profile.csv", "paper_vs_run.csv", "index.html"):
+        assert (rep / f).exists(), f
+    assert "SMOKE RUN" in (rep / "index.html").read_text() and "SMOKE RUN" in (rep / "table_4.md").read_text()
+    nb = json.loads((runs / "b" / "notebooks" / "85_explorer.ipynb").read_text())
+    assert any("Sources" in "".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", []))
