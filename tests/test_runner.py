@@ -129,3 +129,14 @@ def test_several_parameter_files_in_parallel_processes(tmp_path):
     assert a["created_at"] <= b["updated_at"] and b["created_at"] <= a["updated_at"]
     p = groundbench("run", tmp_path / "p1.yaml", "--run-id", "x", "--runs-dir", runs, "--parallel", "2", check=True)  # one file: in process
     assert "run x in" in p.stdout
+
+
+def test_every_shipped_parameter_file_is_valid():
+    "Each papermill_params/*.yaml names existing stage notebooks, and each of its parameters is declared by one of them."
+    from groundbench.cli import declared_parameters, load_run_spec
+    files = sorted((ROOT / "papermill_params").glob("*.yaml"))
+    assert {"demo.yaml", "gpt-4o.yaml", "gpt-5.yaml", "perplexity.yaml", "qwen-chat.yaml", "sourcebench.yaml", "gpu.yaml", "seed-report.yaml"} <= {f.name for f in files}
+    for f in files:
+        spec = load_run_spec(f)
+        declared = set().union(*(declared_parameters(s) for s in spec.stages))
+        assert set(spec.parameters) <= declared, (f.name, set(spec.parameters) - declared)
