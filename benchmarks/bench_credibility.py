@@ -44,7 +44,7 @@ cit = pd.DataFrame({"conversation_id": conv, "assistant": np.where(conv % 4 == 0
                     "topic": topics[conv % 5], "role": np.where(conv % 2, "fact_checker", "claim_believer"), "score": r.score.values,
                     "classified": (r.decided_by != "unrated").values})
 t2 = time.perf_counter()
-tidy, wide = table_1(cit, n_boot=0)
+tidy, wide, pooled = table_1(cit, n_boot=0)  # both estimators
 t_table = time.perf_counter() - t2
 total = t_rate + t_table
 print(json.dumps({"benchmark": "credibility", "urls": args.urls, "distinct_hosts": int(len(np.unique(pick))), "rss_before_rating_mib": rss0, "load_tables_s": round(t_load, 2),

@@ -214,13 +214,28 @@ def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or 
 
 # %% ../nbs/90_cli.ipynb #2930e22b
 @app.command("credibility")
-def credibility_cmd(urls: List[str] = typer.Argument(..., help="URLs to rate"),
-                    table: Optional[str] = typer.Option(None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)")):
+def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to rate"),
+                    from_file: Optional[str] = typer.Option(None, "--from", help="a file with one URL per line, or - for standard input"),
+                    table: Optional[str] = typer.Option(None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)"),
+                    rules: Optional[str] = typer.Option(None, help="full | authors | table | families, e.g. full,-fimi (default: settings.ini)"),
+                    satire_category_as_satire: Optional[bool] = typer.Option(None, "--satire-category-as-satire/--no-satire-category",
+                                                                            help="score MBFC's satire-category pages -1")):
     "Rate URLs' domains and print one JSON line per URL."
+    import sys
     from groundbench.credibility.ratings import rater_from_settings
-    try: rater = rater_from_settings(table=table)
+    if not urls and not from_file: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
+    try: rater = rater_from_settings(table=table, rules=rules, satire_category_as_satire=satire_category_as_satire)
     except (ValueError, FileNotFoundError) as e: fail(e)
-    for u in urls:
+    def lines():
+        yield from urls or ()
+        if not from_file: return
+        try:
+            f = sys.stdin if from_file == "-" else open(from_file, encoding="utf-8", errors="replace")
+            with f:
+                for line in f:
+                    if line.strip(): yield line.strip()
+        except OSError as e: fail(f"{from_file}: {e.strerror or e}")
+    for u in lines():
         d = rater.rate(u).__dict__
         d["score"] = None if d["score"] != d["score"] else d["score"]
         typer.echo(json.dumps(d, ensure_ascii=False))

@@ -139,6 +139,7 @@ class DomainRating:
     score: float
     category: str
     decided_by: str
+    outlet: str = ""  # the outlet the URL belongs to (most specific rating key's host, else the canonical host)
 
 @dataclass(frozen=True)
 class Unit:

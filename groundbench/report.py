@@ -1,4 +1,4 @@
-"""The paper's tables and figures for one or several runs, from the stage outputs alone (no model calls): Tables 1, 2, 3, 4, 11, 12, 13, 14, 15, Figures 2, 3, 9, the cross-lens profile, SourceBench and SourceCheckup summaries, a "paper vs this run" table against the published figures, and one HTML page with all of it. A run made with a smoke model is marked so on every table and figure.
+"""The paper's tables and figures for one or several runs, from the stage outputs alone (no model calls): Tables 1, 2, 3, 4, 11, 12, 13, 14, 15, Figures 2, 3, 9, the cross-lens profile, SourceBench and SourceCheckup summaries, a "paper vs this run" table against the published figures, and one HTML page with all of it. The SMOKE RUN mark goes on exactly the tables and figures that depend on a smoke model (credibility uses none).
 
 Docs: https://groundbench.github.io/groundbench/report.html.md"""
 
@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
-from .credibility.metrics import (conversation_table, figure_2, figure_9, save_figure, table_1, table_13, table_2, table_3,
-                                             top_sites, wide_ranks, write_table_files)
+from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import breakdowns, figure_3, paper_layout
 from .profile import build_profile, figure_profile
+from .tables import SMOKE_NOTE, Output, write_output
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'SMOKE_BANNER', 'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values',
-           'paper_vs_run', 'ReportItem', 'report_items', 'usage_table', 'render_html', 'write_report']
+__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results',
+           'run_values', 'paper_vs_run', 'report_items', 'usage_table', 'render_html', 'write_report']
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -37,6 +37,8 @@ class RunOutputs:
     sourcebench: pd.DataFrame | None = None
     sourcecheckup: pd.DataFrame | None = None
     profile: pd.DataFrame | None = None
+    rules_audit: pd.DataFrame | None = None       # 40_credibility/rules_audit.csv + run_id
+    rules_effect: pd.DataFrame | None = None      # 40_credibility/rules_effect.csv + run_id
     manifests: dict = field(default_factory=dict)
     duplicate_conversations: int = 0
 
@@ -55,7 +57,7 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
 
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
-    convs, cits, resps, sbs, scs, profs, mans = [], [], [], [], [], [], {}
+    convs, cits, resps, sbs, scs, profs, auds, effs, mans = [], [], [], [], [], [], [], [], {}
     for d in map(Path, run_dirs):
         c20 = d / "20_collect" / "conversations.jsonl"
         if not c20.exists(): raise RecordError(f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
@@ -68,13 +70,15 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
         if (f := d / "60_sourcebench" / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
         if (f := d / "65_sourcecheckup" / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
         if len(p := build_profile(d)): profs.append(p.assign(run_id=rid))
+        if (f := d / "40_credibility" / "rules_audit.csv").exists(): auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        if (f := d / "40_credibility" / "rules_effect.csv").exists(): effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
     allc = pd.concat(convs, ignore_index=True)
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
     def own(df):  # rows of a conversation only from the run it is counted in
         return None if df is None else df[[k in keep for k in zip(df.run_id, df.conversation_id)]].reset_index(drop=True)
-    return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)), _stack(sbs), _stack(scs),
-                      _stack(profs), mans, len(allc) - len(conversations))
+    return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)), _stack(sbs),
+                      _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans, len(allc) - len(conversations))
 
 # %% ../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -99,12 +103,13 @@ def load_paper_results(folder: str | Path | None = None) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)[["metric", "group", "assistant", "paper_pct", "paper_ci95"]]
 
 def run_values(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> pd.DataFrame:
-    "A run's CR, NCR (Agresti-Coull) and GS, NCG, CG (normal) values in percent, tidy: metric, group, run_assistant, run_pct, run_ci95, run_n."
+    "A run's CR, NCR and GS, NCG, CG in percent as the paper's printed tables compute them, tidy (metric, group, run_assistant, ...)."
     rows = []
-    for r in ([] if cred_rates is None else cred_rates.itertuples()):
+    for r in ([] if cred_rates is None else cred_rates.itertuples()):  # the printed Table 1's estimator: per-conversation mean
         for m in ("cr", "ncr"):
-            rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant, run_pct=100 * getattr(r, m),
-                             run_ci95=100 * (getattr(r, f"{m}_ac_high") - getattr(r, f"{m}_ac_low")) / 2, run_n=r.classified))
+            rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant,
+                             run_pct=100 * getattr(r, f"{m}_conv"), run_ci95=100 * getattr(r, f"{m}_conv_ci95"),
+                             run_n=r.conversations_rated))
     for r in ([] if ground_rates is None else ground_rates.itertuples()):
         for m in ("gs", "ncg", "cg"):
             rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant, run_pct=100 * getattr(r, m),
@@ -125,57 +130,66 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
 
 # %% ../nbs/80_report.ipynb #81c876e0
-@dataclass
-class ReportItem:
-    "One table or figure of the report."
-    name: str
-    caption: str
-    table: pd.DataFrame | None = None
-    figure: object = None
-    index: bool = False
+ReportItem = Output  # one table or figure of the report (groundbench.tables.Output)
 
-def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None, mapping: dict | None = None) -> tuple[list[ReportItem], list[str]]:
+def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None,
+                 mapping: dict | None = None) -> tuple[list[Output], list[str]]:
     "Every table and figure the runs' outputs allow, and a note for each one they do not."
     items, missing = [], []
     cred_rates = ground_rates = None
     if o.citations is not None and len(o.citations):
-        cit = o.citations
-        cred_rates, t1w = table_1(cit, n_boot)
-        items += [ReportItem("table_1", "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % with Agresti-Coull 95% half-width, by topic, role and overall", t1w),
-                  ReportItem("table_2", "Table 2: citation volume, responses, fact-checking and disinformation exposure", table_2(cit, o.conversations)),
-                  ReportItem("table_3", "Table 3: credibility with and without thinking mode (assistants where it was recorded)", table_3(cit, n_boot))]
-        t11, t12 = top_sites(cit, 10), top_sites(cit, 5, noncredible=True)
-        items += [ReportItem("table_11", "Table 11: top 10 cited sites per assistant", wide_ranks(t11) if len(t11) else t11),
-                  ReportItem("table_12", "Table 12: top 5 non-credible sites per assistant", wide_ranks(t12) if len(t12) else t12),
-                  ReportItem("table_13", "Table 13: disinformation sources cited per topic", table_13(cit))]
-        items += [ReportItem("figure_2", "Figure 2: credibility labels of cited sources per assistant", figure=figure_2(cit)[0]),
-                  ReportItem("figure_9", "Figure 9: categories of cited sources per assistant", figure=figure_9(cit)[0])]
+        cred = credibility_outputs(o.citations, o.conversations, n_boot)
+        cred_rates = next(i.table for i in cred if i.name == "rates")
+        items += [i for i in cred if "csv" in i.formats and len(i.formats) > 1 or i.figure is not None]
     else: missing.append("Tables 1, 2, 3, 11, 12, 13 and Figures 2, 9: no 40_credibility outputs in these runs")
+    if o.rules_effect is not None:
+        items += [Output("rules_effect", "Citations each credibility rule family moves, per run: added alone to the rating table "
+                         "(vs_table) and removed alone from the run's rules (without)", o.rules_effect)]
+        aud = o.rules_audit
+        if aud is not None and len(aud):
+            keys = [c for c in aud.columns if c not in ("citations", "run_id")]
+            aud = aud.groupby(keys, sort=False).citations.sum().reset_index().sort_values("citations", ascending=False)
+            items.append(Output("rules_audit", "Cited hosts whose label differs between the rating table alone, the authors' "
+                                "lists and the runs' rules (citations summed over runs)", aud[["host", "citations", *keys[1:]]]))
+    sm = o.smoke
     if o.responses is not None and len(o.responses):
         by = {m: g.drop(columns=["run_id"]) for m, g in o.responses.groupby("method")}
         if "ours" in by:
             ground_rates = breakdowns(by["ours"], o.meta, n_boot=n_boot)
-            items += [ReportItem("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width", paper_layout(ground_rates, ["gs", "ncg", "cg"])),
-                      ReportItem("figure_3", "Figure 3: per-response credible and non-credible groundedness", figure=figure_3(by["ours"], o.meta))]
+            items += [Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% "
+                             "half-width", paper_layout(ground_rates, ["gs", "ncg", "cg"]), smoke=sm),
+                      Output("figure_3", "Figure 3: per-response credible and non-credible groundedness",
+                             figure=figure_3(by["ours"], o.meta), smoke=sm)]
         if {"ours", "verify", "factscore"} <= set(by):
-            t14 = pd.concat([breakdowns(by[m], o.meta, ["gs"], n_boot=0).assign(method=m) for m in ("factscore", "verify", "ours")], ignore_index=True)
+            t14 = pd.concat([breakdowns(by[m], o.meta, ["gs"], n_boot=0).assign(method=m) for m in ("factscore", "verify", "ours")],
+                            ignore_index=True)
             t15 = pd.concat([breakdowns(by[m], o.meta, ["hs"], n_boot=0).assign(method=m) for m in ("verify", "ours")], ignore_index=True)
-            items += [ReportItem("table_14", "Table 14: factual precision as FActScore (all units), VERIFY (Reported Claims verified) and our method see it",
-                                 t14.pivot_table(index=["breakdown", "group", "assistant"], columns="method", values="gs", sort=False).reset_index().round(3)),
-                      ReportItem("table_15", "Table 15: hallucination score, VERIFY vs our method",
-                                 t15.pivot_table(index=["breakdown", "group", "assistant"], columns="method", values="hs", sort=False).reset_index().round(3))]
+            piv = lambda t, v: t.pivot_table(index=["breakdown", "group", "assistant"], columns="method", values=v, sort=False)
+            items += [Output("table_14", "Table 14: factual precision as FActScore (all units), VERIFY (Reported Claims verified) "
+                             "and our method see it", piv(t14, "gs").reset_index().round(3), smoke=sm),
+                      Output("table_15", "Table 15: hallucination score, VERIFY vs our method", piv(t15, "hs").reset_index().round(3),
+                             smoke=sm)]
         else: missing.append("Tables 14, 15: the groundedness stage ran without `variants`")
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
     if o.profile is not None and len(o.profile):
-        items += [ReportItem("profile", "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, SourceCheckup support (%), with 95% half-widths", o.profile),
-                  ReportItem("figure_profile", "Every lens per assistant, with 95% intervals", figure=figure_profile(o.profile))]
-    if o.sourcebench is not None: items.append(ReportItem("sourcebench", "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of 100)", o.sourcebench))
+        items += [Output("profile", "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "
+                         "SourceCheckup support (%), with 95% half-widths", o.profile, smoke=sm),
+                  Output("figure_profile", "Every lens per assistant, with 95% intervals", figure=figure_profile(o.profile), smoke=sm)]
+    if o.sourcebench is not None:
+        items.append(Output("sourcebench", "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
+                            "100)", o.sourcebench, smoke=sm))
     else: missing.append("SourceBench: no 60_sourcebench outputs")
-    if o.sourcecheckup is not None: items.append(ReportItem("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant", o.sourcecheckup))
+    if o.sourcecheckup is not None:
+        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant", o.sourcecheckup,
+                            smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
-    items.append(ReportItem("paper_vs_run", "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here (percent; 95% half-widths; within_ci: difference within the combined interval)", pv))
-    if pv.empty: missing.append("Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, Qwen Chat in the browser), so there is nothing to compare")
+    items.append(Output("paper_vs_run", "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here "
+                        "(percent; CR and NCR as the printed Table 1 computes them, the mean of per-conversation rates with 1.96 SE; "
+                        "95% half-widths; within_ci: difference within the combined interval)", pv,
+                        smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
+    if pv.empty: missing.append("Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
+                                "Qwen Chat in the browser), so there is nothing to compare")
     return items, missing
 
 # %% ../nbs/80_report.ipynb #ad842dd1
@@ -192,7 +206,9 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
              "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}table{border-collapse:collapse;font-size:12px;margin:.5em 0 2em}"
              "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}"
              "img{max-width:100%}</style></head><body>", f"<h1>{e(title)}</h1>"]
-    if o.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
+    smoke_items = [i.name for i in items if i.smoke]
+    if smoke_items: parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
+                                 "</p>")
     models = sorted({f"{r}: {v.get('backend', '')} {v.get('model', v.get('name', ''))}" + (" (smoke)" if v.get("smoke") else "")
                      for r, m in o.manifests.items() for v in m.get("models", {}).values()})
     parts.append(f"<p>Runs: {e(', '.join(o.run_ids))}. Conversations: {len(o.conversations)}"
@@ -202,10 +218,11 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
     if missing: parts.append("<h2>Not in this report</h2><ul>" + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul>")
     for i in items:
         parts.append(f"<h2 id='{i.name}'>{e(i.caption)}</h2>")
-        if o.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
+        if i.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
         if i.table is not None:
-            parts.append(i.table.to_html(index=i.index, na_rep="-", float_format=lambda v: f"{v:.3g}", border=0) if len(i.table) else "<p>(no rows)</p>")
-            parts.append(f"<p>Files: {i.name}.csv, {i.name}.md, {i.name}.tex</p>")
+            parts.append(i.table.to_html(index=i.index, na_rep="-", float_format=lambda v: f"{v:.3g}", border=0)
+                         if len(i.table) else "<p>(no rows)</p>")
+            parts.append("<p>Files: " + ", ".join(f"{i.name}.{x}" for x in i.formats) + "</p>")
         else:
             png = base64.b64encode((out_dir / f"{i.name}.png").read_bytes()).decode()
             parts.append(f"<img alt='{e(i.name)}' src='data:image/png;base64,{png}'><p>Files: {i.name}.png, {i.name}.pdf</p>")
@@ -220,9 +237,9 @@ def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_d
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     items, missing = report_items(o, n_boot, paper_dir, mapping)
     paths = []
-    for i in items:
-        if i.table is not None: paths += write_table_files(i.table, out_dir, i.name, i.caption, o.smoke, i.index)
-        else: paths += save_figure(i.figure, out_dir, i.name, o.smoke)
+    for i in items: paths += write_output(i, out_dir)  # figures first written as PNG: the page embeds them
     write_text(render_html(items, missing, o, out_dir, title), out_dir / "index.html"); paths.append(out_dir / "index.html")
-    write_text(json.dumps({"runs": o.run_ids, "smoke_run": o.smoke, "items": [i.name for i in items], "missing": missing}, indent=1), out_dir / "report.json")
+    meta = {"runs": o.run_ids, "smoke_run": o.smoke, "items": [i.name for i in items],
+            "smoke_items": [i.name for i in items if i.smoke], "missing": missing}
+    write_text(json.dumps(meta, indent=1), out_dir / "report.json")
     return paths + [out_dir / "report.json"]

@@ -6,7 +6,7 @@ import sys
 import pandas as pd
 import yaml
 
-from conftest import ROOT, groundbench
+from conftest import BIN, ROOT, groundbench
 
 
 def test_derived_tables_are_reproducible(tmp_path):
@@ -25,7 +25,7 @@ def test_cli_json_lines():
                     "https://www.usatoday.com/news/factcheck/a", "http://169.254.169.254/", "", check=True)
     rows = [json.loads(l) for l in p.stdout.splitlines()]
     assert [r["category"] for r in rows[:4]] == ["disinformation", "publication", "social_media", "fact_checker"]
-    assert set(rows[0]) == {"url", "host", "domain", "matched_key", "label", "score", "category", "decided_by"}
+    assert set(rows[0]) == {"url", "host", "domain", "matched_key", "label", "score", "category", "decided_by", "outlet"}
     assert rows[4]["decided_by"] == "unrated" or rows[4]["decided_by"].startswith("invalid URL")
     assert rows[5]["decided_by"].startswith("invalid URL") and rows[5]["score"] is None
     alt = json.loads(groundbench("credibility", "--table", "lin2023", "https://www.reuters.com/x", check=True).stdout)
@@ -38,7 +38,7 @@ def test_stage_on_expertqa_sample(tmp_path):
     spec.write_text(yaml.safe_dump({"run_id": "c", "stages": ["20_collect", "40_credibility"], "parameters": {"source": "expertqa", "sample": 40, "n_boot": 200}}))
     groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)
     out = tmp_path / "runs/c/40_credibility"
-    for name in ("table_1", "table_2", "table_3", "table_11", "table_12", "table_13", "expert_reliability_crosstab"):
+    for name in ("table_1", "table_1_pooled", "table_2", "table_3", "table_11", "table_12", "table_13", "expert_reliability_crosstab"):
         for ext in ("csv", "md", "tex"): assert (out / f"{name}.{ext}").exists(), f"{name}.{ext}"
     for name in ("figure_2", "figure_9"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG" and (out / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
@@ -51,3 +51,83 @@ def test_stage_on_expertqa_sample(tmp_path):
     for r in overall.itertuples():
         assert r.classified == int(cit[(cit.assistant == r.assistant) & cit.classified].shape[0])
         assert r.cr_ac_low <= r.cr <= r.cr_ac_high
+        assert 0 <= r.cr_conv <= 1 and r.conversations_rated <= r.conversations
+    effect = pd.read_csv(out / "rules_effect.csv").set_index("family")
+    assert effect.loc["all run rules", "citations_vs_table"] > 0
+    m = json.loads((tmp_path / "runs/c/manifest.json").read_text())["stages"]["40_credibility"]["counts"]
+    assert m["rater"]["rules"][0] == "authors_categories" and "fimi" in m["rules_moved_vs_table"]
+    assert "SMOKE" not in (out / "table_1.md").read_text()
+
+
+# The paper's Table 12 (top non-credible domains) and Table 11 (top cited domains), as real citations would spell them:
+TABLE_12_URLS = {
+    "en.iz.ru": ["https://en.iz.ru/en/1780000/2024-10-02/russia-says-x", "https://en.iz.ru/en", "http://EN.IZ.RU/en/123?utm=1"],
+    "eadaily.com": ["https://eadaily.com/en/news/2024/03/01/x", "https://www.eadaily.com/ru/news/2023/1/1/y"],
+    "dailysceptic.org": ["https://dailysceptic.org/2023/05/01/net-zero/", "https://www.dailysceptic.org/?p=123#c"],
+    "news-pravda.com": ["https://news-pravda.com/world/2024/x.html", "https://fr.news-pravda.com/a/1", "https://usa.news-pravda.com/b"],
+    "magyarnemzet.hu": ["https://magyarnemzet.hu/belfold/2024/01/x", "https://www.magyarnemzet.hu/"],
+    "mid.ru": ["https://mid.ru/en/foreign_policy/news/1900000/", "https://www.mid.ru/ru/press_service/", "https://canada.mid.ru/en/x"],
+    "climatesciencenews.com": ["https://climatesciencenews.com/2023/10/x/", "https://www.climatesciencenews.com/"],
+    "slaynews.com": ["https://slaynews.com/news/x/", "https://www.slaynews.com/news/y"],
+    "amg-news.com": ["https://amg-news.com/x-y-z/", "https://www.amg-news.com/?s=1"],
+    "thepeoplesvoice.tv": ["https://thepeoplesvoice.tv/x/", "https://www.thepeoplesvoice.tv/y"],
+    "wattsupwiththat.com": ["https://wattsupwiththat.com/2024/01/01/x/", "https://www.wattsupwiththat.com/"],
+    "globalresearch.ca": ["https://www.globalresearch.ca/x/5800000", "https://globalresearch.ca/y"],
+    "ladbible.com": ["https://www.ladbible.com/news/x-20240101", "https://ladbible.com/community/y"],
+}
+TABLE_11_URLS = {
+    "Wikipedia": ["https://en.wikipedia.org/wiki/X", "https://en.m.wikipedia.org/wiki/X", "https://de.wikipedia.org/wiki/Y",
+                  "https://ja.wikipedia.org/wiki/Z"],
+    "Reddit": ["https://www.reddit.com/r/x/comments/1/y/", "https://old.reddit.com/r/x", "https://redd.it/abc"],
+    "AP News": ["https://apnews.com/article/x-123", "https://apnews.com/hub/ap-fact-check/x", "https://www.apnews.com/y"],
+    "Politifact": ["https://www.politifact.com/factchecks/2024/jan/01/x/", "https://politifact.com/arizona/y"],
+    "The Guardian": ["https://www.theguardian.com/world/2024/jan/01/x", "https://amp.theguardian.com/us-news/y"],
+    "AFP Fact Check": ["https://factcheck.afp.com/doc.afp.com.34XY", "https://factuel.afp.com/x", "https://www.afp.com/en/news/1"],
+    "PubMed": ["https://pubmed.ncbi.nlm.nih.gov/12345678/", "https://pmc.ncbi.nlm.nih.gov/articles/PMC1/",
+               "https://www.ncbi.nlm.nih.gov/pmc/articles/PMC2/"],
+    "Facebook": ["https://www.facebook.com/story.php?story_fbid=1", "https://m.facebook.com/groups/x/", "https://fb.watch/abc/"],
+    "Snopes": ["https://www.snopes.com/fact-check/x/", "https://snopes.com/news/2024/01/01/y/"],
+    "euronews": ["https://www.euronews.com/my-europe/2024/01/01/x", "https://fr.euronews.com/2024/y"],
+    "Reuters": ["https://www.reuters.com/fact-check/x-2024-01-01/", "https://www.reuters.com/world/y", "https://jp.reuters.com/z"],
+    "YouTube": ["https://www.youtube.com/watch?v=abc", "https://youtu.be/abc", "https://m.youtube.com/shorts/x"],
+    "BBC": ["https://www.bbc.com/news/articles/x", "https://www.bbc.com/future/article/y", "https://www.bbc.co.uk/news/z"],
+    "Full Fact": ["https://fullfact.org/health/x/", "https://www.fullfact.org/online/y/"],
+    "NYT": ["https://www.nytimes.com/2024/01/01/us/x.html", "https://nytimes.com/interactive/2024/y.html"],
+    "FactCheck.org": ["https://www.factcheck.org/2024/01/x/", "https://factcheck.org/scicheck/y/"],
+    "ScienceDirect": ["https://www.sciencedirect.com/science/article/pii/S1", "https://sciencedirect.com/topics/x"],
+    "Yahoo": ["https://news.yahoo.com/x-1.html", "https://www.yahoo.com/news/y-2.html", "https://finance.yahoo.com/news/z",
+              "https://uk.news.yahoo.com/w"],
+    "ResearchGate": ["https://www.researchgate.net/publication/1_X", "https://researchgate.net/profile/Y"],
+}
+
+
+def _rate(urls, *opts):
+    """One `groundbench credibility` call for all `urls` (read from standard input); the JSON records in order."""
+    p = subprocess.run([str(BIN / "groundbench"), "credibility", "--from", "-", *opts], input="\n".join(urls) + "\n",
+                       capture_output=True, text=True, cwd=ROOT, check=True)
+    rows = [json.loads(l) for l in p.stdout.splitlines()]
+    assert [r["url"] for r in rows] == list(urls)
+    return rows
+
+
+def test_paper_table_12_and_table_11_domains():
+    """Table 12's domains rate non-credible; Table 11's are rated and never non-credible (several URL shapes each)."""
+    bad = [(d, u) for d, us in TABLE_12_URLS.items() for u in us]
+    good = [(d, u) for d, us in TABLE_11_URLS.items() for u in us]
+    rows = _rate([u for _, u in bad + good])
+    for (domain, _), r in zip(bad, rows[:len(bad)]):
+        assert r["score"] is not None and r["score"] < 0, f"Table 12 {domain}: {r}"
+    for (outlet, _), r in zip(good, rows[len(bad):]):
+        assert r["score"] is not None and r["score"] >= 0, f"Table 11 {outlet}: {r}"
+    outlets = {}
+    for (outlet, _), r in zip(good, rows[len(bad):]): outlets.setdefault(outlet, set()).add(r["outlet"])
+    assert outlets["Wikipedia"] == {"wikipedia.org"} and outlets["Yahoo"] == {"news.yahoo.com"}  # Table 11 counts by outlet
+    assert {r["category"] for (o, _), r in zip(good, rows[len(bad):]) if o in ("Politifact", "Snopes", "Full Fact")} == {"fact_checker"}
+
+
+def test_rules_can_be_switched_off_and_say_what_they_change():
+    urls = ["https://en.iz.ru/x", "https://www.bbc.com/future/x", "https://fr.news-pravda.com/x"]
+    full, authors, table = (_rate(urls, *o) for o in ((), ("--rules", "authors"), ("--rules", "table")))
+    assert table[0]["label"] == "mixed" and authors[0]["label"] == "very low"        # the authors' disinformation list
+    assert full[1]["label"] == "high" and authors[1]["score"] is None                # our section-path rule
+    assert full[2]["category"] == "disinformation"

@@ -83,5 +83,8 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(t
               "figure_9.png", "profile.csv", "paper_vs_run.csv", "index.html"):
         assert (rep / f).exists(), f
     assert "SMOKE RUN" in (rep / "index.html").read_text() and "SMOKE RUN" in (rep / "table_4.md").read_text()
+    for f in ("table_1.md", "table_2.md", "table_11.md", "rules_effect.md"):  # credibility uses no model: never marked
+        assert "SMOKE RUN" not in (rep / f).read_text(), f
+    assert "table_1" not in json.loads((rep / "report.json").read_text())["smoke_items"]
     nb = json.loads((runs / "b" / "notebooks" / "85_explorer.ipynb").read_text())
     assert any("Sources" in "".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", []))

@@ -1,4 +1,4 @@
-"""Credibility Rate and Non-Credibility Rate per assistant by topic, by role and overall, with the paper's Agresti-Coull intervals and, beside them, a bootstrap over conversations; the paper's Tables 1, 2, 3, 11, 12, 13 and Figures 2 and 9.
+"""Credibility Rate and Non-Credibility Rate per assistant by topic, by role and overall with both estimators the seed paper uses (pooled with Agresti-Coull, as its text says; the mean of per-conversation rates, as its printed tables behave), a bootstrap over conversations beside them; one builder for each of the paper's Tables 1, 2, 3, 11, 12, 13 and Figures 2 and 9, used by the stage and the report alike.
 
 Docs: https://groundbench.github.io/groundbench/credibility_metrics.html.md"""
 
@@ -7,18 +7,19 @@ Docs: https://groundbench.github.io/groundbench/credibility_metrics.html.md"""
 # %% ../../nbs/42_credibility_metrics.ipynb #4bb7213e
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..core import Conversation, Prompt, atomic_path, write_text
+from ..core import Conversation, Prompt
+from ..tables import Output, pm
 
 # %% auto #0
-__all__ = ['LABEL_ORDER', 'LABEL_COLORS', 'assistant_name', 'citation_table', 'conversation_table', 'agresti_coull',
-           'bootstrap_ratio', 'credibility_rates', 'write_table_files', 'save_figure', 'pm', 'table_1', 'table_2',
-           'table_3', 'top_sites', 'table_13', 'wide_ranks', 'figure_2', 'figure_9']
+__all__ = ['PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER',
+           'assistant_name', 'citation_table', 'conversation_table', 'agresti_coull', 'bootstrap_ratio', 'mean_ci95',
+           'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1', 'table_2_values', 'table_2', 'table_3',
+           'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2', 'figure_9', 'credibility_outputs']
 
 # %% ../../nbs/42_credibility_metrics.ipynb #f9cdde55
 def assistant_name(c: Conversation) -> str:
@@ -38,16 +39,18 @@ def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rat
     df = pd.DataFrame(rows, columns=["conversation_id", "assistant", "topic", "role", "thinking", "citation_index", "url"])
     r = rater.rate_many(df.url).drop(columns=["url"])
     out = pd.concat([df.reset_index(drop=True), r.reset_index(drop=True)], axis=1)
-    out["classified"] = out.decided_by.ne("unrated") & ~out.decided_by.str.startswith("invalid URL")
-    out["site"] = [h[4:] if h.startswith("www.") else h for h in out.host]
+    out["classified"] = out.decided_by.ne("unrated") & ~out.decided_by.astype(str).str.startswith("invalid URL")
     return out
 
 def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt]) -> pd.DataFrame:
     "One row per conversation: assistant, topic, role, thinking, refused, words, citations."
     pr = {p.prompt_id: p for p in prompts}
-    return pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c), "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
-                          "role": pr[c.prompt_id].role if c.prompt_id in pr else "", "thinking": c.thinking, "refused": c.refused,
-                          "words": len(c.answer_text.split()), "citations": len(c.citations)} for c in convs])
+    return pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
+                          "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
+                          "role": pr[c.prompt_id].role if c.prompt_id in pr else "", "thinking": c.thinking,
+                          "refused": c.refused, "words": len(c.answer_text.split()), "citations": len(c.citations)}
+                         for c in convs],
+                        columns=["conversation_id", "assistant", "topic", "role", "thinking", "refused", "words", "citations"])
 
 # %% ../../nbs/42_credibility_metrics.ipynb #fb1cd7a3
 def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -57,7 +60,8 @@ def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     lo, hi = proportion_confint(k, n, alpha=alpha, method="agresti_coull")
     return float(lo), float(hi)
 
-def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
+def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                    alpha: float = 0.05) -> tuple[float, float]:
     "Percentile interval of sum(num)/sum(den) resampling the rows (conversations) with replacement."
     num, den = np.asarray(num, float), np.asarray(den, float)
     if n_boot <= 0 or len(den) == 0 or den.sum() == 0: return (float("nan"), float("nan"))
@@ -68,127 +72,182 @@ def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: 
     lo, hi = np.nanpercentile(r, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(lo), float(hi)
 
+def mean_ci95(x: np.ndarray) -> tuple[float, float]:
+    "Mean and 1.96 standard errors (sample SD, ddof=1) of `x`; (nan, nan) when empty, half-width nan for one value."
+    x = np.asarray(x, float)
+    if len(x) == 0: return (float("nan"), float("nan"))
+    if len(x) == 1: return (float(x[0]), float("nan"))
+    return float(x.mean()), float(1.96 * x.std(ddof=1) / np.sqrt(len(x)))
+
 def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    "CR and NCR per group of `by`, with Agresti-Coull and conversation-bootstrap 95% intervals (n_boot=0: no bootstrap)."
+    "CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96 SE)."
     cls = cit.classified.to_numpy(bool)
     score = cit.score.to_numpy(float)
     c = pd.DataFrame({**{b: cit[b].to_numpy() for b in by}, "conversation_id": cit.conversation_id.to_numpy(),
                       "n": cls.astype(int), "cr": (cls & (score > 0)).astype(int), "ncr": (cls & (score < 0)).astype(int)})
-    per = c.groupby(list(by) + ["conversation_id"], sort=True).agg(n=("n", "sum"), cr=("cr", "sum"), ncr=("ncr", "sum"), citations=("n", "size"))
+    per = c.groupby(list(by) + ["conversation_id"], sort=True).agg(n=("n", "sum"), cr=("cr", "sum"), ncr=("ncr", "sum"),
+                                                                  citations=("n", "size"))
     rows = []
     for key, g in per.groupby(level=list(range(len(by))), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         n, k_cr, k_ncr = int(g.n.sum()), int(g.cr.sum()), int(g.ncr.sum())
-        row = dict(zip(by, key), citations=int(g.citations.sum()), conversations=len(g), classified=n, credible=k_cr, noncredible=k_ncr,
-                   cr=k_cr / n if n else float("nan"), ncr=k_ncr / n if n else float("nan"))
+        row = dict(zip(by, key), citations=int(g.citations.sum()), conversations=len(g), classified=n, credible=k_cr,
+                   noncredible=k_ncr, cr=k_cr / n if n else float("nan"), ncr=k_ncr / n if n else float("nan"))
         row["cr_ac_low"], row["cr_ac_high"] = agresti_coull(k_cr, n)
         row["ncr_ac_low"], row["ncr_ac_high"] = agresti_coull(k_ncr, n)
         row["cr_boot_low"], row["cr_boot_high"] = bootstrap_ratio(g.cr.values, g.n.values, n_boot, seed)
         row["ncr_boot_low"], row["ncr_boot_high"] = bootstrap_ratio(g.ncr.values, g.n.values, n_boot, seed)
+        rated = g[g.n > 0]
+        row["conversations_rated"] = len(rated)
+        row["cr_conv"], row["cr_conv_ci95"] = mean_ci95(rated.cr / rated.n)
+        row["ncr_conv"], row["ncr_conv_ci95"] = mean_ci95(rated.ncr / rated.n)
         rows.append(row)
     return pd.DataFrame(rows)
 
-# %% ../../nbs/42_credibility_metrics.ipynb #9a7527ec
-def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False, index: bool = False) -> list[Path]:
-    "Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths."
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    if smoke: caption += " [SMOKE RUN: made with the bundled small models; not real results]"
-    paths = [out_dir / f"{name}.{e}" for e in ("csv", "md", "tex")]
-    with atomic_path(paths[0]) as t: df.to_csv(t, index=index)
-    write_text(f"**{caption}**\n\n" + df.to_markdown(index=index, floatfmt=".3g") + "\n", paths[1])
-    write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True), paths[2])
-    return paths
-
-def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> list[Path]:
-    "Save a matplotlib figure as PNG and PDF (atomically), marking smoke runs."
-    import matplotlib.pyplot as plt
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    if smoke: fig.text(0.99, 0.01, "SMOKE RUN: bundled small models", ha="right", va="bottom", fontsize=8, color="crimson")
-    paths = []
-    for ext in ("png", "pdf"):
-        p = out_dir / f"{name}.{ext}"
-        with atomic_path(p) as t: fig.savefig(t, format=ext, dpi=150, bbox_inches="tight")
-        paths.append(p)
-    plt.close(fig)
-    return paths
-
-def pm(v: float, lo: float, hi: float) -> str:
-    "'82.4 ± 3.7' from a proportion and its interval (percentages; half-width of the interval)."
-    if v != v: return "-"
-    return f"{100 * v:.1f} ± {100 * (hi - lo) / 2:.1f}"
-
 # %% ../../nbs/42_credibility_metrics.ipynb #796331e4
-def table_1(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Table 1: CR and NCR by topic, by role and overall per assistant; (tidy table, paper-style wide table)."
-    parts = []
-    for kind, col in (("topic", "topic"), ("role", "role")):
-        t = credibility_rates(cit, ["assistant", col], n_boot).rename(columns={col: "group"}); t.insert(0, "breakdown", kind); parts.append(t)
-    o = credibility_rates(cit, ["assistant"], n_boot); o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall"); parts.append(o)
-    tidy = pd.concat(parts, ignore_index=True)
-    tidy["CR"] = [pm(r.cr, r.cr_ac_low, r.cr_ac_high) for r in tidy.itertuples()]
-    tidy["NCR"] = [pm(r.ncr, r.ncr_ac_low, r.ncr_ac_high) for r in tidy.itertuples()]
-    wide = tidy.pivot_table(index=["breakdown", "group"], columns="assistant", values=["CR", "NCR"], aggfunc="first", sort=False)
-    wide = wide.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
-    wide.columns = [f"{a} {m}" for a, m in wide.columns]
-    return tidy.drop(columns=["CR", "NCR"]), wide.reset_index().fillna("-")
+PAPER_TOPICS = ["Health", "Climate Change", "U.S. Politics", "Local", "Russia-Ukraine War"]
+ROLE_NAMES = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
+ESTIMATORS = {"conversation": "mean of per-conversation rates with 1.96 standard errors (the estimator of the paper's printed tables)",
+              "pooled": "citations pooled, with the Agresti-Coull 95% half-width (the paper's stated method)"}
 
-def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
-    "Table 2: citation volume, response characteristics, fact-checking and disinformation exposure per assistant."
+def _order(values, first: Sequence[str]) -> list:
+    vals = [v for v in dict.fromkeys(values) if v not in ("", None) and v == v]
+    return [v for v in first if v in vals] + sorted(v for v in vals if v not in first)
+
+def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] = ()) -> pd.DataFrame:
+    "CR/NCR (both estimators) by topic, by role and overall per assistant (and `extra` columns): tidy, paper order."
+    parts = []
+    for kind in ("topic", "role"):
+        c = cit[cit[kind].fillna("").astype(str).ne("")]
+        if len(c) == 0: continue
+        t = credibility_rates(c, ["assistant", *extra, kind], n_boot).rename(columns={kind: "group"})
+        order = _order(t.group, PAPER_TOPICS if kind == "topic" else list(ROLE_NAMES))
+        t["_o"] = t.group.map({g: i for i, g in enumerate(order)})
+        t.insert(0, "breakdown", kind); parts.append(t.sort_values(["_o", "assistant", *extra]).drop(columns="_o"))
+    o = credibility_rates(cit, ["assistant", *extra], n_boot); o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall")
+    parts.append(o)
+    return pd.concat(parts, ignore_index=True)
+
+def _cell(r, m: str, estimator: str) -> str:
+    if estimator == "conversation": return pm(100 * getattr(r, f"{m}_conv"), 100 * getattr(r, f"{m}_conv_ci95"))
+    v, lo, hi = getattr(r, m), getattr(r, f"{m}_ac_low"), getattr(r, f"{m}_ac_high")
+    return pm(100 * v, 100 * (hi - lo) / 2)
+
+def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") -> pd.DataFrame:
+    "Paper layout of rate tables: one row per group, a CR and an NCR column per `column` value (percent, two decimals)."
+    if estimator not in ESTIMATORS: raise ValueError(f"estimator {estimator!r}: use {', '.join(ESTIMATORS)}")
+    t = tidy.assign(CR=[_cell(r, "cr", estimator) for r in tidy.itertuples()],
+                    NCR=[_cell(r, "ncr", estimator) for r in tidy.itertuples()])
+    t["Group"] = t.group.map(lambda g: ROLE_NAMES.get(g, g))
+    w = t.pivot_table(index="Group", columns=column, values=["CR", "NCR"], aggfunc="first", sort=False)
+    w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    w.columns = [f"{a} {m}" for a, m in w.columns]
+    return w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
+
+def table_1(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    "Table 1: (tidy rates with both estimators, paper layout per conversation as printed, paper layout pooled)."
+    tidy = rate_breakdowns(cit, n_boot)
+    return tidy, wide_rates(tidy, "conversation"), wide_rates(tidy, "pooled")
+
+TABLE_2_ROWS = {"conversations": "Conversations", "total_sources": "Total sources", "unique_domains": "Unique domains",
+                "avg_sources_per_chat": "Avg. sources per chat", "refused_responses": "Refused responses",
+                "avg_response_words": "Avg. response length (words)", "fc_citations_pct": "Overall FC citations (%)",
+                "chats_citing_fc_pct": "Chats citing ≥1 FC domains (%)", "chats_with_disinfo_pct": "Chats w/ disinfo (%)",
+                "social_media_citations_pct": "Social media citations (%)"}
+
+def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
+    "Table 2's numbers per assistant: citation volume, responses, fact-checking and disinformation exposure."
     rows = []
     for a, cv in conv.groupby("assistant", sort=True):
         c = cit[cit.assistant == a]
-        fc_chats = c[c.category == "fact_checker"].conversation_id.nunique()
-        dis_chats = c[c.category == "disinformation"].conversation_id.nunique()
         n = max(len(c), 1)
-        rows.append({"assistant": a, "conversations": len(cv), "total_sources": len(c), "unique_domains": c.domain.replace("", np.nan).nunique(),
-                     "avg_sources_per_chat": round(len(c) / len(cv), 2), "refused_responses": int(cv.refused.sum()),
-                     "avg_response_words": round(cv.words.mean(), 1), "fc_citations_pct": round(100 * (c.category == "fact_checker").sum() / n, 1),
-                     "chats_citing_fc_pct": round(100 * fc_chats / len(cv), 1), "chats_with_disinfo_pct": round(100 * dis_chats / len(cv), 1),
-                     "social_media_citations_pct": round(100 * (c.category == "social_media").sum() / n, 1)})
-    return pd.DataFrame(rows)
+        rows.append({"assistant": a, "conversations": len(cv), "total_sources": len(c),
+                     "unique_domains": c.domain.astype(str).replace("", np.nan).nunique(),
+                     "avg_sources_per_chat": len(c) / len(cv), "refused_responses": int(cv.refused.sum()),
+                     "avg_response_words": float(cv.words.mean()),
+                     "fc_citations_pct": 100 * (c.category == "fact_checker").sum() / n,
+                     "chats_citing_fc_pct": 100 * c[c.category == "fact_checker"].conversation_id.nunique() / len(cv),
+                     "chats_with_disinfo_pct": 100 * c[c.category == "disinformation"].conversation_id.nunique() / len(cv),
+                     "social_media_citations_pct": 100 * (c.category == "social_media").sum() / n})
+    return pd.DataFrame(rows, columns=["assistant", *TABLE_2_ROWS])
 
-def table_3(cit: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
-    "Table 3: CR and NCR with and without thinking mode, for assistants where thinking was recorded."
+def _t2fmt(metric: str, v: float) -> str:
+    if metric in ("conversations", "total_sources", "unique_domains", "refused_responses"): return f"{int(v):,}"
+    if metric in ("avg_sources_per_chat", "avg_response_words"): return f"{v:,.0f}"
+    if metric == "chats_with_disinfo_pct": return f"{round(v, 1):g}"   # the paper prints 14, 15, 3.5, 4
+    return f"{v:.1f}"
+
+def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
+    "Table 2 as the paper prints it: one row per measure, one column per assistant."
+    v = table_2_values(cit, conv).set_index("assistant")
+    return pd.DataFrame({a: [_t2fmt(m, v.loc[a, m]) for m in TABLE_2_ROWS] for a in v.index},
+                        index=pd.Index(list(TABLE_2_ROWS.values()), name="Measure")).reset_index()
+
+def table_3(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was recorded."
     with_thinking = cit.groupby("assistant").thinking.any()
     c = cit[cit.assistant.isin(with_thinking[with_thinking].index)].copy()
-    if c.empty: return pd.DataFrame(columns=["assistant", "thinking", "conversations", "classified", "cr", "ncr"])
-    c["thinking"] = c.thinking.map({True: "with thinking", False: "without thinking"})
-    return credibility_rates(c, ["assistant", "thinking"], n_boot)
+    if c.empty: return pd.DataFrame(), pd.DataFrame(columns=["Group"])
+    c["mode"] = c.thinking.map({True: "Thinking", False: "Non-Thinking"})
+    tidy = rate_breakdowns(c, n_boot, extra=["mode"])
+    tidy.loc[tidy.group == "Overall", "group"] = "Average"
+    one = c.assistant.nunique() == 1
+    tidy["column"] = tidy["mode"] if one else tidy.assistant + " " + tidy["mode"]
+    w = wide_rates(tidy, "conversation", column="column")
+    order = [f"{p}{m} {x}" for p in ([""] if one else [a + " " for a in sorted(c.assistant.unique())])
+             for m in ("Thinking", "Non-Thinking") for x in ("CR", "NCR")]
+    return tidy.drop(columns="column"), w[["Group"] + [o for o in order if o in w.columns]]
 
-def top_sites(cit: pd.DataFrame, k: int, noncredible: bool = False) -> pd.DataFrame:
-    "Table 11 (top-k cited sites per assistant) or Table 12 (top-k non-credible sites): rank, assistant, site, count."
-    c = cit[cit.classified & (cit.score < 0)] if noncredible else cit[cit.site != ""]
-    t = c.groupby(["assistant", "site"]).size().rename("count").reset_index()
-    t = t.sort_values(["assistant", "count", "site"], ascending=[True, False, True]).groupby("assistant").head(k)
+def outlet_names(root=None) -> dict[str, str]:
+    "Readable outlet names (curated/outlet_names.csv: key -> name) for Table 11."
+    from groundbench.credibility.ratings import credibility_root
+    from pathlib import Path
+    f = Path(root or credibility_root()) / "curated" / "outlet_names.csv"
+    return dict(pd.read_csv(f, keep_default_na=False).itertuples(index=False)) if f.exists() else {}
+
+def top_outlets(cit: pd.DataFrame, k: int, noncredible: bool = False, names: dict | None = None) -> pd.DataFrame:
+    "Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet, name, count."
+    c = cit[cit.classified & (cit.score < 0)] if noncredible else cit
+    c = c[c.outlet.astype(str) != ""]
+    t = c.groupby(["assistant", "outlet"], observed=True).size().rename("count").reset_index()
+    t["outlet"] = t.outlet.astype(str)
+    t = t.sort_values(["assistant", "count", "outlet"], ascending=[True, False, True]).groupby("assistant").head(k)
     t["rank"] = t.groupby("assistant").cumcount() + 1
-    return t[["assistant", "rank", "site", "count"]]
+    t["name"] = [(names or {}).get(o, o) for o in t.outlet]
+    return t[["assistant", "rank", "outlet", "name", "count"]].reset_index(drop=True)
+
+def wide_ranks(t: pd.DataFrame, site: str = "name") -> pd.DataFrame:
+    "Paper layout of Tables 11 and 12: one row per rank, a domain and a count column per assistant."
+    if t.empty: return pd.DataFrame(columns=["Rank"])
+    w = t.pivot(index="rank", columns="assistant", values=[site, "count"])
+    w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    w.columns = [f"{a} {'Domain' if m == site else 'Count'}" for a, m in w.columns]
+    for col in w.columns:
+        if col.endswith("Count"): w[col] = w[col].map(lambda v: "" if v != v else f"{int(v)}")
+    return w.fillna("").reset_index().rename(columns={"rank": "Rank"})
 
 def table_13(cit: pd.DataFrame) -> pd.DataFrame:
-    "Table 13: disinformation citations per topic, per assistant and in total."
-    d = cit[cit.category == "disinformation"]
+    "Table 13: disinformation citations per topic, per assistant and in total (citations without a topic in one row)."
+    d = cit[cit.category == "disinformation"].assign(topic=lambda x: x.topic.fillna("").replace("", "(no topic)"))
+    topics = _order(cit.topic.fillna("").replace("", "(no topic)"), PAPER_TOPICS)
     t = d.pivot_table(index="topic", columns="assistant", values="url", aggfunc="count", fill_value=0)
-    t = t.reindex(sorted(cit.topic.unique()), fill_value=0)
-    t["total"] = t.sum(axis=1)
-    return t.reset_index()
-
-def wide_ranks(t: pd.DataFrame) -> pd.DataFrame:
-    "Paper layout of Tables 11 and 12: one row per rank, a site and a count column per assistant."
-    w = t.pivot(index="rank", columns="assistant", values=["site", "count"])
-    w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
-    w.columns = [f"{a} {m}" for a, m in w.columns]
-    return w.reset_index()
+    t = t.reindex(topics, fill_value=0).reindex(columns=sorted(cit.assistant.unique()), fill_value=0)
+    t["Total Count"] = t.sum(axis=1)
+    return t.rename_axis("Topic").rename_axis(None, axis=1).reset_index()
 
 # %% ../../nbs/42_credibility_metrics.ipynb #47742594
 LABEL_ORDER = ["very high", "high", "mostly factual", "mixed", "not rated", "low", "very low", "satire", "unrated"]
 LABEL_COLORS = ["#1a9850", "#66bd63", "#a6d96a", "#fee08b", "#d9d9d9", "#fdae61", "#f46d43", "#a50026", "#f0f0f0"]
+CATEGORY_ORDER = ["fact_checker", "government", "publication", "news_media", "social_media", "disinformation", "other"]
 
-def figure_2(cit: pd.DataFrame, smoke: bool = False):
+def figure_2(cit: pd.DataFrame):
     "Figure 2: distribution of credibility labels of cited sources per assistant (shares; unrated shown apart)."
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt, seaborn as sns
     sns.set_theme(style="whitegrid")
-    lab = np.where(cit.classified, cit.label, "unrated")
-    share = pd.crosstab(cit.assistant, lab, normalize="index").reindex(columns=[l for l in LABEL_ORDER if l in set(lab)], fill_value=0) * 100
+    lab = np.where(cit.classified, cit.label.astype(str), "unrated")
+    share = pd.crosstab(cit.assistant, lab, normalize="index")
+    share = share.reindex(columns=[l for l in LABEL_ORDER if l in set(lab)], fill_value=0) * 100
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(share) + 1.6))
     share.plot.barh(stacked=True, ax=ax, color=[LABEL_COLORS[LABEL_ORDER.index(c)] for c in share.columns], width=0.7)
     ax.set_xlabel("share of cited sources (%)"); ax.set_ylabel(""); ax.set_xlim(0, 100)
@@ -196,13 +255,14 @@ def figure_2(cit: pd.DataFrame, smoke: bool = False):
     ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8, title="label")
     return fig, share.reset_index()
 
-def figure_9(cit: pd.DataFrame, smoke: bool = False):
+def figure_9(cit: pd.DataFrame):
     "Figure 9: source categories per assistant, with the disinformation share."
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt, seaborn as sns
     sns.set_theme(style="whitegrid")
-    order = ["fact_checker", "government", "publication", "news_media", "social_media", "disinformation", "other"]
-    share = pd.crosstab(cit.assistant, cit.category, normalize="index").reindex(columns=[c for c in order if c in set(cit.category)], fill_value=0) * 100
+    cats = cit.category.astype(str)
+    share = pd.crosstab(cit.assistant, cats, normalize="index")
+    share = share.reindex(columns=[c for c in CATEGORY_ORDER if c in set(cats)], fill_value=0) * 100
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(share) + 1.6))
     share.plot.barh(stacked=True, ax=ax, colormap="tab10", width=0.7)
     for i, a in enumerate(share.index):
@@ -212,3 +272,31 @@ def figure_9(cit: pd.DataFrame, smoke: bool = False):
     ax.set_title("Categories of cited sources")
     ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8, title="category")
     return fig, share.reset_index()
+
+# %% ../../nbs/42_credibility_metrics.ipynb #5e1c2b02
+def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None) -> list[Output]:
+    "Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s."
+    names = outlet_names() if names is None else names
+    tidy, t1, t1p = table_1(cit, n_boot)
+    t3_tidy, t3 = table_3(cit, n_boot)
+    f2, f2d = figure_2(cit)
+    f9, f9d = figure_9(cit)
+    return [Output("table_1", "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % by topic, role and overall: "
+                   + ESTIMATORS["conversation"], t1),
+            Output("table_1_pooled", "Table 1 (pooled): CR and NCR, % by topic, role and overall: " + ESTIMATORS["pooled"], t1p),
+            Output("rates", "CR and NCR with both estimators and a conversation bootstrap (proportions)", tidy, formats=("csv",)),
+            Output("table_2", "Table 2: citation volume, responses, fact-checking and disinformation exposure (FC: fact-checking)",
+                   table_2(cit, conv)),
+            Output("table_2_values", "Table 2's numbers, unrounded", table_2_values(cit, conv), formats=("csv",)),
+            Output("table_3", "Table 3: CR and NCR (%) with and without thinking mode, for assistants where it was recorded: "
+                   + ESTIMATORS["conversation"], t3),
+            Output("table_3_rates", "Table 3's rates with both estimators (proportions)", t3_tidy, formats=("csv",)),
+            Output("table_11", "Table 11: top 10 cited outlets per assistant, with citation counts",
+                   wide_ranks(top_outlets(cit, 10, names=names))),
+            Output("table_12", "Table 12: top 5 non-credible domains per assistant, with citation counts",
+                   wide_ranks(top_outlets(cit, 5, noncredible=True), site="outlet")),
+            Output("table_13", "Table 13: disinformation sources cited per topic", table_13(cit)),
+            Output("figure_2", "Figure 2: credibility labels of cited sources per assistant", figure=f2),
+            Output("figure_2_data", "Figure 2's shares (%)", f2d, formats=("csv",)),
+            Output("figure_9", "Figure 9: categories of cited sources per assistant", figure=f9),
+            Output("figure_9_data", "Figure 9's shares (%)", f9d, formats=("csv",))]

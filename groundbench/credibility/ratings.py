@@ -1,4 +1,4 @@
-"""Every cited URL reduced to its host and registrable domain with the Public Suffix List, looked up in the rating tables (MBFC, fact-checkers, government and research rules, social media, disinformation lists) in a documented order of precedence; every rating says which table or rule decided it.
+"""Every cited URL reduced to its host and registrable domain with the Public Suffix List and looked up as the seed paper did: an explicit disinformation list first, then the rating table (MBFC), then the category lists; our additions to the authors' lists are rule families that a run can switch off, and every rating says which table or rule decided it.
 
 Docs: https://groundbench.github.io/groundbench/credibility_ratings.html.md"""
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import posixpath
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -22,9 +23,11 @@ import pandas as pd
 from ..core import DomainRating, load_settings, resolve_path
 
 # %% auto #0
-__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'CATEGORIES', 'RANK', 'TABLES', 'registrable_domain', 'public_suffix',
-           'strip_prefixes', 'split_url', 'key_of', 'try_key', 'factchecker_key', 'build_mbfc', 'build_lin',
-           'build_derived_tables', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
+__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'CATEGORIES', 'TABLES',
+           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'split_url',
+           'key_of', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
+           'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi', 'build_derived_tables',
+           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
 
 # %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
 @functools.lru_cache(maxsize=1)
@@ -55,17 +58,23 @@ def strip_prefixes(host: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
                 host, changed = host[len(p):], True
     return host
 
+_NOT_HTTP = re.compile(r"^(mailto|javascript|data|tel|file|about|urn|blob|ftp):", re.I)
+
 def split_url(url: str) -> tuple[str, str]:
     "(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises ValueError."
-    u = (url or "").strip()
+    u = (url or "").strip() if isinstance(url, str) else ""
     if not u: raise ValueError("empty URL")
-    if re.match(r"^(mailto|javascript|data|tel|file|about|urn):", u, re.I): raise ValueError(f"not an http(s) URL: {u[:80]!r}")
+    if _NOT_HTTP.match(u): raise ValueError(f"not an http(s) URL: {u[:80]!r}")
     if "://" not in u: u = "http://" + u
-    p = urlsplit(u)
+    scheme, rest = u.split("://", 1)
+    u = scheme + "://" + rest.replace("\\", "/")  # browsers read a backslash as a slash
+    try: p = urlsplit(u); host = (p.hostname or "").rstrip(".").lower(); p.port  # a bad port is a bad URL
+    except ValueError as e: raise ValueError(f"unparsable URL {url[:80]!r}: {e}") from None
     if p.scheme.lower() not in ("http", "https"): raise ValueError(f"not an http(s) URL: {url[:80]!r}")
-    host = (p.hostname or "").rstrip(".").lower()
     if not host or "." not in host or " " in host: raise ValueError(f"no valid host in {url[:80]!r}")
-    return host, unquote(p.path).rstrip("/")
+    path = unquote(p.path)
+    if "/." in path: path = posixpath.normpath(path)  # dot segments, as browsers resolve them
+    return host, path.rstrip("/")
 
 def key_of(url: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
     "The rating key of a table entry written as a URL or a domain: host, or host/path for path entries."
@@ -75,23 +84,29 @@ def key_of(url: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
     if re.fullmatch(r"/([a-z]{2}(-[a-z]{2})?|english|espanol|french|intl|international)", path, flags=re.I): path = ""
     return host + path.lower() if path else host
 
+_WAYBACK = re.compile(r"^(?:https?://)?(?:web\.)?archive\.org/web/\d+[a-z_]*/(.+)$", re.I)
+
+def archived_url(url: str) -> str:
+    "The URL a Wayback Machine snapshot archives (`web.archive.org/web/<time>/<url>`), else `url` itself."
+    m = _WAYBACK.match((url or "").strip())
+    return m.group(1) if m else url
+
 # %% ../../nbs/41_credibility_ratings.ipynb #30b2e9c9
 LABELS = ("very high", "high", "mostly factual", "mixed", "low", "very low", "satire", "not rated")
-LABEL_SCORES = {"very high": 1.0, "high": 1.0, "mostly factual": 0.5, "mixed": 0.0, "not rated": 0.0, "low": -0.5, "very low": -1.0, "satire": -1.0}
+LABEL_SCORES = {"very high": 1.0, "high": 1.0, "mostly factual": 0.5, "mixed": 0.0, "not rated": 0.0, "low": -0.5,
+                "very low": -1.0, "satire": -1.0}
 _ORDER = {l: i for i, l in enumerate(("satire", "very low", "low", "mixed", "not rated", "mostly factual", "high", "very high"))}
-CRED1_LABELS = {"reliable": "high", "mixed": "mixed", "unreliable": "low", "rumor": "low", "fake": "very low", "conspiracy": "very low", "satire": "satire"}
+CRED1_LABELS = {"reliable": "high", "mixed": "mixed", "unreliable": "low", "rumor": "low", "fake": "very low",
+                "conspiracy": "very low", "satire": "satire"}
+# the authors' category lists: (our category, the label their code gives)
+AUTHOR_CATEGORIES = {"government": ("government", "high"), "publications": ("publication", "high"),
+                     "fact-checking": ("fact_checker", "high"), "reliable-news": ("news_media", "high"),
+                     "social-media": ("social_media", "mixed"), "disinformation": ("disinformation", "very low")}
 
 def try_key(value) -> str | None:
-    "The key of a table entry, or None when it is not a usable domain (typos such as 'example. com')."
-    try: return key_of(value) if isinstance(value, str) else None
+    "The key of a table entry (archived snapshots stand for the archived site), or None when it is not a usable domain."
+    try: return key_of(archived_url(value)) if isinstance(value, str) else None
     except ValueError: return None
-
-def factchecker_key(url: str) -> str | None:
-    "A fact-checker's key: a dedicated subdomain (factcheck.afp.com/afp-kenya) is the whole host; a section of a site keeps its path."
-    k = try_key(url)
-    if not k or "/" not in k: return k
-    host = k.split("/")[0]
-    return host if host != registrable_domain(host) else k
 
 def _write(df: pd.DataFrame, path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,10 +124,49 @@ def build_mbfc(src: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     for k, g in df.groupby("key", sort=True):
         counts = Counter(g.label)
         best = sorted(counts, key=lambda l: (-counts[l], _ORDER.get(l, 99)))[0]
-        if len(counts) > 1: conflicts.append({"key": k, "labels": "; ".join(f"{l} x{n}" for l, n in sorted(counts.items())), "kept": best})
-        row = g[g.label == best].iloc[0]
-        out.append(row.to_dict())
+        if len(counts) > 1:
+            conflicts.append({"key": k, "labels": "; ".join(f"{l} x{n}" for l, n in sorted(counts.items())), "kept": best})
+        out.append(g[g.label == best].iloc[0].to_dict())
     return pd.DataFrame(out), pd.DataFrame(conflicts, columns=["key", "labels", "kept"])
+
+def platform_hosts(src_root: Path) -> set[str]:
+    "Hosts of social media and of platforms for third-party pages (ours and the authors'): no rule widens an entry to them."
+    cur = src_root / "curated"
+    hosts = set(pd.read_csv(cur / "social_media.csv").host) | set(pd.read_csv(cur / "platforms.csv").host)
+    cats = pd.read_csv(src_root / "vykopal2025" / "categories.csv")
+    return hosts | {k for u in cats[cats.category == "social-media"].url if (k := try_key(u))}
+
+def section_paths(mbfc: pd.DataFrame, platforms: set[str]) -> pd.DataFrame:
+    "MBFC path entries whose outlet MBFC lists no other way, and whether the `section_paths` rule widens each to its host."
+    hosts = set(mbfc.key[~mbfc.key.str.contains("/")])
+    p = mbfc[mbfc.key.str.contains("/")][["key", "label"]].copy()
+    p["host"] = p.key.str.split("/").str[0]
+    def chain(h):
+        reg = registrable_domain(h) or h
+        labels = h.split(".")
+        return [".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg)]
+    p = p[[not any(c in hosts for c in chain(h)) for h in p.host]]
+    agree = p.groupby("host").label.nunique()
+    def why(h):
+        if any(c in platforms for c in chain(h)): return "kept as a path: the host is a platform for third-party pages"
+        if agree[h] > 1: return "kept as a path: the host's sections have different labels"
+        return "widened to the host"
+    p["rule"] = p.host.map(why)
+    p["widened"] = p.rule.eq("widened to the host")
+    return p[["key", "host", "label", "widened", "rule"]].sort_values("key").reset_index(drop=True)
+
+FACTCHECK_WORDS = re.compile(r"fact|check|verif|chequ|fakt|hoax|desintox|poligra|proveri|provjer|sprawdz|tenyker|periksa|semak|"
+                             r"comprov|checam|napravo|cinjenic|truth|detector|factuel|factual|debunk|mythbust", re.I)
+
+def factchecker_subdomains(keys: Sequence[str]) -> pd.DataFrame:
+    "Fact-checker entries listed only by a page on a subdomain whose own name says fact-checking (factcheck.afp.com/afp-kenya)."
+    hosts = {k for k in keys if "/" not in k}
+    rows = []
+    for k in keys:
+        h = k.split("/")[0]
+        reg = registrable_domain(h) or h
+        if "/" in k and h != reg and h not in hosts and FACTCHECK_WORDS.search(h[: -len(reg)]): rows.append({"key": k, "host": h})
+    return pd.DataFrame(rows, columns=["key", "host"])
 
 def build_lin(src: Path, mbfc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     "Lin et al. pc1 scores with labels by cut points derived from the MBFC overlap, and the cut-point table."
@@ -135,17 +189,49 @@ def build_lin(src: Path, mbfc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     th["agreement_with_mbfc"] = round(float(agree), 4)
     return lin[["key", "pc1", "label"]].sort_values("key"), th
 
+def build_categories(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]]:
+    "The authors' category lists as keys with their category and label; and the rows left out, with the reason."
+    keep, dropped = [], []
+    for i, r in enumerate(csv.DictReader(open(src, encoding="utf-8")), start=2):
+        why = ("the authors' SITES_CATEGORIES does not use this list" if r["used_by_upstream"] != "in SITES_CATEGORIES"
+               else "two URLs joined by a missing comma upstream: the authors' code never matched it" if r["note"]
+               else "not a usable domain" if not (k := try_key(r["url"]))
+               else f"their category {r['category']!r} has no label in their code" if r["category"] not in AUTHOR_CATEGORIES
+               else "names a whole platform host" if r["category"] == "disinformation" and "/" not in k and k in platforms
+               else "")
+        if why: dropped.append({"source": f"vykopal2025/categories.csv:{i}", "entry": r["url"], "reason": why}); continue
+        cat, label = AUTHOR_CATEGORIES[r["category"]]
+        keep.append({"key": k, "category": cat, "label": label, "upstream_list": r["upstream_list"]})
+    df = pd.DataFrame(keep).drop_duplicates(["key", "category"]).sort_values(["key", "category"])
+    return df.reset_index(drop=True), dropped
+
+def build_fimi(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]]:
+    "FIMI (DIMA) domains as keys; entries that are no domain or name a whole platform host are left out."
+    fimi = pd.read_csv(src)
+    fimi["line"] = np.arange(len(fimi)) + 2
+    fimi["key"] = [try_key(d) if "." in str(d) else None for d in fimi.domain]
+    bad = fimi.key.isna().to_numpy() | np.array([isinstance(k, str) and "/" not in k and k in platforms for k in fimi.key])
+    dropped = [{"source": f"fimi-dima/DERIVED_fimi_domains.csv:{r.line}", "entry": r.domain,
+                "reason": "not a usable domain" if not isinstance(r.key, str) else "names a whole platform host"} for r in fimi[bad].itertuples()]
+    f = fimi[~bad].sort_values(["key", "operation"]).drop_duplicates("key")
+    return f[["key", "operation", "source", "riskLevel"]], dropped
+
 def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str, int]:
     "Write the cleaned tables of data/credibility/derived/ from the upstream files; returns row counts."
     src_root, out_root = Path(src_root), Path(out_root)
+    platforms = platform_hosts(src_root)
     mbfc, conflicts = build_mbfc(src_root / "vykopal2025" / "mbfc.csv")
     _write(mbfc, out_root / "mbfc.csv"); _write(conflicts, out_root / "mbfc_conflicts.csv")
-    fc = sorted({k for r in csv.DictReader(open(src_root / "vykopal2025" / "fact-checking-organizations.csv", encoding="utf-8")) if (k := factchecker_key(r["url"]))})
+    sp = section_paths(mbfc, platforms); _write(sp, out_root / "mbfc_section_paths.csv")
+    fc_raw = [r["url"] for r in csv.DictReader(open(src_root / "vykopal2025" / "fact-checking-organizations.csv", encoding="utf-8"))]
+    fc = sorted({k for u in fc_raw if (k := try_key(u))})
+    dropped = [{"source": f"vykopal2025/fact-checking-organizations.csv:{i}", "entry": u, "reason": "not a usable domain"}
+               for i, u in enumerate(fc_raw, start=2) if not try_key(u)]
     _write(pd.DataFrame({"key": fc}), out_root / "factcheckers.csv")
-    fimi = pd.read_csv(src_root / "fimi-dima" / "DERIVED_fimi_domains.csv")
-    fimi = fimi[fimi.domain.astype(str).str.contains(r"\.", regex=True)].copy()
-    fimi["key"] = [try_key(d) for d in fimi.domain]
-    fimi = fimi.dropna(subset=["key"]).sort_values(["key", "operation"]).drop_duplicates("key")[["key", "operation", "source", "riskLevel"]]
+    fcs = factchecker_subdomains(fc); _write(fcs, out_root / "factchecker_subdomains.csv")
+    cats, d = build_categories(src_root / "vykopal2025" / "categories.csv", platforms); dropped += d
+    _write(cats, out_root / "categories_vykopal2025.csv")
+    fimi, d = build_fimi(src_root / "fimi-dima" / "DERIVED_fimi_domains.csv", platforms); dropped += d
     _write(fimi, out_root / "fimi.csv")
     lin, th = build_lin(src_root / "lin2023" / "domain_pc1.csv", mbfc)
     _write(lin, out_root / "lin2023.csv"); _write(th, out_root / "lin2023_thresholds.csv")
@@ -154,38 +240,92 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     c1["label"] = c1.category.map(CRED1_LABELS)
     c1 = c1.dropna(subset=["label", "key"]).drop_duplicates("key")[["key", "label", "category", "credibility_score"]]
     _write(c1.sort_values("key"), out_root / "cred1.csv")
-    return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "factcheckers": len(fc), "fimi": len(fimi), "lin2023": len(lin), "cred1": len(c1)}
+    _write(pd.DataFrame(dropped, columns=["source", "entry", "reason"]), out_root / "dropped_entries.csv")
+    return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "mbfc_section_paths_widened": int(sp.widened.sum()),
+            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats), "fimi": len(fimi), "lin2023": len(lin),
+            "cred1": len(c1), "dropped_entries": len(dropped)}
 
 # %% ../../nbs/41_credibility_ratings.ipynb #bb29292b
 CATEGORIES = ("fact_checker", "government", "publication", "social_media", "disinformation", "news_media", "other")
-RANK = {"disinformation": 0, "fact_checker": 1, "government": 2.0, "publication": 2.1, "social_media": 2.2, "table": 5}
+_CAT_ORDER = {"fact_checker": 0, "government": 1, "publication": 2, "news_media": 3, "social_media": 4}
 TABLES = ("mbfc_vykopal2025", "lin2023", "cred1")
+RULE_FAMILIES = {  # family: (whose, what it is)
+    "authors_categories": ("authors", "the seed authors' category lists: government, publications, fact-checking and EDMO, "
+                           "reliable news (high), social media (mixed), disinformation (very low)"),
+    "authors_factcheckers": ("authors", "the seed authors' list of fact-checking organisations (high)"),
+    "authors_aliases": ("authors", "the seed authors' host aliases (en.m.wikipedia.org = wikipedia.org, yahoo.com = news.yahoo.com)"),
+    "fimi": ("ours", "FIMI-ISAC/DIMA lists of foreign information manipulation domains (disinformation)"),
+    "disinformation_extra": ("ours", "Pravda network and Russian state outlets (curated/disinformation_extra.csv)"),
+    "government": ("ours", "government suffixes and hosts (curated/government.csv; high)"),
+    "publications": ("ours", "journals, publishers, preprint servers, universities (curated/publications.csv; high)"),
+    "social_media": ("ours", "social media and user-generated platforms (curated/social_media.csv; mixed)"),
+    "aliases": ("ours", "short and mobile domains of one outlet (curated/aliases.csv: x.com = twitter.com, youtu.be = youtube.com)"),
+    "section_paths": ("ours", "an MBFC section path (bbc.com/news) rates the outlet's whole host where MBFC lists it no other way"),
+    "factcheck_subdomains": ("ours", "a fact-checker listed by a page on a subdomain named for fact-checking (factcheck.afp.com/afp-kenya) "
+                             "is that whole subdomain"),
+}
+RULE_PRESETS = {"table": (), "authors": tuple(f for f, (w, _) in RULE_FAMILIES.items() if w == "authors"),
+                "full": tuple(RULE_FAMILIES)}
+
+def parse_rules(spec: str | Sequence[str] | None) -> tuple[str, ...]:
+    "The rule families of a `rules` setting: a preset (full, authors, table) and/or families, `-family` removing one."
+    if spec is None: spec = "full"
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    on: list[str] = []
+    for s in items:
+        neg, name = s.startswith("-"), s.lstrip("-+")
+        fams = RULE_PRESETS.get(name) or ((name,) if name in RULE_FAMILIES else None)
+        if fams is None and name not in RULE_PRESETS:
+            raise ValueError(f"credibility rules {name!r}: use {', '.join(RULE_PRESETS)} or families {', '.join(RULE_FAMILIES)}")
+        for f in fams or ():
+            if neg and f in on: on.remove(f)
+            elif not neg and f not in on: on.append(f)
+    return tuple(f for f in RULE_FAMILIES if f in on)
 
 @dataclass(frozen=True)
 class Entry:
-    "One rating-table entry."
+    "One rating-table or list entry: `kind` is disinfo, table or category; `order` ranks tables (first first) and categories."
     label: str
     category: str
     decided_by: str
-    rank: int
+    kind: str
+    family: str
+    order: float = 0
 
 def credibility_root(settings: dict | None = None) -> Path:
     s = settings or load_settings()
     return resolve_path(s, s["paths"].get("credibility", "data/credibility"))
 
+@functools.lru_cache(maxsize=64)
+def _csv(path: str, mtime: float) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False)
+
+def _read(path: Path) -> pd.DataFrame:
+    if not path.exists(): raise FileNotFoundError(f"{path}: credibility data missing (run scripts/build_credibility_tables.py)")
+    return _csv(str(path), path.stat().st_mtime)
+
+# %% ../../nbs/41_credibility_ratings.ipynb #c3a1f0e2
 class Rater:
-    "Rates URLs with the configured rating tables; memoises per host."
-    def __init__(self, table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None):
+    "Rates URLs with the configured rating table(s) and rule families; memoises per host."
+    def __init__(self, table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None,
+                 rules: str | Sequence[str] | None = "full", satire_category_as_satire: bool = False):
         self.root = Path(root) if root else credibility_root()
         self.tables = [t.strip() for t in (table.split(",") if isinstance(table, str) else table) if t.strip()]
         for t in self.tables:
             if t not in TABLES: raise ValueError(f"credibility table {t!r}: use one or more of {', '.join(TABLES)}")
+        self.rules = parse_rules(rules)
+        self.satire_category_as_satire = bool(satire_category_as_satire)
         self.host_entries: dict[str, list[Entry]] = defaultdict(list)
         self.path_entries: dict[str, list[tuple[str, Entry]]] = defaultdict(list)
         self.suffix_entries: dict[str, list[Entry]] = defaultdict(list)
-        self.aliases, self.prefixes = {}, []
+        self.aliases: dict[str, str] = {}
+        self.prefixes = _PREFIXES
         self._load()
         self._cache: dict[str, tuple] = {}
+
+    def describe(self) -> dict:
+        "The configuration, for the manifest."
+        return {"tables": self.tables, "rules": list(self.rules), "satire_category_as_satire": self.satire_category_as_satire}
 
     def _add(self, key: str, e: Entry):
         host, _, path = key.partition("/")
@@ -193,75 +333,69 @@ class Rater:
         else: self.host_entries[host].append(e)
 
     def _load(self):
-        cur, der = self.root / "curated", self.root / "derived"
-        for f in (cur, der):
-            if not f.exists(): raise FileNotFoundError(f"{f}: credibility data missing (run scripts/build_credibility_tables.py)")
-        al = pd.read_csv(cur / "aliases.csv", keep_default_na=False)
-        self.prefixes = tuple(sorted(al[al.kind == "prefix"].alias))
-        self.aliases = dict(zip(al[al.kind == "host"].alias, al[al.kind == "host"].canonical))
-        for r in pd.read_csv(cur / "disinformation_extra.csv").itertuples():
-            self._add(key_of(r.host, self.prefixes), Entry("low", "disinformation", f"disinformation_extra ({r.operation})", RANK["disinformation"]))
-        for r in pd.read_csv(der / "fimi.csv").itertuples():
-            self._add(r.key, Entry("low", "disinformation", f"fimi_dima ({r.operation})", RANK["disinformation"]))
-        for k in pd.read_csv(der / "factcheckers.csv").key:
-            self._add(k, Entry("high", "fact_checker", "factcheckers_vykopal2025", RANK["fact_checker"]))
+        cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
+        if "authors_aliases" in on:
+            for r in _read(self.root / "vykopal2025" / "sites_mapping.csv").itertuples():
+                self.aliases[strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
+        if "aliases" in on:
+            al = _read(cur / "aliases.csv")
+            for r in al[al.kind == "host"].itertuples(): self.aliases.setdefault(r.alias, r.canonical)
+        if "authors_categories" in on:
+            for r in _read(der / "categories_vykopal2025.csv").itertuples():
+                kind = "disinfo" if r.category == "disinformation" else "category"
+                self._add(r.key, Entry(r.label, r.category, f"authors {r.upstream_list}", kind, "authors_categories",
+                                       _CAT_ORDER.get(r.category, 9)))
+        if "authors_factcheckers" in on:
+            for k in _read(der / "factcheckers.csv").key:
+                self._add(k, Entry("high", "fact_checker", "authors fact-checkers", "category", "authors_factcheckers", 0))
+        if "factcheck_subdomains" in on:
+            for h in dict.fromkeys(_read(der / "factchecker_subdomains.csv").host):
+                self._add(h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
+        if "disinformation_extra" in on:
+            for r in _read(cur / "disinformation_extra.csv").itertuples():
+                self._add(key_of(r.host), Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
+                                                "disinformation_extra"))
+        if "fimi" in on:
+            for r in _read(der / "fimi.csv").itertuples():
+                self._add(r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
         for name, cat in (("government", "government"), ("publications", "publication")):
-            for r in pd.read_csv(cur / f"{name}.csv").itertuples():
-                e = Entry("high", cat, f"{name} ({r.kind} {r.value})", RANK[cat])
+            if name not in on: continue
+            for r in _read(cur / f"{name}.csv").itertuples():
+                e = Entry("high", cat, f"{name} ({r.kind} {r.value})", "category", name, _CAT_ORDER[cat])
                 if r.kind == "suffix": self.suffix_entries[r.value].append(e)
-                else: self._add(key_of(r.value, self.prefixes), e)
-        for r in pd.read_csv(cur / "social_media.csv").itertuples():
-            self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", RANK["social_media"]))
-        for i, t in enumerate(self.tables):
-            rank = RANK["table"] + i / 10
-            if t == "mbfc_vykopal2025":
-                for r in pd.read_csv(der / "mbfc.csv", keep_default_na=False).itertuples():
-                    cat = ("disinformation" if r.mbfc_category in ("fake-news", "conspiracy") and r.label in ("low", "very low")
-                           else "other" if r.mbfc_category == "satire" else "news_media")
-                    self._add(r.key, Entry(r.label, cat, f"mbfc_vykopal2025 ({r.mbfc_category})", rank))
-            elif t == "lin2023":
-                for r in pd.read_csv(der / "lin2023.csv").itertuples():
-                    self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {r.pc1:.2f})", rank))
-            elif t == "cred1":
-                for r in pd.read_csv(der / "cred1.csv").itertuples():
-                    cat = "disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire" else "news_media"
-                    self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", rank))
+                else: self._add(key_of(r.value), e)
+        if "social_media" in on:
+            for r in _read(cur / "social_media.csv").itertuples():
+                self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
+        for i, t in enumerate(self.tables): self._load_table(t, i, der)
         for h in self.path_entries: self.path_entries[h].sort(key=lambda pe: -len(pe[0]))
 
+    def _load_table(self, t: str, order: int, der: Path):
+        if t == "mbfc_vykopal2025":
+            for r in _read(der / "mbfc.csv").itertuples():
+                label, by = r.label, f"mbfc_vykopal2025 ({r.mbfc_category})"
+                if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
+                    label, by = "satire", by + " satire category"
+                cat = ("disinformation" if r.mbfc_category in ("fake-news", "conspiracy") and label in ("low", "very low")
+                       else "other" if r.mbfc_category == "satire" else "news_media")
+                self._add(r.key, Entry(label, cat, by, "table", t, order))
+            if "section_paths" in self.rules:
+                for r in _read(der / "mbfc_section_paths.csv").itertuples():
+                    if r.widened in (True, "True"):
+                        self._add(r.host, Entry(r.label, "news_media", f"mbfc_vykopal2025 (section {r.key} widened)",
+                                                "table", "section_paths", order + 0.5))
+        elif t == "lin2023":
+            for r in _read(der / "lin2023.csv").itertuples():
+                self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
+        elif t == "cred1":
+            for r in _read(der / "cred1.csv").itertuples():
+                cat = "disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire" else "news_media"
+                self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
+
     def canonical_host(self, host: str) -> str:
-        "The host after prefix stripping and aliases (x.com -> twitter.com)."
+        "The host after prefix stripping and host aliases (x.com -> twitter.com)."
         h = strip_prefixes(host, self.prefixes)
         return self.aliases.get(h, h)
-
-    def _matches(self, host: str, path: str) -> list[tuple[int, int, str, Entry]]:
-        "Every (rank, -specificity, matched key, entry) for a canonical host and path."
-        labels = host.split(".")
-        chain = self._chain(host)
-        out = []
-        for depth, h in enumerate(chain):
-            spec = 1000 - depth * 10
-            for prefix, e in self.path_entries.get(h, ()):
-                if path.lower() == prefix or path.lower().startswith(prefix + "/"): out.append((e.rank, -(spec + 5), h + prefix, e))
-            for e in self.host_entries.get(h, ()): out.append((e.rank, -spec, h, e))
-        tails = [".".join(labels[i:]) for i in range(len(labels))]
-        for depth, t in enumerate(tails):
-            for e in self.suffix_entries.get(t, ()): out.append((e.rank, -(100 - depth), t, e))
-        return sorted(out, key=lambda m: (int(m[0]), m[1], m[0]))
-
-    def rate(self, url: str) -> DomainRating:
-        "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
-        try: host, path = split_url(url)
-        except ValueError as e: return DomainRating(url or "", "", "", "", "not rated", float("nan"), "other", f"invalid URL: {e}")
-        h = self.canonical_host(host)
-        hp = self._path_dependent(h)
-        ck = h + path.lower() if hp else h
-        if ck not in self._cache: self._cache[ck] = self._decide(h, path)
-        key, label, score, cat, by = self._cache[ck]
-        return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by)
-
-    def _path_dependent(self, host: str) -> bool:
-        "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
-        return any(self.path_entries.get(x) for x in self._chain(host))
 
     @functools.lru_cache(maxsize=None)
     def _chain(self, host: str) -> tuple[str, ...]:
@@ -269,39 +403,78 @@ class Rater:
         labels = host.split(".")
         return tuple(".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg))
 
+    def _matches(self, host: str, path: str) -> list[tuple[float, str, Entry]]:
+        "Every (specificity, matched key, entry) for a canonical host and path, most specific first."
+        out, p = [], path.lower()
+        for depth, h in enumerate(self._chain(host)):
+            spec = 1000 - depth * 10
+            for prefix, e in self.path_entries.get(h, ()):
+                if p == prefix or p.startswith(prefix + "/"): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
+            for e in self.host_entries.get(h, ()): out.append((spec, h, e))
+        labels = host.split(".")
+        for depth in range(len(labels)):
+            t = ".".join(labels[depth:])
+            for e in self.suffix_entries.get(t, ()): out.append((100 - depth, t, e))
+        return sorted(out, key=lambda m: -m[0])
+
     def _decide(self, host: str, path: str) -> tuple:
+        "(matched key, label, score, category, decided_by, outlet) by the precedence above."
         ms = self._matches(host, path)
-        if not ms: return ("", "not rated", float("nan"), "other", "unrated")
-        rank, _, key, e = ms[0]
-        label = e.label
-        if e.category == "disinformation":  # keep a lower table label (very low, satire) where one exists
-            lower = [m[3].label for m in ms if m[3].rank >= RANK["table"] and LABEL_SCORES.get(m[3].label, 0) < LABEL_SCORES[label]]
-            if lower: label = min(lower, key=lambda l: LABEL_SCORES[l])
-        return (key, label, LABEL_SCORES[label], e.category, e.decided_by)
+        hosts = [k for s, k, e in ms if s >= 200]  # host and path entries, not suffix rules
+        outlet = hosts[0].split("/")[0] if hosts else host
+        dis = [m for m in ms if m[2].kind == "disinfo"]
+        tab = sorted((m for m in ms if m[2].kind == "table"), key=lambda m: (m[2].order, -m[0]))
+        cat = sorted((m for m in ms if m[2].kind == "category"), key=lambda m: (-m[0], m[2].order))
+        if dis:
+            _, key, e = dis[0]
+            neg = [m[2] for m in tab if LABEL_SCORES.get(m[2].label, 0) < 0]
+            label, by = (neg[0].label, f"{e.decided_by}; label {neg[0].decided_by}") if neg else ("very low", e.decided_by)
+            return (key, label, LABEL_SCORES[label], "disinformation", by, outlet)
+        if tab:
+            _, key, e = tab[0]
+            return (key, e.label, LABEL_SCORES[e.label], cat[0][2].category if cat else e.category, e.decided_by, outlet)
+        if cat:
+            _, key, e = cat[0]
+            return (key, e.label, LABEL_SCORES[e.label], e.category, e.decided_by, outlet)
+        return ("", "not rated", float("nan"), "other", "unrated", outlet)
+
+    def _path_dependent(self, host: str) -> bool:
+        "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
+        return any(self.path_entries.get(x) for x in self._chain(host))
+
+    def rate(self, url: str) -> DomainRating:
+        "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
+        try: host, path = split_url(url)
+        except ValueError as e:
+            return DomainRating(url if isinstance(url, str) else "", "", "", "", "not rated", float("nan"), "other", f"invalid URL: {e}")
+        h = self.canonical_host(host)
+        ck = h + path.lower() if self._path_dependent(h) else h
+        if ck not in self._cache: self._cache[ck] = self._decide(h, path)
+        key, label, score, cat, by, outlet = self._cache[ck]
+        return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
 
     def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
-        "Ratings of many URLs as a table, the same as `rate` row by row; each distinct host (or host and path, where path entries exist) is decided once."
+        "Ratings of many URLs as a table, the same as `rate` row by row; each distinct host is decided once."
         cols = list(DomainRating.__dataclass_fields__)
         u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
         n = len(u)
         if n == 0: return pd.DataFrame(columns=cols)
         index: dict[str, int] = {"": 0}
-        def code(x):  # the host of plain http(s) URLs, coded; anything else (0) goes the slow, exact way
-            if type(x) is not str or not (x.startswith("https://") or x.startswith("http://")): return 0
-            return index.setdefault(x.split("/", 3)[2].lower(), len(index))
+        grab = _FAST_HOST.match
+        def code(x):  # the authority of plain http(s) URLs, coded; anything else (0) goes the slow, exact way
+            m = grab(x) if type(x) is str else None
+            return index.setdefault(m.group(1).lower(), len(index)) if m else 0
         codes = np.fromiter((code(x) for x in u), np.int64, n)
         hosts = list(index)
-        # a host decides for all its URLs unless it is odd (port, user, trailing dot, no dot) or has path entries
         fast_host = np.zeros(len(hosts), bool)
         recs = [None] * len(hosts)
-        odd = re.compile(r"[@:\s%]|\.$|^\.")
-        for i, h in enumerate(hosts):
-            if i == 0 or "." not in h or odd.search(h): continue
+        for i, h in enumerate(hosts):  # a host decides for all its URLs unless it is odd or has path entries
+            if i == 0 or "." not in h or _ODD_HOST.search(h): continue
             ch = self.canonical_host(h)
             if self._path_dependent(ch): continue
             if ch not in self._cache: self._cache[ch] = self._decide(ch, "")
-            key, label, score, cat, by = self._cache[ch]
-            fast_host[i], recs[i] = True, DomainRating("", h, registrable_domain(h) or h, key, label, score, cat, by)
+            key, label, score, cat, by, outlet = self._cache[ch]
+            fast_host[i], recs[i] = True, DomainRating("", h, registrable_domain(h) or h, key, label, score, cat, by, outlet)
         fast = fast_host[codes]
         out = {"url": u.copy()}
         for c in cols[1:]:
@@ -309,16 +482,22 @@ class Rater:
             look = np.array([getattr(r, c) if r is not None else None for r in recs], dtype=object)
             col[fast] = look[codes[fast]]
             out[c] = col
-        slow = np.flatnonzero(~fast)
-        for i in slow:
+        for i in np.flatnonzero(~fast):
             r = self.rate(u[i])
             for c in cols: out[c][i] = getattr(r, c)
         df = pd.DataFrame(out)
         df["score"] = df.score.astype(float)
-        for c in ("label", "category", "decided_by", "domain", "matched_key"): df[c] = df[c].astype("category")
+        for c in ("label", "category", "decided_by", "domain", "matched_key", "outlet"): df[c] = df[c].astype("category")
         return df
 
-def rater_from_settings(settings: dict | None = None, table: str | None = None) -> Rater:
-    "The rater with the table configured in settings.ini [credibility] (or `table`)."
+_FAST_HOST = re.compile(r"^https?://([^/?#\\]*)(?:[/?#]|$)")
+_ODD_HOST = re.compile(r"[@:\s%\\]|\.$|^\.|[^\x21-\x7e]")
+
+def rater_from_settings(settings: dict | None = None, table: str | None = None, rules: str | None = None,
+                        satire_category_as_satire: bool | None = None) -> Rater:
+    "The rater configured in settings.ini [credibility] (table, rules, satire_category_as_satire), or the arguments given."
     s = settings or load_settings()
-    return Rater(table or s["credibility"]["table"], credibility_root(s))
+    c = s.get("credibility", {})
+    sat = satire_category_as_satire
+    if sat is None: sat = str(c.get("satire_category_as_satire", "false")).strip().lower() in ("1", "true", "yes", "on")
+    return Rater(table or c.get("table") or "mbfc_vykopal2025", credibility_root(s), rules or c.get("rules") or "full", sat)

@@ -1,4 +1,4 @@
-"""Rate every cited domain and regenerate the paper's credibility tables (1, 2, 3, 11, 12, 13) and figures (2, 9) for the run's conversations. Notebooks 41 (domains and rating tables) and 42 (rates, intervals, tables, figures) define the parts.
+"""Rate every cited domain and regenerate the paper's credibility tables (1, 2, 3, 11, 12, 13) and figures (2, 9) for the run's conversations, with an audit of what our rules change against the paper's data. Notebooks 41 (domains and rating tables), 42 (rates, intervals, tables, figures) and 43 (the rules audit) define the parts.
 
 Docs: https://groundbench.github.io/groundbench/credibility.html.md"""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .metrics import (citation_table, conversation_table, figure_2, figure_9, save_figure, table_1, table_13,
-                                             table_2, table_3, top_sites, wide_ranks, write_table_files)
+from .audit import rules_audit, rules_effect
+from .metrics import citation_table, conversation_table, credibility_outputs
 from .ratings import rater_from_settings
 
 # %% auto #0
