@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -44,7 +45,8 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 def section(name: str, result: dict, seconds: float, doc: str) -> str:
     flat = flatten(result)
-    lines = [f"## {name} (`bench_{name}.py`)", "", doc, "", f"Wall time of the benchmark: {seconds:.0f} s.", ""]
+    lines = [f"## {name} (`bench_{name}.py`)", "", doc, "", f"Measured on {dt.date.today().isoformat()}; wall time of the benchmark: "
+             f"{seconds:.0f} s.", ""]
     if name in TARGETS:
         lines += ["| target | measured | met |", "|---|---|---|"]
         for key, desc, ok in TARGETS[name]:
@@ -78,7 +80,13 @@ def main():
         doc = (s.read_text().split('"""')[1].strip().split("\n\n")[0]).replace("\n", " ")
         parts.append(section(name, json.loads(line), secs, doc))
         print(f"[bench] {name} done in {secs:.0f} s", file=sys.stderr)
-    head = ["# Benchmark results", "", f"Written by `benchmarks/run_all.py` on {dt.date.today().isoformat()}.", "",
+    if args.only and args.out.exists():  # keep the sections of the benchmarks not run this time
+        old = {m.group(1): m.group(0) for m in re.finditer(r"^## (\w+) \(`bench_.*?(?=^## |\Z)", args.out.read_text(), re.M | re.S)}
+        done = {s.stem[len("bench_"):] for s in scripts}
+        ran = dict(zip(sorted(done), parts))
+        parts = [ran[n] if n in ran else old[n].rstrip("\n") + "\n" for n in sorted(set(old) | done)]
+    head = ["# Benchmark results", "", f"Written by `benchmarks/run_all.py`, last on {dt.date.today().isoformat()}"
+            + (f" (only {', '.join(args.only)})" if args.only else "") + ".", "",
             f"Machine: {machine()}.", "", "Every figure below was measured by the command above on this machine; nothing is typed in by hand.", ""]
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text("\n".join(head + parts), encoding="utf-8"); tmp.replace(args.out)

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/tables.html.md"""
 # %% ../nbs/03_tables.ipynb #a0c3e1b3
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 from .core import atomic_path, write_text
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'Output', 'write_table_files', 'save_figure', 'write_output', 'pm']
+__all__ = ['SMOKE_NOTE', 'Output', 'markdown_table', 'write_table_files', 'save_figure', 'write_output', 'pm']
 
 # %% ../nbs/03_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -31,6 +32,15 @@ class Output:
     smoke: bool = False
     formats: tuple[str, ...] = ("csv", "md", "tex")
 
+_NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
+
+def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
+    "Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers right-aligned."
+    d = df.reset_index() if index else df
+    shown = pd.DataFrame({c: [("" if v != v else f"{v:.3g}") if isinstance(v, float) else str(v) for v in d[c]] for c in d.columns})
+    align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left" for c in shown.columns]
+    return shown.to_markdown(index=False, disable_numparse=True, colalign=align) if len(shown.columns) else ""
+
 def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False,
                       index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex")) -> list[Path]:
     "Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths."
@@ -42,7 +52,7 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         with atomic_path(paths[-1]) as t: df.to_csv(t, index=index)
     if "md" in formats:
         paths.append(out_dir / f"{name}.md")
-        write_text(f"**{caption}**\n\n" + df.to_markdown(index=index, floatfmt=".3g") + "\n", paths[-1])
+        write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])
     if "tex" in formats:
         paths.append(out_dir / f"{name}.tex")
         write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True), paths[-1])

@@ -7,6 +7,8 @@ Docs: https://groundbench.github.io/groundbench/credibility_metrics.html.md"""
 # %% ../../nbs/42_credibility_metrics.ipynb #4bb7213e
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -54,11 +56,13 @@ def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt])
 
 # %% ../../nbs/42_credibility_metrics.ipynb #fb1cd7a3
 def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    "Agresti-Coull interval of k successes in n (statsmodels); (nan, nan) when n == 0."
+    "Agresti-Coull interval of k successes in n, clipped to [0, 1] as statsmodels does; (nan, nan) when n == 0."
     if n == 0: return (float("nan"), float("nan"))
-    from statsmodels.stats.proportion import proportion_confint
-    lo, hi = proportion_confint(k, n, alpha=alpha, method="agresti_coull")
-    return float(lo), float(hi)
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    nc = n + z * z
+    pc = (k + z * z / 2) / nc
+    half = z * math.sqrt(pc * (1 - pc) / nc)
+    return max(0.0, pc - half), min(1.0, pc + half)
 
 def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: int = 0,
                     alpha: float = 0.05) -> tuple[float, float]:

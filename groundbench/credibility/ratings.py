@@ -368,7 +368,10 @@ class Rater:
             for r in _read(cur / "social_media.csv").itertuples():
                 self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
         for i, t in enumerate(self.tables): self._load_table(t, i, der)
-        for h in self.path_entries: self.path_entries[h].sort(key=lambda pe: -len(pe[0]))
+        self._path_index: dict[str, dict[str, list[Entry]]] = {}
+        for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
+            pes.sort(key=lambda pe: -len(pe[0]))
+            for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
 
     def _load_table(self, t: str, order: int, der: Path):
         if t == "mbfc_vykopal2025":
@@ -408,8 +411,7 @@ class Rater:
         out, p = [], path.lower()
         for depth, h in enumerate(self._chain(host)):
             spec = 1000 - depth * 10
-            for prefix, e in self.path_entries.get(h, ()):
-                if p == prefix or p.startswith(prefix + "/"): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
+            for prefix, e in self._under(h, p): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
             for e in self.host_entries.get(h, ()): out.append((spec, h, e))
         labels = host.split(".")
         for depth in range(len(labels)):
@@ -442,56 +444,94 @@ class Rater:
         "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
         return any(self.path_entries.get(x) for x in self._chain(host))
 
+    def _under(self, h: str, path: str) -> list[tuple[str, Entry]]:
+        "The path entries of host `h` that a (lowercase) path is under, longest first: one lookup per leading segment run."
+        idx = self._path_index.get(h)
+        if not idx: return []
+        out, i = [], 0
+        while True:
+            j = path.find("/", i + 1)
+            pre = path if j < 0 else path[:j]
+            out += [(pre, e) for e in idx.get(pre, ())]
+            if j < 0: return out[::-1]
+            i = j
+
+    def _prefix_key(self, host: str, path: str) -> str:
+        "The path entries a path is under: all of the rating that depends on the path."
+        p = path.lower()
+        return "|".join(h + pre for h in self._chain(host) for pre, _ in self._under(h, p))
+
+    def _decided(self, h: str, path: str, dependent: bool | None = None) -> tuple:
+        "The decision for canonical host `h` and `path`, memoised by host and the path entries the path is under."
+        dependent = self._path_dependent(h) if dependent is None else dependent
+        ck = (h, self._prefix_key(h, path) if dependent else "")
+        if ck not in self._cache: self._cache[ck] = self._decide(h, path)
+        return self._cache[ck]
+
     def rate(self, url: str) -> DomainRating:
         "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
         try: host, path = split_url(url)
         except ValueError as e:
             return DomainRating(url if isinstance(url, str) else "", "", "", "", "not rated", float("nan"), "other", f"invalid URL: {e}")
-        h = self.canonical_host(host)
-        ck = h + path.lower() if self._path_dependent(h) else h
-        if ck not in self._cache: self._cache[ck] = self._decide(h, path)
-        key, label, score, cat, by, outlet = self._cache[ck]
+        key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
         return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
 
     def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
-        "Ratings of many URLs as a table, the same as `rate` row by row; each distinct host is decided once."
+        "Ratings of many URLs as a table, the same as `rate` row by row, fast: hosts are parsed in Arrow and decided once."
         cols = list(DomainRating.__dataclass_fields__)
         u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
         n = len(u)
         if n == 0: return pd.DataFrame(columns=cols)
-        index: dict[str, int] = {"": 0}
-        grab = _FAST_HOST.match
-        def code(x):  # the authority of plain http(s) URLs, coded; anything else (0) goes the slow, exact way
-            m = grab(x) if type(x) is str else None
-            return index.setdefault(m.group(1).lower(), len(index)) if m else 0
-        codes = np.fromiter((code(x) for x in u), np.int64, n)
-        hosts = list(index)
-        fast_host = np.zeros(len(hosts), bool)
-        recs = [None] * len(hosts)
-        for i, h in enumerate(hosts):  # a host decides for all its URLs unless it is odd or has path entries
-            if i == 0 or "." not in h or _ODD_HOST.search(h): continue
+        import pyarrow as pa, pyarrow.compute as pc
+        isstr = np.fromiter((type(x) is str for x in u), bool, n)
+        m = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN_URL)
+        enc = pc.utf8_lower(m.field("host")).dictionary_encode()  # null: not a plain http(s) URL, rated the slow, exact way
+        hcode = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        hosts = enc.dictionary.to_pylist()
+        records: list[tuple] = []                        # (host, domain, key, label, score, category, decided_by, outlet)
+        host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
+        for i, h in enumerate(hosts):
+            if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii(): continue
             ch = self.canonical_host(h)
-            if self._path_dependent(ch): continue
-            if ch not in self._cache: self._cache[ch] = self._decide(ch, "")
-            key, label, score, cat, by, outlet = self._cache[ch]
-            fast_host[i], recs[i] = True, DomainRating("", h, registrable_domain(h) or h, key, label, score, cat, by, outlet)
-        fast = fast_host[codes]
-        out = {"url": u.copy()}
-        for c in cols[1:]:
-            col = np.empty(n, dtype=object)
-            look = np.array([getattr(r, c) if r is not None else None for r in recs], dtype=object)
-            col[fast] = look[codes[fast]]
-            out[c] = col
-        for i in np.flatnonzero(~fast):
+            if self._path_dependent(ch): dependent[i] = True; continue
+            host_rec[i] = len(records)
+            records.append((h, registrable_domain(h) or h, *self._decided(ch, "", False)))
+        rec = host_rec[hcode]                            # hcode -1 picks the sentinel: -1
+        memo: dict[tuple, int] = {}
+        dep = np.flatnonzero(dependent[hcode])
+        rests = m.field("rest").take(pa.array(dep, type=pa.int64())).to_pylist()
+        for i, rest in zip(dep, rests):                  # hosts with path entries: decided per path entry matched
+            h, path = hosts[hcode[i]], _url_path(rest or "")
+            ch = self.canonical_host(h)
+            k = (h, self._prefix_key(ch, path))
+            if k not in memo:
+                memo[k] = len(records)
+                records.append((h, registrable_domain(h) or h, *self._decided(ch, path, True)))
+            rec[i] = memo[k]
+        for i in np.flatnonzero(rec < 0):                # anything else: exactly as `rate`
             r = self.rate(u[i])
-            for c in cols: out[c][i] = getattr(r, c)
-        df = pd.DataFrame(out)
-        df["score"] = df.score.astype(float)
-        for c in ("label", "category", "decided_by", "domain", "matched_key", "outlet"): df[c] = df[c].astype("category")
-        return df
+            rec[i] = len(records)
+            records.append(tuple(getattr(r, c) for c in cols[1:]))
+        out = {"url": np.where(isstr, u, "")}
+        for j, c in enumerate(cols[1:]):
+            vals = np.empty(len(records), dtype=object); vals[:] = [r[j] for r in records]
+            if c == "score": out[c] = vals.astype(float)[rec]
+            elif c == "host": out[c] = vals[rec]
+            else:
+                codes, cats = pd.factorize(vals)
+                out[c] = pd.Categorical.from_codes(codes[rec], categories=pd.Index(cats, dtype=object))
+        return pd.DataFrame(out)
 
-_FAST_HOST = re.compile(r"^https?://([^/?#\\]*)(?:[/?#]|$)")
-_ODD_HOST = re.compile(r"[@:\s%\\]|\.$|^\.|[^\x21-\x7e]")
+# a plain http(s) URL: lowercase scheme, an authority without user, port, percent or whitespace, no tab or line break
+_PLAIN_URL = r"^https?://(?P<host>[^/?#\\\s@:%]+)(?P<rest>[/?#][^\t\r\n]*)?$"
+
+def _url_path(rest: str) -> str:
+    "The path of what follows a URL's authority, normalised as `split_url` does."
+    rest = rest.rstrip()
+    cut = min([i for i in (rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
+    path = unquote(rest[:cut].replace("\\", "/"))
+    if "/." in path: path = posixpath.normpath(path)
+    return path.rstrip("/")
 
 def rater_from_settings(settings: dict | None = None, table: str | None = None, rules: str | None = None,
                         satire_category_as_satire: bool | None = None) -> Rater:
