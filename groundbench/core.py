@@ -88,6 +88,7 @@ class Segment:
     start: int = -1
     end: int = -1
     uncited: bool = False
+    span_source: str = ""  # how the span was found: highlight (the page's markup), hover (read by hovering its pill), sentence
 
 @dataclass(frozen=True)
 class Conversation:

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .core import load_settings, resolve_path, stable_id
 
 # %% auto #0
-__all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder',
+__all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
            'embedder_from_settings', 'VectorIndex', 'top_k_chunks']
 
 # %% ../nbs/02_embed.ipynb #92d63f6f
@@ -114,13 +114,27 @@ class Embedder:
         "Model name and local path, for the manifest."
         return {"model": self.model_name, "dim": self.dim}
 
+def _truthy(v) -> bool: return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+def real_judge(settings: dict) -> bool:
+    "True when the configured judge ([llm] model) is not one of the smoke models."
+    smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
+    return str(settings["llm"].get("model", "")) not in smoke
+
 def embedder_from_settings(settings: dict | None = None, run=None, **overrides) -> Embedder:
-    "The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest."
+    "The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the bundled one as smoke)."
     settings = settings or load_settings()
     cfg = {**settings["embed"], **overrides}
+    bundled = cfg["model"] == BUNDLED_EMBEDDING
+    if bundled and real_judge(settings) and not _truthy(cfg.get("allow_bundled_with_real_judge", "")):
+        raise ValueError(f"[embed] model is the bundled {BUNDLED_EMBEDDING} (English-only, a smoke choice) but the judge "
+                         f"{settings['llm'].get('model')!r} is a real model: set embed.model to {cfg.get('real_run_model') or 'a model'} "
+                         "(the paper's multilingual GTE) or one you name, or embed.allow_bundled_with_real_judge: true to run "
+                         "anyway, marked smoke")
     cache = EmbeddingCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "embeddings.sqlite")
     e = Embedder(cfg["model"], cache, int(cfg.get("batch_size", 64)))
-    if run is not None: run.record_model("embedding", e.describe(), smoke=False)
+    e.chunk_chars, e.top_k = int(cfg.get("chunk_chars", 500)), int(cfg.get("top_k", 5))
+    if run is not None: run.record_model("embedding", {**e.describe(), "chunk_chars": e.chunk_chars, "top_k": e.top_k}, smoke=bundled)
     return e
 
 # %% ../nbs/02_embed.ipynb #bfd94200

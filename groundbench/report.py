@@ -18,7 +18,7 @@ import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
 from .credibility.metrics import conversation_table, credibility_outputs
-from .groundedness.metrics import breakdowns, figure_3, paper_layout
+from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile
 from .tables import SMOKE_NOTE, Output, write_output
 
@@ -137,6 +137,7 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     "Every table and figure the runs' outputs allow, and a note for each one they do not."
     items, missing = [], []
     cred_rates = ground_rates = None
+    sm = o.smoke
     if o.citations is not None and len(o.citations):
         cred = credibility_outputs(o.citations, o.conversations, n_boot)
         cred_rates = next(i.table for i in cred if i.name == "rates")
@@ -151,25 +152,13 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
             aud = aud.groupby(keys, sort=False).citations.sum().reset_index().sort_values("citations", ascending=False)
             items.append(Output("rules_audit", "Cited hosts whose label differs between the rating table alone, the authors' "
                                 "lists and the runs' rules (citations summed over runs)", aud[["host", "citations", *keys[1:]]]))
-    sm = o.smoke
     if o.responses is not None and len(o.responses):
         by = {m: g.drop(columns=["run_id"]) for m, g in o.responses.groupby("method")}
         if "ours" in by:
-            ground_rates = breakdowns(by["ours"], o.meta, n_boot=n_boot)
-            items += [Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% "
-                             "half-width", paper_layout(ground_rates, ["gs", "ncg", "cg"]), smoke=sm),
-                      Output("figure_3", "Figure 3: per-response credible and non-credible groundedness",
-                             figure=figure_3(by["ours"], o.meta), smoke=sm)]
-        if {"ours", "verify", "factscore"} <= set(by):
-            t14 = pd.concat([breakdowns(by[m], o.meta, ["gs"], n_boot=0).assign(method=m) for m in ("factscore", "verify", "ours")],
-                            ignore_index=True)
-            t15 = pd.concat([breakdowns(by[m], o.meta, ["hs"], n_boot=0).assign(method=m) for m in ("verify", "ours")], ignore_index=True)
-            piv = lambda t, v: t.pivot_table(index=["breakdown", "group", "assistant"], columns="method", values=v, sort=False)
-            items += [Output("table_14", "Table 14: factual precision as FActScore (all units), VERIFY (Reported Claims verified) "
-                             "and our method see it", piv(t14, "gs").reset_index().round(3), smoke=sm),
-                      Output("table_15", "Table 15: hallucination score, VERIFY vs our method", piv(t15, "hs").reset_index().round(3),
-                             smoke=sm)]
-        else: missing.append("Tables 14, 15: the groundedness stage ran without `variants`")
+            gouts = groundedness_outputs(by, o.meta, n_boot, sm)
+            ground_rates = gouts[0].table
+            items += [g for g in gouts if g.name != "groundedness_rates"]
+            if not {"verify", "factscore"} <= set(by): missing.append("Tables 14, 15: the groundedness stage ran without `variants`")
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
     if o.profile is not None and len(o.profile):
         items += [Output("profile", "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "

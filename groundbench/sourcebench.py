@@ -19,8 +19,8 @@ from .core import Prompt
 from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
-__all__ = ['METRICS', 'FIELDS', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores', 'score_pages',
-           'system_scores', 'sourcebench_prompts']
+__all__ = ['METRICS', 'FIELDS', 'TECHNICAL_FAILURE', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
+           'LayoutScores', 'score_pages', 'system_scores', 'sourcebench_prompts']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -53,14 +53,21 @@ FIELDS = {"CR": ("content", "semantic_relevance"), "FA": ("content", "factual_ac
           "FR": ("metadata", "freshness"), "AA": ("metadata", "author_accountability"), "OA": ("metadata", "ownership_transparency"),
           "DA": ("metadata", "domain_authority"), "LC": ("layout", "layout_ad_density")}
 
-def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int = 3000, progress: bool = True) -> pd.DataFrame:
-    "Scores of pages (columns query, url, text, published, updated, author, site_name): the 8 metrics, justifications, parse status, weighted score."
+TECHNICAL_FAILURE = "[technical failure: the cited page could not be retrieved or has no text ({error})]"
+
+def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int = 3000, progress: bool = True,
+                metadata_chars: int = 1500) -> pd.DataFrame:
+    "Scores of pages (query, url, text, published, updated, author, site_name, and optional technical_failure, error)."
     today = today or date.today().isoformat()
     pc, pm, pl = load_prompt("sourcebench_content"), load_prompt("sourcebench_metadata"), load_prompt("sourcebench_layout")
+    pages = pages.reset_index(drop=True)
+    failed = pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages else [False] * len(pages)
+    errs = pages.error.fillna("").astype(str).tolist() if "error" in pages else [""] * len(pages)
+    pages = pages.assign(text=[TECHNICAL_FAILURE.format(error=e or "no text") if f else x for x, f, e in zip(pages.text, failed, errs)])
     t = [str(x)[:text_chars] for x in pages.text]
     rc = [request(llm, pc.render(query=q, url=u, length=len(x), text=tt), max_tokens=350) for q, u, x, tt in zip(pages["query"], pages.url, pages.text, t)]
     rm = [request(llm, pm.render(today=today, url=r.url, published=r.published or "unknown", updated=r.updated or "unknown", author=r.author or "unknown",
-                                 site_name=r.site_name or "unknown", text=tt[:1500]), max_tokens=400) for r, tt in zip(pages.itertuples(), t)]
+                                 site_name=r.site_name or "unknown", text=tt[:metadata_chars]), max_tokens=400) for r, tt in zip(pages.itertuples(), t)]
     rl = [request(llm, pl.render(url=u, length=len(x), text=tt), max_tokens=150) for u, x, tt in zip(pages.url, pages.text, t)]
     res = {"content": complete_json(llm, rc, ContentScores, "sourcebench_content", progress),
            "metadata": complete_json(llm, rm, MetadataScores, "sourcebench_metadata", progress),
@@ -70,6 +77,10 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     for m, (call, field) in FIELDS.items():
         out[m] = [r.value[field]["score"] if r.value else np.nan for r in res[call]]
         out[f"{m}_why"] = [r.value[field]["justification"] if r.value else "" for r in res[call]]
+    out["technical_failure"] = failed
+    out.loc[out.technical_failure, "CR"] = 1   # the rubric: content relevance 1 for a technical failure, whatever the judge said
+    out.loc[out.technical_failure, "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
+    out["text_truncated"] = [len(str(x)) > text_chars for x in pages.text]
     out["weighted"] = [weighted_score(dict(zip(METRICS, row))) for row in out[list(METRICS)].itertuples(index=False)]
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
     out["current_date"] = today
@@ -81,6 +92,7 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t = g[list(METRICS) + ["weighted"]].mean().round(2)
     t["avg8"] = g[list(METRICS)].mean().mean(axis=1).round(2)
     t["pages"] = g.size()
+    if "technical_failure" in scores: t["pages_technical_failure"] = g.technical_failure.sum().astype(int)
     t["pages_missing_a_score"] = g.missing_metrics.apply(lambda s: int((s > 0).sum()))
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum()) if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()

@@ -1,4 +1,4 @@
-"""SourceCheckup's view of the same answers: each statement judged against each source the response cites; a statement is supported if any source supports it, a response only if all its statements are; URL validity, statement-level and response-level support per assistant, with and without the responses that cite no source.
+"""SourceCheckup's view of the same answers: each statement judged against each source the response cites; a statement is supported if any source supports it, a response only if all its statements are; every response of the run counted, so that one citing no valid source is unsupported; URL validity, statement-level and response-level support per assistant, with and without the source-less responses.
 
 Docs: https://groundbench.github.io/groundbench/sourcecheckup.html.md"""
 
@@ -13,67 +13,100 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Unit
+from .core import Conversation, Unit
 from .embed import Embedder, VectorIndex, chunk_text
 from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
-__all__ = ['Support', 'aggregate_support', 'support_table', 'judge_pairs']
+__all__ = ['STATEMENT_LABELS', 'Support', 'response_table', 'aggregate_support', 'support_table', 'judge_pairs', 'pick_responses']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
+STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
+
 class Support(pydantic.BaseModel):
     supported: bool
     justification: str = pydantic.Field(max_length=400)
 
+def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: dict) -> pd.DataFrame:
+    "One row per response: citations, valid cited pages with text, and whether it is source-less (no valid cited page)."
+    ok = sources[sources.valid.fillna(False).astype(bool) & sources.text.fillna("").astype(str).str.strip().ne("")]
+    n_valid = ok.drop_duplicates(["conversation_id", "citation_index"]).groupby("conversation_id").size()
+    r = pd.DataFrame({"conversation_id": [c.conversation_id for c in convs], "assistant": [names[c.conversation_id] for c in convs],
+                      "n_sources": [len(c.citations) for c in convs]})
+    r["n_valid_sources"] = r.conversation_id.map(n_valid).fillna(0).astype(int)
+    r["sourceless"] = r.n_valid_sources.eq(0)
+    return r
+
 def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Statement support (any source) and response support (all statements); responses without statements are left out, without sources are kept and flagged."
+    "Statement support (any source) and response support (all statements); source-less responses and their statements unsupported."
     ok = pairs[pairs.parse_status != "failed"]
     sup = ok.groupby("unit_id").supported.any()
     failed_only = set(pairs.unit_id) - set(ok.unit_id)
-    st = statements.copy()
-    st["supported"] = st.unit_id.map(sup).fillna(False).astype(bool)
-    st["undecided"] = st.unit_id.isin(failed_only) & ~st.supported   # every pair failed to parse
-    r = st[~st.undecided].groupby("conversation_id").supported.agg(["all", "size"]).rename(columns={"all": "supported", "size": "statements"})
-    resp = responses.merge(r, left_on="conversation_id", right_index=True, how="inner")
+    st = statements.merge(responses[["conversation_id", "sourceless"]], on="conversation_id", how="left")
+    st["sourceless"] = st.sourceless.fillna(False).astype(bool)
+    st["supported"] = st.unit_id.map(sup).fillna(False).astype(bool) & ~st.sourceless
+    st["undecided"] = st.unit_id.isin(failed_only) & ~st.supported & ~st.sourceless  # every pair failed to parse
+    r = st[~st.undecided].groupby("conversation_id").supported.agg(["all", "size"])
+    resp = responses.copy()
+    resp["statements"] = resp.conversation_id.map(r["size"]).fillna(0).astype(int)
+    resp["supported"] = resp.conversation_id.map(r["all"]).fillna(False).astype(bool) & resp.statements.gt(0) & ~resp.sourceless
+    resp["counted"] = resp.sourceless | resp.statements.gt(0)   # left out: valid sources but no statement
     return st, resp
 
+def _pct(x: pd.Series) -> float:
+    return round(100 * float(x.mean()), 1) if len(x) else np.nan
+
 def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) -> pd.DataFrame:
-    "Per assistant: URL validity, statement-level support, response-level support with and without source-less responses."
+    "Per assistant: URL validity, statement- and response-level support with and without source-less responses."
     rows = []
     for a, r in resp.groupby("assistant"):
         s = st[(st.assistant == a) & ~st.undecided]
         v = validity[validity.assistant == a]
-        with_src = r[r.n_sources > 0]
-        rows.append({"assistant": a, "urls": int(v.citations.sum()), "url_validity_pct": round(100 * v.valid.sum() / max(v.citations.sum(), 1), 1),
-                     "statements": len(s), "statement_support_pct": round(100 * s.supported.mean(), 1) if len(s) else np.nan,
+        rc = r[r.counted]
+        rows.append({"assistant": a, "urls": int(v.citations.sum()),
+                     "url_validity_pct": round(100 * v.valid.sum() / max(v.citations.sum(), 1), 1),
+                     "statements": len(s), "statement_support_pct": _pct(s.supported),
+                     "statement_support_excl_sourceless_pct": _pct(s[~s.sourceless].supported),
                      "statements_undecided": int(st[(st.assistant == a) & st.undecided].shape[0]),
-                     "responses": len(r), "responses_without_sources": int((r.n_sources == 0).sum()),
-                     "response_support_pct": round(100 * r.supported.mean(), 1) if len(r) else np.nan,
-                     "response_support_excl_sourceless_pct": round(100 * with_src.supported.mean(), 1) if len(with_src) else np.nan})
+                     "responses": len(rc), "responses_without_citations": int((r.n_sources == 0).sum()),
+                     "responses_without_valid_sources": int(r.sourceless.sum()),
+                     "responses_without_statements": int((~r.counted).sum()),
+                     "response_support_pct": _pct(rc.supported),
+                     "response_support_excl_sourceless_pct": _pct(rc[~rc.sourceless].supported)})
     return pd.DataFrame(rows)
 
 # %% ../nbs/65_sourcecheckup.ipynb #626fbba1
-def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, top_k: int = 5,
+def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, source_chunks: int = 8,
                 progress: bool = True) -> pd.DataFrame:
-    "One row per (statement, source of its response): supported, justification, parse status (skipped when the source has no text)."
+    "One row per (statement, cited page of its response): supported, justification, parse status, chunks given and available."
     pt = load_prompt("sourcecheckup_support")
     rows, reqs = [], []
     by_conv = {k: g for k, g in sources.groupby("conversation_id")}
+    cols = ["unit_id", "citation_index", "supported", "justification", "parse_status", "chunks_given", "chunks_total"]
     for u in statements:
         g = by_conv.get(u.conversation_id)
         if g is None: continue
         for s in g.itertuples():
-            text = s.text if isinstance(s.text, str) else ""
+            text = s.text if isinstance(s.text, str) and bool(getattr(s, "valid", True)) else ""
             if not text.strip():
-                rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "supported": False, "justification": "", "parse_status": "skipped: no text"}); continue
-            chunks = [c.text for c in chunk_text(text)]
-            if len(chunks) > top_k:
-                idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]), top_k)[1][0]
+                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0)))); continue
+            chunks = [c.text for c in chunk_text(text, getattr(embedder, "chunk_chars", 500))]
+            total = len(chunks)
+            if total > source_chunks:
+                idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]), source_chunks)[1][0]
                 chunks = [chunks[i] for i in sorted(idx)]
-            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index})
-            reqs.append((len(rows) - 1, request(llm, pt.render(statement=u.decontextualised or u.text, source="\n...\n".join(chunks)), max_tokens=150)))
+            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chunks_given": len(chunks), "chunks_total": total})
+            prompt = pt.render(statement=u.decontextualised or u.text, source="\n...\n".join(chunks))
+            reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=150)))
     res = complete_json(llm, [r for _, r in reqs], Support, step="sourcecheckup", progress=progress)
     for (i, _), r in zip(reqs, res):
-        rows[i].update(supported=bool(r.value["supported"]) if r.value else False, justification=r.value["justification"] if r.value else "",
-                       parse_status=r.parse_status)
-    return pd.DataFrame(rows, columns=["unit_id", "citation_index", "supported", "justification", "parse_status"])
+        rows[i].update(supported=bool(r.value["supported"]) if r.value else False,
+                       justification=r.value["justification"] if r.value else "", parse_status=r.parse_status)
+    return pd.DataFrame(rows, columns=cols)
+
+def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str]:
+    "The sample's conversation ids: those with groundedness units, then source-less ones (no judge call), then the rest; n=0: all."
+    order = sorted(range(len(responses)), key=lambda i: (responses.conversation_id.iat[i] not in with_units,
+                                                         not responses.sourceless.iat[i], i))
+    ids = [responses.conversation_id.iat[i] for i in order]
+    return ids[:n] if n else ids

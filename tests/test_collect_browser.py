@@ -59,6 +59,22 @@ def test_chatgpt_gpt4o_hover_highlight_gives_exact_spans(tmp_path):
     assert hl and hl[0].citation_indices == (1,) and conv.answer_text[hl[0].start:hl[0].end] == "This claim is false"
 
 
+def test_chatgpt_gpt4o_spans_read_by_hovering_each_pill(tmp_path):
+    """GPT-4o highlights the cited words only while the mouse is over a pill (fixture variant "hover", modelled on seed
+    000's Figure 4): the collector hovers every pill with ActionChains and keeps the spans in the archived page."""
+    with FixtureSite("chatgpt", "hover") as site:
+        ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-4o")
+    html = check_archive(ar, rec, "data-groundbench-hover")
+    assert rec["hover_spans"] == 2
+    by_text = {s.text: s for s in conv.segments}
+    assert by_text["This claim is false"].citation_indices == (1,) and by_text["This claim is false"].span_source == "hover"
+    assert by_text["rated it false"].citation_indices == (2,) and by_text["rated it false"].span_source == "hover"
+    assert by_text["The agency gives the details."].span_source == "sentence"  # its pill highlights nothing: the sentence rule
+    with FixtureSite("chatgpt", "hover") as site:  # GPT-5 highlights nothing: no hovering
+        ar5, rec5, conv5 = collect_one(ChatGPTCollector, site, tmp_path / "g5", model="gpt-5")
+    assert rec5["hover_spans"] == 0 and {s.span_source for s in conv5.segments} == {"sentence"}
+
+
 def test_chatgpt_gpt5_thinking_is_recorded(tmp_path):
     with FixtureSite("chatgpt") as site:
         ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-5")
@@ -85,7 +101,8 @@ def test_qwen_thinking_off_search_on_hostname_pills(tmp_path):
     check_archive(ar, rec, "qwen-markdown-citation")
     assert conv.thinking is False and "step by step" not in conv.answer_text  # thinking was switched off
     assert [c.url for c in conv.citations] == ["https://www.bbc.co.uk/news/health-1", "https://www.reuters.com/fact-check/x",
-                                               "https://baike.baidu.com/item/mRNA"]  # 百度 resolved by the drawer card's title
+                                               "https://baike.baidu.com/item/mRNA",  # 百度 resolved by the drawer card's title
+                                               "https://www.reuters.com/world/vaccines-y"]  # the second reuters.com pill: its own page
     assert rec["model_shown"] == "Qwen3-235B-A22B"
 
 

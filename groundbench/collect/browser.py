@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/collect_browser.html.md"""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -67,7 +68,7 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
                 elif highlight_sel and ch.css.match(highlight_sel):
                     urls = [u for u in (ch.get("data-citation-url") or "").split() if u]
                     idx = [cl.add(u) for u in urls]
-                    out.append(_HL_OPEN + ",".join(map(str, idx)) + "|")
+                    out.append(_HL_OPEN + ("H" if ch.has_attr("data-groundbench-hover") else "P") + ",".join(map(str, idx)) + "|")
                     walk(ch)
                     out.append(_HL_CLOSE)
                 else:
@@ -76,8 +77,8 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
     walk(block)
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
-def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple[int, int, list[int]]]]:
-    "Remove highlight delimiters; return plain-marked blocks and highlight spans in answer-text offsets."
+def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
+    "Remove highlight delimiters; return plain-marked blocks and highlight spans (block, start, end, citations, source)."
     clean_blocks, spans, pos = [], [], 0
     from groundbench.collect.base import _MARK
     for bi, b in enumerate(blocks):
@@ -89,11 +90,12 @@ def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple[int, int, 
             c = b[i]
             if c == _HL_OPEN:
                 j = b.index("|", i)
-                stack.append((text_pos, [int(x) for x in b[i + 1:j].split(",") if x]))
+                src = "hover" if b[i + 1] == "H" else "highlight"
+                stack.append((text_pos, [int(x) for x in b[i + 2:j].split(",") if x], src))
                 i = j + 1; continue
             if c == _HL_CLOSE:
-                s0, idx = stack.pop()
-                spans.append((bi, s0, text_pos, idx)); i += 1; continue
+                s0, idx, src = stack.pop()
+                spans.append((bi, s0, text_pos, idx, src)); i += 1; continue
             m = _MARK.match(b, i)
             if m: plain += m.group(0); i = m.end(); continue
             plain += c; text_pos += 1; i += 1
@@ -115,7 +117,8 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
     pills = set(map(id, body.select(pill_sel)))
     panel = panel_sources(soup, cfg)
     def is_pill(t): return id(t) in pills
-    def pill_urls(t): return citation_urls(t, cfg, panel)
+    seen: dict[str, int] = {}
+    def pill_urls(t): return citation_urls(t, cfg, panel, seen)
     cl = CitationList()
     raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"), cl) for b in _leaf_blocks(body)) if b]
     blocks, spans = _explicit_spans(raw_blocks)
@@ -127,8 +130,11 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
             t = re.sub(r"\s+", " ", _MARK.sub("", b)).strip()
             if t: starts.append(pos); pos += len(t) + 2
             else: starts.append(None)
-        exp = [(starts[bi] + a, starts[bi] + e, idx) for bi, a, e, idx in spans if starts[bi] is not None]
+        exp = [(starts[bi] + a, starts[bi] + e, idx) for bi, a, e, idx, _ in spans if starts[bi] is not None]
+        source = {(starts[bi] + a, starts[bi] + e): src for bi, a, e, idx, src in spans if starts[bi] is not None}
         segs = merge_explicit(text, segs, exp, len(cl))
+    else: source = {}
+    segs = tuple(dataclasses.replace(s, span_source=source.get((s.start, s.end), "sentence")) for s in segs)
     if thinking is None: thinking = bool(thinking_marks)
     if not model_shown and sel.get("model_label"):
         lab = soup.select_one(sel["model_label"])
@@ -170,18 +176,20 @@ def _host(url: str) -> str:
     h = (urlsplit(url).hostname or "").lower()
     return h[4:] if h.startswith("www.") else h
 
-def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation]) -> list[tuple[str, str]]:
-    "The (url, title) pairs a citation pill stands for."
+def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
+    "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
     attr = cfg.get("citation_url_attr")
     if attr and pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
     a = pill if pill.name == "a" and pill.get("href") else pill.find("a", href=True)
     if a is not None: return [(a["href"], a.get("aria-label") or pill.get("aria-label") or "")]
     label = pill.get_text(" ", strip=True).lower()
     label = re.sub(r"\s*\+\d+$", "", label)
-    for c in panel:  # a site name only: the first panel source of that host or title
-        if label and (_host(c.url) == label or _host(c.url).endswith("." + label) or label in c.title.lower()):
-            return [(c.url, c.title)]
-    return []
+    match = [c for c in panel if label and (_host(c.url) == label or _host(c.url).endswith("." + label) or label in c.title.lower())]
+    if not match: return []
+    k = seen.get(label, 0) if seen is not None else 0   # the k-th pill of a site name is the k-th panel source of that site
+    if seen is not None: seen[label] = k + 1
+    c = match[min(k, len(match) - 1)]
+    return [(c.url, c.title)]
 
 # %% ../../nbs/22_collect_browser.ipynb #c3b290da
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -323,6 +331,28 @@ class BrowserCollector:
         btns[-1].click()
         self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]), 10, "the sources panel", archive, prompt_id)
 
+    def hover_spans(self) -> int:
+        "Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights (GPT-4o)."
+        hv, sel = self.cfg.get("hover") or {}, self.cfg["selectors"]
+        models = [m.lower() for m in hv.get("models", [])]
+        if not hv or not sel.get("highlight") or (models and (self.model or "").lower() not in models): return 0
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        answer = self.driver.find_elements(By.CSS_SELECTOR, sel["answer"])[-1]
+        found = []
+        away = self._find("prompt_box")
+        for pill in answer.find_elements(By.CSS_SELECTOR, sel["citation"]):
+            try: ActionChains(self.driver).move_to_element(pill).perform()
+            except Exception: continue
+            end, got = time.time() + float(hv.get("wait_s", 1.0)), []
+            while time.time() < end and not got:
+                got = self.driver.execute_script(_READ_HIGHLIGHTS, answer, sel["highlight"]); time.sleep(0.05)
+            url = self.driver.execute_script(_PILL_URL, pill)  # a highlight without a URL covers the hovered pill's
+            found += [g[:3] + [g[3] or url] for g in got if g[:3] + [g[3] or url] not in found]
+            if away is not None: ActionChains(self.driver).move_to_element(away).perform()
+        time.sleep(0.1)
+        return int(self.driver.execute_script(_MARK_SPANS, answer, found) or 0)
+
     def ask(self, prompt: Prompt, archive: Archive) -> dict:
         "Collect one prompt; returns its archive record."
         sel, w = self.cfg["selectors"], self.cfg["waits"]
@@ -356,6 +386,7 @@ class BrowserCollector:
         self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt.prompt_id)
         self.check_page(archive, prompt.prompt_id)
         self.after_answer(archive, prompt.prompt_id)
+        hovered = self.hover_spans()
         html = self.driver.execute_script("return document.documentElement.outerHTML")
         thinking = bool(sel.get("thinking_done") and self._find("thinking_done") is not None)
         model_shown = self.visible_model()
@@ -363,7 +394,7 @@ class BrowserCollector:
         return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown, "prompt_id": prompt.prompt_id,
                 "prompt_text": prompt.text, "html": archive.put(html, "html"), "screenshot": archive.put(full_screenshot(self.driver), "png"),
                 "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(),
-                "source": "browser", "ui_config": Path(self.cfg["_path"]).name}
+                "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered}
 
     def visible_model(self) -> str:
         "The model name the page shows."
@@ -380,6 +411,31 @@ class BrowserCollector:
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
         finally: self.close()
         return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
+
+_BLOCKS = "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, pre"
+# every highlight now in the answer: [block index, start, end, cited URL], offsets in the block's text
+_READ_HIGHLIGHTS = """
+const [answer, sel] = arguments, blocks = [...answer.querySelectorAll('%s')];
+return [...answer.querySelectorAll(sel)].filter(h => !h.hasAttribute('data-groundbench-hover')).map(h => {
+  const b = h.closest('%s') || answer, w = document.createTreeWalker(b, NodeFilter.SHOW_TEXT);
+  let pos = 0, n; while ((n = w.nextNode()) && !h.contains(n)) pos += n.textContent.length;
+  return [blocks.indexOf(b), pos, pos + h.textContent.length, h.getAttribute('data-citation-url') || ''];
+});""" % (_BLOCKS, _BLOCKS)
+_PILL_URL = "const p = arguments[0], a = p.matches('a[href]') ? p : p.querySelector('a[href]'); return a ? a.getAttribute('href') : '';"
+# wrap each recorded range in <span data-groundbench-hover data-citation-url>, so the archived page keeps it
+_MARK_SPANS = """
+const [answer, spans] = arguments, blocks = [...answer.querySelectorAll('%s')]; let done = 0;
+for (const [bi, a, e, url] of spans) {
+  const b = bi >= 0 ? blocks[bi] : answer; if (!b) continue;
+  const w = document.createTreeWalker(b, NodeFilter.SHOW_TEXT), r = document.createRange(); let pos = 0, n, s = false;
+  while ((n = w.nextNode())) { const L = n.textContent.length;
+    if (!s && a < pos + L) { r.setStart(n, a - pos); s = true; }
+    if (s && e <= pos + L) { r.setEnd(n, e - pos); break; } pos += L; }
+  if (!s || !n) continue;
+  const span = document.createElement('span'); span.setAttribute('data-groundbench-hover', '1');
+  span.setAttribute('data-citation-url', url); span.appendChild(r.extractContents()); r.insertNode(span); done++;
+}
+return done;""" % _BLOCKS
 
 def reparse_record(rec: dict, archive: Archive, cfg: dict) -> ParsedAnswer:
     "Parse an archived page again, offline."

@@ -1,4 +1,4 @@
-"""Per response: Groundedness Score (GS), Credible and Non-Credible Groundedness (CG, NCG) and Hallucination Score (HS, alpha 0.5) over the verified units; aggregated by assistant and topic, role and overall with 95% intervals; the same answers seen as FActScore (every unit verified) and VERIFY (seven labels, Reported Claims verified) for Tables 14 and 15. Parse failures and skipped calls are counted in every table.
+"""Per response: Groundedness Score (GS), Credible and Non-Credible Groundedness (CG, NCG) and Hallucination Score (HS, alpha 0.5) over the verified units; aggregated by assistant and topic, role and overall with 95% intervals; the same answers seen with every unit counted and with Reported Claims verified (Tables 14 and 15, views on our own units: not FActScore and VERIFY themselves). Parse failures and skipped calls are counted in every table.
 
 Docs: https://groundbench.github.io/groundbench/groundedness_metrics.html.md"""
 
@@ -16,7 +16,8 @@ import pandas as pd
 from ..core import Judgment, Unit
 
 # %% auto #0
-__all__ = ['METHODS', 'response_scores', 'aggregate', 'breakdowns', 'paper_layout', 'figure_3']
+__all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'aggregate', 'breakdowns', 'paper_layout', 'figure_3',
+           'figure_3_box', 'view_table', 'groundedness_outputs']
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #a0a070fe
 METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim", "Reported Claim"), "factscore": None}
@@ -96,17 +97,78 @@ def paper_layout(t: pd.DataFrame, metrics: Sequence[str], pct: bool = True) -> p
     return w.reset_index().fillna("-")
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #52384b63
+def _long_cg_ncg(resp: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    d = resp.merge(meta, on="conversation_id").melt(id_vars=["conversation_id", "assistant"], value_vars=["cg", "ncg"],
+                                                    var_name="metric", value_name="score").dropna()
+    d["metric"] = d.metric.map({"cg": "Credible Groundedness (CG)", "ncg": "Non-Credible Groundedness (NCG)"})
+    return d
+
 def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
-    "Figure 3: per-response Credible and Non-Credible Groundedness per assistant (box plots with the responses as points)."
+    "Figure 3 as the paper draws it: histograms of per-response CG and NCG, one row per assistant."
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt, seaborn as sns
     sns.set_theme(style="whitegrid")
-    d = resp.merge(meta, on="conversation_id").melt(id_vars=["conversation_id", "assistant"], value_vars=["cg", "ncg"], var_name="metric", value_name="score").dropna()
-    d["metric"] = d.metric.map({"cg": "Credible Groundedness (CG)", "ncg": "Non-Credible Groundedness (NCG)"})
+    d = _long_cg_ncg(resp, meta)
+    assistants = sorted(d.assistant.unique()) or [""]
+    fig, axes = plt.subplots(len(assistants), 2, figsize=(8, 1.9 * len(assistants) + 1), squeeze=False, sharex=True)
+    bins = np.linspace(0, 1, 11)
+    for i, a in enumerate(assistants):
+        for j, (m, color) in enumerate((("Credible Groundedness (CG)", "#1a9850"), ("Non-Credible Groundedness (NCG)", "#d73027"))):
+            ax = axes[i][j]
+            x = d[(d.assistant == a) & (d.metric == m)].score
+            ax.hist(x, bins=bins, color=color, edgecolor="white")
+            ax.set_xlim(0, 1)
+            if i == 0: ax.set_title(m, fontsize=10)
+            if j == 0: ax.set_ylabel(f"{a}\nresponses", fontsize=9)
+            if i == len(assistants) - 1: ax.set_xlabel("share of the response's verified units")
+    fig.suptitle("Per-response credible and non-credible groundedness")
+    fig.tight_layout()
+    return fig
+
+def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
+    "Figure 3 (extra view): the same per-response CG and NCG as box plots with the responses as points."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt, seaborn as sns
+    sns.set_theme(style="whitegrid")
+    d = _long_cg_ncg(resp, meta)
     fig, ax = plt.subplots(figsize=(8, 0.5 * max(d.assistant.nunique(), 1) * 2 + 1.5))
     if len(d):
         sns.boxplot(data=d, x="score", y="assistant", hue="metric", ax=ax, fliersize=0)
-        sns.stripplot(data=d, x="score", y="assistant", hue="metric", dodge=True, ax=ax, size=3, alpha=0.5, legend=False, palette="dark:k")
+        sns.stripplot(data=d, x="score", y="assistant", hue="metric", dodge=True, ax=ax, size=3, alpha=0.5, legend=False,
+                      palette="dark:k")
     ax.set_xlim(-0.02, 1.02); ax.set_xlabel("share of the response's verified units"); ax.set_ylabel("")
     ax.set_title("Per-response credible and non-credible groundedness")
     return fig
+
+# %% ../../nbs/53_groundedness_metrics.ipynb #5f0b7c02
+VIEW_NAMES = {"factscore": "all units", "verify": "with Reported Claims", "ours": "ours (Fact, Claim)"}
+VIEWS_CAPTION = ("views on our own units and judgments, not FActScore or VERIFY themselves: 'all units' counts every extracted unit "
+                 "(where the paper has FActScore), 'with Reported Claims' also verifies Reported Claims (where it has VERIFY)")
+
+def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str], pct: bool = True) -> pd.DataFrame:
+    "Tables 14 (gs) and 15 (hs): one row per breakdown group and assistant, 'value ± 95% half-width' per view."
+    t = pd.concat([breakdowns(resp[v], meta, [metric], n_boot=0).assign(view=VIEW_NAMES[v]) for v in views], ignore_index=True)
+    f, dg = (100, 1) if pct else (1, 2)
+    t["cell"] = [("-" if v != v else f"{f * v:.{dg}f} ± {f * h:.{dg}f}" if h == h else f"{f * v:.{dg}f}")
+                 for v, h in zip(t[metric], t[f"{metric}_ci95"])]
+    w = t.pivot_table(index=["breakdown", "group", "assistant"], columns="view", values="cell", aggfunc="first", sort=False)
+    return w.reindex(columns=[VIEW_NAMES[v] for v in views]).reset_index().rename_axis(None, axis=1).fillna("-")
+
+def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smoke: bool = False) -> list:
+    "Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s."
+    from groundbench.tables import Output
+    t4 = breakdowns(resp["ours"], meta, n_boot=n_boot)
+    outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4, formats=("csv",),
+                   smoke=smoke),
+            Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width",
+                   paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
+    if {"factscore", "verify"} <= set(resp):
+        outs += [Output("table_14", "Table 14: factual precision (GS, %, 95% half-width) in three views: " + VIEWS_CAPTION,
+                        view_table(resp, meta, "gs", ("factscore", "verify", "ours")), smoke=smoke),
+                 Output("table_15", "Table 15: hallucination score (95% half-width), with Reported Claims vs ours: " + VIEWS_CAPTION,
+                        view_table(resp, meta, "hs", ("verify", "ours"), pct=False), smoke=smoke)]
+    outs += [Output("figure_3", "Figure 3: histograms of per-response credible and non-credible groundedness",
+                    figure=figure_3(resp["ours"], meta), smoke=smoke),
+             Output("figure_3_box", "Figure 3 (box plots): per-response credible and non-credible groundedness",
+                    figure=figure_3_box(resp["ours"], meta), smoke=smoke)]
+    return outs

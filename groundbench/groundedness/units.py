@@ -15,51 +15,80 @@ from ..core import Conversation, Unit
 from ..llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'UnitItem', 'UnitList', 'Decontextualised', 'extract_units', 'decontextualise']
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'UnitItem', 'UnitList', 'Decontextualised', 'answer_context',
+           'extract_units', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
 VERIFIED = ("Fact", "Claim")
+MAX_UNITS, MAX_UNIT_CHARS = 32, 400   # per segment, per unit: far above what a sentence holds; hitting them is counted
 
 class UnitItem(pydantic.BaseModel):
-    text: str = pydantic.Field(min_length=1, max_length=240)
+    text: str = pydantic.Field(min_length=1, max_length=MAX_UNIT_CHARS)
     label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other"]
 
 class UnitList(pydantic.BaseModel):
-    units: list[UnitItem] = pydantic.Field(min_length=1, max_length=8)
+    units: list[UnitItem] = pydantic.Field(min_length=1, max_length=MAX_UNITS)
 
 class Decontextualised(pydantic.BaseModel):
-    decontextualised: str = pydantic.Field(min_length=1, max_length=500)
+    decontextualised: str = pydantic.Field(min_length=1, max_length=600)
 
-def _context(c: Conversation, chars: int) -> str:
-    t = c.answer_text.replace("\n\n", " ")
-    return t if len(t) <= chars else t[:chars] + " ..."
+def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tuple[str, bool]:
+    "The whole answer as context, or, when longer than `budget_chars`, the segment with its neighbours up to the budget."
+    t = c.answer_text
+    if len(t) <= budget_chars or not c.segments: return t, False
+    segs = c.segments
+    i = min(max(segment_index, 0), len(segs) - 1)
+    lo = hi = i
+    size = lambda a, b: segs[b].end - segs[a].start
+    while True:
+        grown = False
+        if hi + 1 < len(segs) and size(lo, hi + 1) <= budget_chars: hi, grown = hi + 1, True
+        if lo - 1 >= 0 and size(lo - 1, hi) <= budget_chars: lo, grown = lo - 1, True
+        if not grown: break
+    text = t[segs[lo].start:segs[hi].end][:budget_chars]
+    return ("... " if lo > 0 else "") + text + (" ..." if hi < len(segs) - 1 else ""), True
 
-def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1500, prompt_version: int | None = None,
-                  progress: bool = True) -> list[Unit]:
-    "Units of every segment of every conversation (one batched LLM step)."
+def _count(stats: dict | None, key: str, n: int = 1):
+    if stats is not None: stats[key] = stats.get(key, 0) + n
+
+def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
+                  progress: bool = True, stats: dict | None = None) -> list[Unit]:
+    "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
     pt = load_prompt("extract_units", prompt_version)
     jobs = [(c, i, s) for c in convs for i, s in enumerate(c.segments)]
-    reqs = [request(llm, pt.render(context=_context(c, context_chars), sentence=s.text), max_tokens=320) for c, i, s in jobs]
+    reqs = []
+    for c, i, s in jobs:
+        ctx, cut = answer_context(c, i, context_chars)
+        _count(stats, "extract_context_truncated", cut)
+        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=512))
     res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
         items = r.value["units"] if r.value else [{"text": s.text, "label": ""}]
+        _count(stats, "extract_segments_at_unit_cap", len(items) >= MAX_UNITS)
+        _count(stats, "extract_segments_failed", r.value is None)
         for it in items:
             k = counter.get(c.conversation_id, 0); counter[c.conversation_id] = k + 1
-            start = s.start + max(0, s.text.find(it["text"])) if it["text"] in s.text else s.start
-            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, start + len(it["text"]) if it["text"] in s.text else s.end,
+            found = it["text"] in s.text
+            start = s.start + s.text.find(it["text"]) if found else s.start
+            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, start + len(it["text"]) if found else s.end,
                               i, tuple(s.citation_indices), "", r.parse_status))
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
-def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 1500,
-                    prompt_version: int | None = None, progress: bool = True) -> tuple[list[Unit], dict[str, str]]:
+def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                    prompt_version: int | None = None, progress: bool = True,
+                    stats: dict | None = None) -> tuple[list[Unit], dict[str, str]]:
     "Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed: original kept)."
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
-    reqs = [request(llm, pt.render(context=_context(by[u.conversation_id], context_chars), unit=u.text), max_tokens=200) for u in todo]
+    reqs = []
+    for u in todo:
+        ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
+        _count(stats, "decontext_context_truncated", cut)
+        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200))
     res = dict(zip((u.unit_id for u in todo), complete_json(llm, reqs, Decontextualised, step="decontextualise", progress=progress)))
     out, status = [], {}
     for u in units:
@@ -67,6 +96,7 @@ def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: L
             r = res[u.unit_id]
             status[u.unit_id] = r.parse_status
             text = r.value["decontextualised"] if r.value else u.text
-            u = Unit(u.conversation_id, u.unit_index, u.text, u.label, u.start, u.end, u.segment_index, u.citation_indices, text, u.parse_status, u.unit_id)
+            u = Unit(u.conversation_id, u.unit_index, u.text, u.label, u.start, u.end, u.segment_index, u.citation_indices, text,
+                     u.parse_status, u.unit_id)
         out.append(u)
     return out, status

@@ -1,0 +1,73 @@
+"""What every shipped parameter file asks of the models: a vLLM checkpoint and quantization that vLLM would accept,
+and never the bundled English embedding model behind a real judge. vLLM needs a GPU, so its argument check is
+replaced (only it) by a fake that applies vLLM's rule: a `quantization` argument must match the quantization method
+the checkpoint's config declares (awq_marlin serves awq checkpoints; fp8 may quantise unquantised weights on load)."""
+import sys
+import types
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from groundbench.core import load_settings
+from groundbench.embed import BUNDLED_EMBEDDING, real_judge
+from groundbench.llm import llm_from_settings
+
+# the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its model card
+CHECKPOINTS = {
+    "meta-llama/Llama-3.3-70B-Instruct": None,
+    "ibnzterrell/Meta-Llama-3.3-70B-Instruct-AWQ-INT4": "awq",
+}
+COMPATIBLE = {"awq": {"awq", "awq_marlin"}, None: {None, "fp8"}}
+
+
+@pytest.fixture
+def vllm_with_argument_checks(monkeypatch):
+    seen = []
+
+    class LLM_:
+        def __init__(self, model, quantization=None, **kw):
+            if model not in CHECKPOINTS:
+                raise ValueError(f"{model}: unknown to this test; add its config's quantization method to CHECKPOINTS")
+            declared = CHECKPOINTS[model]
+            if quantization not in COMPATIBLE[declared]:
+                raise ValueError(f"Quantization method specified in the model config ({declared}) does not match the "
+                                 f"quantization method specified in the `quantization` argument ({quantization})")
+            seen.append((model, quantization))
+
+    vllm = types.ModuleType("vllm")
+    vllm.LLM, vllm.SamplingParams = LLM_, object
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    return seen
+
+
+def _settings(f, tmp_path):
+    spec = yaml.safe_load(f.read_text()) or {}
+    over = {**(spec.get("settings") or {}), "paths.cache_dir": str(tmp_path / "cache")}
+    return spec, load_settings(overrides=over)
+
+
+def test_vllm_rejects_the_unquantised_repository_with_awq(vllm_with_argument_checks, tmp_path):
+    s = load_settings(overrides={"llm.backend": "vllm", "llm.model": "meta-llama/Llama-3.3-70B-Instruct", "llm.quantization": "awq",
+                                 "paths.cache_dir": str(tmp_path)})
+    with pytest.raises(ValueError, match="does not match"): llm_from_settings(s)
+
+
+def test_every_shipped_vllm_model_and_quantization_loads(vllm_with_argument_checks, tmp_path):
+    checked = []
+    for f in sorted((ROOT / "papermill_params").glob("*.yaml")):
+        spec, s = _settings(f, tmp_path)
+        if s["llm"]["backend"] != "vllm": continue
+        llm_from_settings(s)
+        checked.append(f.name)
+    assert "gpu.yaml" in checked and len(vllm_with_argument_checks) == len(checked)
+
+
+def test_no_real_judge_retrieves_with_the_bundled_embedder(tmp_path):
+    for f in sorted((ROOT / "papermill_params").glob("*.yaml")):
+        spec, s = _settings(f, tmp_path)
+        if real_judge(s):
+            assert s["embed"]["model"] != BUNDLED_EMBEDDING, f"{f.name}: a real judge with the bundled {BUNDLED_EMBEDDING}"
+    s = load_settings(overrides={"llm.model": "meta-llama/Llama-3.3-70B-Instruct", "paths.cache_dir": str(tmp_path)})
+    from groundbench.embed import embedder_from_settings
+    with pytest.raises(ValueError, match="is a real model"): embedder_from_settings(s)
