@@ -32,7 +32,7 @@ def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: 
     ok = sources[sources.valid.fillna(False).astype(bool) & sources.text.fillna("").astype(str).str.strip().ne("")]
     n_valid = ok.drop_duplicates(["conversation_id", "citation_index"]).groupby("conversation_id").size()
     r = pd.DataFrame({"conversation_id": [c.conversation_id for c in convs], "assistant": [names[c.conversation_id] for c in convs],
-                      "n_sources": [len(c.citations) for c in convs]})
+                      "n_sources": [len(c.citations) for c in convs], "words": [len(c.answer_text.split()) for c in convs]})
     r["n_valid_sources"] = r.conversation_id.map(n_valid).fillna(0).astype(int)
     r["sourceless"] = r.n_valid_sources.eq(0)
     return r
@@ -105,8 +105,9 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
     return pd.DataFrame(rows, columns=cols)
 
 def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str]:
-    "The sample's conversation ids: those with groundedness units, then source-less ones (no judge call), then the rest; n=0: all."
+    "The sample's ids: those with groundedness units, then source-less ones (shortest first: no judge call), then the rest; n=0: all."
     order = sorted(range(len(responses)), key=lambda i: (responses.conversation_id.iat[i] not in with_units,
-                                                         not responses.sourceless.iat[i], i))
+                                                         not responses.sourceless.iat[i],
+                                                         responses.words.iat[i] if responses.sourceless.iat[i] else 0, i))
     ids = [responses.conversation_id.iat[i] for i in order]
     return ids[:n] if n else ids

@@ -21,14 +21,14 @@ __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'UnitItem', 'Un
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
 VERIFIED = ("Fact", "Claim")
-MAX_UNITS, MAX_UNIT_CHARS = 32, 400   # per segment, per unit: far above what a sentence holds; hitting them is counted
+MAX_UNITS, MAX_UNIT_CHARS = 12, 400   # units kept per segment (more are dropped and counted), characters per unit
 
 class UnitItem(pydantic.BaseModel):
     text: str = pydantic.Field(min_length=1, max_length=MAX_UNIT_CHARS)
     label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other"]
 
 class UnitList(pydantic.BaseModel):
-    units: list[UnitItem] = pydantic.Field(min_length=1, max_length=MAX_UNITS)
+    units: list[UnitItem] = pydantic.Field(min_length=1, max_length=64)  # a longer list is cut to MAX_UNITS, counted
 
 class Decontextualised(pydantic.BaseModel):
     decontextualised: str = pydantic.Field(min_length=1, max_length=600)
@@ -61,12 +61,14 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
     for c, i, s in jobs:
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=512))
+        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=384))
     res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
         items = r.value["units"] if r.value else [{"text": s.text, "label": ""}]
-        _count(stats, "extract_segments_at_unit_cap", len(items) >= MAX_UNITS)
+        _count(stats, "extract_segments_over_unit_cap", len(items) > MAX_UNITS)
+        _count(stats, "extract_units_dropped_over_cap", max(0, len(items) - MAX_UNITS))
+        items = items[:MAX_UNITS]
         _count(stats, "extract_segments_failed", r.value is None)
         for it in items:
             k = counter.get(c.conversation_id, 0); counter[c.conversation_id] = k + 1
