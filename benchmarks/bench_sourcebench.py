@@ -4,7 +4,7 @@ and of the weighted score per limit, pages truncated, calls, prompt tokens and s
 text costs prompt tokens on every content and layout call. SMOKE: the 135M model's scores show how the code path
 responds to the knob, not how a real judge would; rerun with a real judge (settings) for real numbers. One JSON line.
 
-    python benchmarks/bench_sourcebench.py [--pages 6] [--limits 1000 3000 6000]"""
+    python benchmarks/bench_sourcebench.py [--pages 3] [--limits 1000 3000 6000]"""
 import argparse
 import json
 import os
@@ -21,17 +21,24 @@ from groundbench.llm import llm_from_settings
 from groundbench.sourcebench import METRICS, score_pages
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--pages", type=int, default=6)
+ap.add_argument("--pages", type=int, default=3)
 ap.add_argument("--limits", type=int, nargs="*", default=[1000, 3000, 6000])
 args = ap.parse_args()
 
 e = import_expertqa()
 conv = {c.conversation_id: c for c in e.conversations}
-src = e.sources.assign(n=e.sources.text.str.len()).sort_values("n", ascending=False)
-src = src[src.n >= max(args.limits)].drop_duplicates("url").head(args.pages)   # long pages: every limit cuts differently
+# ExpertQA's passages are short (about 1,000 characters): a page is one conversation's cited passage followed by the next
+# passages of the import until it is longer than the largest limit, so every limit cuts a real text at a different place
+src = e.sources.drop_duplicates("url").reset_index(drop=True)
+texts, rows_src = [], []
+for i in range(0, len(src), max(1, len(src) // args.pages))[: args.pages]:
+    t, j = "", i
+    while len(t) <= max(args.limits) and j < len(src): t, j = (t + "\n\n" + src.text[j]).strip(), j + 1
+    texts.append(t); rows_src.append(src.iloc[i])
+src = pd.DataFrame(rows_src).assign(text=texts, n=[len(t) for t in texts])
+settings = load_settings(overrides={"paths.cache_dir": tempfile.mkdtemp()})   # a fresh cache: every call is made
 pages = pd.DataFrame({"query": [conv[c].prompt_text for c in src.conversation_id], "url": src.url.values, "text": src.text.values,
                       **{k: "" for k in ("published", "updated", "author", "site_name")}})
-settings = load_settings(overrides={"paths.cache_dir": tempfile.mkdtemp()})   # a fresh cache: every call is made
 llm = llm_from_settings(settings)
 rows = []
 for lim in args.limits:

@@ -36,6 +36,7 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
         parts.append(pd.DataFrame({"SourceBench": s.weighted, "SourceBench_ci95": s.weighted_ci95, "pages": s.pages}))
     if (f := d / "65_sourcecheckup" / "responses.parquet").exists():
         rs = pd.read_parquet(f)
+        if "counted" in rs: rs = rs[rs.counted]   # responses with valid sources but no statement are left out, as in 65
         rows = {}
         for a, g in rs.groupby("assistant"):
             k, n = int(g.supported.sum()), len(g)
@@ -57,13 +58,18 @@ def figure_profile(p: pd.DataFrame):
     err = p.melt(id_vars="assistant", value_vars=[f"{c}_ci95" for c in lenses], var_name="lens", value_name="ci")
     err["lens"] = err.lens.str.replace("_ci95", "")
     long = long.merge(err, on=["assistant", "lens"])
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = plt.subplots(figsize=(max(9, 1.4 * len(lenses) + 2), 4.5))
     assistants = list(p.assistant)
     w = 0.8 / max(len(assistants), 1)
     for i, a in enumerate(assistants):
         g = long[long.assistant == a].set_index("lens").reindex(lenses)
         x = np.arange(len(lenses)) + i * w - 0.4 + w / 2
-        ax.bar(x, g.value, w, yerr=g.ci.fillna(0), capsize=2, label=a)
-    ax.set_xticks(np.arange(len(lenses))); ax.set_xticklabels(lenses); ax.set_ylim(0, 105); ax.set_ylabel("%  (SourceBench: score out of 100)")
+        v, ci = g.value.to_numpy(float), g.ci.fillna(0).to_numpy(float)
+        yerr = np.vstack([np.minimum(ci, np.nan_to_num(v)), np.minimum(ci, 100 - np.nan_to_num(v))])  # clipped to the 0-100 scale
+        ax.bar(x, v, w, yerr=np.clip(yerr, 0, None), capsize=2, label=a)
+    ax.set_xticks(np.arange(len(lenses)))
+    ax.set_xticklabels(lenses, rotation=25, ha="right", rotation_mode="anchor")
+    ax.set_ylim(0, 100); ax.set_ylabel("%  (SourceBench: score out of 100)")
     ax.set_title("One profile per assistant, every lens"); ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
     return fig
