@@ -191,7 +191,9 @@ def table_3(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.Dat
     "Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was recorded."
     with_thinking = cit.groupby("assistant").thinking.any()
     c = cit[cit.assistant.isin(with_thinking[with_thinking].index)].copy()
-    if c.empty: return pd.DataFrame(), pd.DataFrame(columns=["Group"])
+    if c.empty:  # no assistant recorded thinking: empty tables that still name their columns
+        return pd.DataFrame(columns=["breakdown", "assistant", "mode", "group", "citations", "conversations", "classified", "cr",
+                                     "ncr", "cr_conv", "ncr_conv"]), pd.DataFrame(columns=["Group"])
     c["mode"] = c.thinking.map({True: "Thinking", False: "Non-Thinking"})
     tidy = rate_breakdowns(c, n_boot, extra=["mode"])
     tidy.loc[tidy.group == "Overall", "group"] = "Average"
