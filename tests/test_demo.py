@@ -50,6 +50,7 @@ def tables(run):
             for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts}
 
 
+@pytest.mark.timeout(2400)  # two demo runs with the CPU smoke model: well over the default 900 s on a busy machine
 def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(tmp_path):
     runs = tmp_path / "runs"
     a, db_a = spec(tmp_path, "a")
