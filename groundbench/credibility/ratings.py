@@ -25,7 +25,7 @@ from ..core import DomainRating, load_settings, resolve_path
 # %% auto #0
 __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'CATEGORIES', 'TABLES',
            'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'split_url',
-           'key_of', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
+           'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
            'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi', 'build_derived_tables',
            'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
 
@@ -86,6 +86,13 @@ def key_of(url: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
 
 _WAYBACK = re.compile(r"^(?:https?://)?(?:web\.)?archive\.org/web/\d+[a-z_]*/(.+)$", re.I)
 
+@functools.lru_cache(maxsize=1 << 20)
+def parent_chain(host: str) -> tuple[str, ...]:
+    "The host and its parent domains down to its registrable domain (`a.b.bbc.co.uk` ... `bbc.co.uk`)."
+    reg = registrable_domain(host) or host
+    labels = host.split(".")
+    return tuple(".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg))
+
 def archived_url(url: str) -> str:
     "The URL a Wayback Machine snapshot archives (`web.archive.org/web/<time>/<url>`), else `url` itself."
     m = _WAYBACK.match((url or "").strip())
@@ -141,10 +148,7 @@ def section_paths(mbfc: pd.DataFrame, platforms: set[str]) -> pd.DataFrame:
     hosts = set(mbfc.key[~mbfc.key.str.contains("/")])
     p = mbfc[mbfc.key.str.contains("/")][["key", "label"]].copy()
     p["host"] = p.key.str.split("/").str[0]
-    def chain(h):
-        reg = registrable_domain(h) or h
-        labels = h.split(".")
-        return [".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg)]
+    chain = parent_chain
     p = p[[not any(c in hosts for c in chain(h)) for h in p.host]]
     agree = p.groupby("host").label.nunique()
     def why(h):
@@ -400,11 +404,7 @@ class Rater:
         h = strip_prefixes(host, self.prefixes)
         return self.aliases.get(h, h)
 
-    @functools.lru_cache(maxsize=None)
-    def _chain(self, host: str) -> tuple[str, ...]:
-        reg = registrable_domain(host) or host
-        labels = host.split(".")
-        return tuple(".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg))
+    def _chain(self, host: str) -> tuple[str, ...]: return parent_chain(host)
 
     def _matches(self, host: str, path: str) -> list[tuple[float, str, Entry]]:
         "Every (specificity, matched key, entry) for a canonical host and path, most specific first."
@@ -490,9 +490,10 @@ class Rater:
         hosts = enc.dictionary.to_pylist()
         records: list[tuple] = []                        # (host, domain, key, label, score, category, decided_by, outlet)
         host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
+        canon: dict[int, str] = {}
         for i, h in enumerate(hosts):
             if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii(): continue
-            ch = self.canonical_host(h)
+            ch = canon[i] = self.canonical_host(h)
             if self._path_dependent(ch): dependent[i] = True; continue
             host_rec[i] = len(records)
             records.append((h, registrable_domain(h) or h, *self._decided(ch, "", False)))
@@ -502,7 +503,7 @@ class Rater:
         rests = m.field("rest").take(pa.array(dep, type=pa.int64())).to_pylist()
         for i, rest in zip(dep, rests):                  # hosts with path entries: decided per path entry matched
             h, path = hosts[hcode[i]], _url_path(rest or "")
-            ch = self.canonical_host(h)
+            ch = canon[hcode[i]]
             k = (h, self._prefix_key(ch, path))
             if k not in memo:
                 memo[k] = len(records)
