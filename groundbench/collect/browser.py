@@ -194,8 +194,9 @@ def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | 
 # %% ../../nbs/22_collect_browser.ipynb #c3b290da
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
-def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800)):
-    "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up)."
+def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800),
+                extra_args: Sequence[str] = ()):
+    "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up); `extra_args` are more switches."
     os.environ["SE_OFFLINE"] = "true"
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -203,7 +204,7 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
     opts.binary_location = os.environ.get("GROUNDBENCH_CHROMIUM", CHROMIUM)
     if headless: opts.add_argument("--headless=new")
     for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--disable-quic", f"--window-size={window[0]},{window[1]}"):
+              "--disable-component-update", "--disable-sync", "--disable-quic", f"--window-size={window[0]},{window[1]}", *extra_args):
         opts.add_argument(a)
     if profile_dir:
         profile = Path(profile_dir).expanduser().resolve()

@@ -1,4 +1,4 @@
-"""The main text of an HTML page (trafilatura) with its title, author, publication and update dates and site name, the text of a PDF, plain text, and correct character decoding whatever the page declares.
+"""The main text of an HTML page (trafilatura) with its title, author, publication and update dates and site name, the text of a PDF, plain text, and correct character decoding whatever the page declares; done in a worker process with a time and memory limit, so no page can hang or exhaust the run.
 
 Docs: https://groundbench.github.io/groundbench/sources_extract.html.md"""
 
@@ -7,42 +7,63 @@ Docs: https://groundbench.github.io/groundbench/sources_extract.html.md"""
 # %% ../../nbs/32_sources_extract.ipynb #2635d59d
 from __future__ import annotations
 
+import codecs
 import io
 import re
+import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 # %% auto #0
-__all__ = ['decode_bytes', 'Extracted', 'extract_html', 'extract_pdf', 'extract']
+__all__ = ['EXTRACT_REASONS', 'text_codec', 'decode_bytes', 'Extracted', 'ExtractLimits', 'extract_html', 'extract_pdf',
+           'extract', 'worker_main', 'ExtractWorker']
 
 # %% ../../nbs/32_sources_extract.ipynb #ba250ff7
 _META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.I)
+_WHATWG = {"iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "l1": "cp1252", "ascii": "cp1252",
+           "us-ascii": "cp1252", "x-sjis": "shift_jis", "iso-8859-9": "cp1254", "tis-620": "cp874"}
+
+def text_codec(label: str | None) -> str | None:
+    "The Python codec a charset label names, as browsers read it; None for unknown or non-text codecs (base64, rot13, undefined, UTF-7)."
+    if not label: return None
+    name = label.strip().strip("\"'").lower()
+    name = _WHATWG.get(name, name)
+    try: info = codecs.lookup(name)
+    except (LookupError, ValueError, TypeError): return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in ("undefined", "utf-7", "mbcs", "oem"): return None
+    return info.name
 
 def _try(body: bytes, enc: str | None) -> str | None:
-    if not enc: return None
-    try: return body.decode(enc.strip().lower().replace("x-sjis", "shift_jis"))
-    except (LookupError, UnicodeDecodeError): return None
+    codec = text_codec(enc)
+    if not codec: return None
+    try: return body.decode(codec)
+    except (UnicodeError, ValueError, LookupError): return None  # UnicodeError: some codecs raise it bare
+
+def _single_byte(codec: str) -> bool:
+    return codec.startswith(("cp12", "iso8859", "latin", "cp8", "mac-", "koi8", "ascii"))
 
 def decode_bytes(body: bytes, content_type: str = "") -> tuple[str, str]:
-    "(text, encoding used) of a body: declared, sniffed, or detected charset."
+    "(text, encoding used) of a body: declared, sniffed, or detected charset; UTF-8 mis-declared as single-byte is repaired."
     for bom, enc in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if body.startswith(bom) and (t := _try(body, enc)) is not None: return t, enc
-    m = re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", content_type or "", re.I)
-    if m and (t := _try(body, m.group(1))) is not None: return t, m.group(1).lower()
-    sm = _META.search(body[:4096])
-    if sm:
-        enc = (sm.group(1) or sm.group(2)).decode("ascii", "ignore")
-        if (t := _try(body, enc)) is not None: return t, enc.lower()
+    declared = []
+    if m := re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", content_type or "", re.I): declared.append(m.group(1))
+    if sm := _META.search(body[:4096]): declared.append((sm.group(1) or sm.group(2)).decode("ascii", "ignore"))
+    for enc in declared:
+        if (t := _try(body, enc)) is None: continue
+        if _single_byte(text_codec(enc)) and not body.isascii() and (u := _try(body, "utf-8")) is not None:
+            return u, f"utf-8 (declared {enc.lower()})"
+        return t, enc.lower()
     if (t := _try(body, "utf-8")) is not None: return t, "utf-8"
     from charset_normalizer import from_bytes
-    best = from_bytes(body).best()
-    if best is not None: return str(best), best.encoding
+    best = from_bytes(body[:2_000_000]).best()
+    if best is not None and (t := _try(body, best.encoding)) is not None: return t, best.encoding
     return body.decode("utf-8", errors="replace"), "utf-8 (replaced)"
 
 # %% ../../nbs/32_sources_extract.ipynb #0618d904
 @dataclass
 class Extracted:
-    "Text and metadata of one fetched body; `kind` is html, pdf, text, empty or unsupported."
+    "Text and metadata of one fetched body; `kind` is html, pdf, text, empty, unsupported or failed; `reason` names a failure."
     kind: str
     text: str = ""
     title: str = ""
@@ -52,6 +73,24 @@ class Extracted:
     site_name: str = ""
     encoding: str = ""
     error: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+
+EXTRACT_REASONS = {  # reason: what it means (none of them is a valid source)
+    "too_large": "extracted text over max_text_chars (cut there)",
+    "extract_timeout": "extraction ran past its time limit (the worker was stopped)",
+    "extract_memory": "extraction ran out of its memory limit, or its worker died",
+    "extract_error": "the extractor raised (recorded with the error's type)",
+    "unreadable_pdf": "pypdf cannot read the file",
+}
+
+@dataclass
+class ExtractLimits:
+    "Limits of one extraction (settings.ini [sources])."
+    timeout_s: float = 30.0
+    memory_mb: int = 2048
+    max_text_chars: int = 2_000_000
+    max_pdf_pages: int = 300
 
 def extract_html(html: str, url: str = "") -> Extracted:
     "Main text and metadata of an HTML page (trafilatura; dates with htmldate)."
@@ -66,31 +105,127 @@ def extract_html(html: str, url: str = "") -> Extracted:
     return Extracted("html" if text else "empty", text, d.get("title") or "", d.get("author") or "", d.get("date") or "", updated,
                      d.get("sitename") or "")
 
-def extract_pdf(body: bytes) -> Extracted:
-    "Text and metadata of a PDF (pypdf)."
+def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -> Extracted:
+    "Text and metadata of a PDF (pypdf): at most `max_pages` pages, stopping once the text passes `max_chars`."
     from pypdf import PdfReader
     try:
         r = PdfReader(io.BytesIO(body))
-        text = "\n".join((p.extract_text() or "") for p in r.pages).strip()
+        parts, n, pages = [], 0, len(r.pages)
+        for i, page in enumerate(r.pages):
+            if i >= max_pages or n > max_chars: break
+            t = page.extract_text() or ""
+            parts.append(t); n += len(t) + 1
+        text = "\n".join(parts).strip()
         meta = r.metadata or {}
         created = meta.get("/CreationDate", "") or ""
         m = re.match(r"D:(\d{4})(\d{2})(\d{2})", str(created))
-        return Extracted("pdf" if text else "empty", text, str(meta.get("/Title", "") or ""), str(meta.get("/Author", "") or ""),
-                         f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else "")
-    except Exception as e: return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300])
+        e = Extracted("pdf" if text else "empty", text, str(meta.get("/Title", "") or "")[:500], str(meta.get("/Author", "") or "")[:300],
+                      f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else "")
+        if pages > max_pages: e.error = f"first {max_pages} of {pages} pages read"
+        return e
+    except MemoryError: raise
+    except Exception as e: return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300], reason="unreadable_pdf")
 
-def extract(body: bytes, content_type: str = "", url: str = "") -> Extracted:
-    "Text and metadata of a fetched body, by its type."
+def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractLimits | None = None) -> Extracted:
+    "Text and metadata of a fetched body, by its type, in this process (see `ExtractWorker` for the limited one)."
+    lim = limits or ExtractLimits()
     ct = (content_type or "").split(";")[0].strip().lower()
     if not body: return Extracted("empty")
-    if ct == "application/pdf" or body[:5] == b"%PDF-": return extract_pdf(body)
-    head = body[:512].lstrip().lower()
-    if ct in ("text/html", "application/xhtml+xml") or (not ct or ct == "application/octet-stream") and (head.startswith(b"<!doctype html") or b"<html" in head):
-        html, enc = decode_bytes(body, content_type)
-        e = extract_html(html, url)
-        e.encoding = enc
-        return e
-    if ct.startswith("text/") or ct in ("application/json", "application/xml"):
-        text, enc = decode_bytes(body, content_type)
-        return Extracted("text" if text.strip() else "empty", text.strip(), encoding=enc)
-    return Extracted("unsupported", error=f"unsupported content type {ct or 'unknown'}")
+    if ct == "application/pdf" or body[:5] == b"%PDF-": e = extract_pdf(body, lim.max_pdf_pages, lim.max_text_chars)
+    else:
+        head = body[:512].lstrip().lower()
+        if ct in ("text/html", "application/xhtml+xml") or (not ct or ct == "application/octet-stream") and (head.startswith(b"<!doctype html") or b"<html" in head):
+            html, enc = decode_bytes(body, content_type)
+            e = extract_html(html, url)
+            e.encoding = enc
+        elif ct.startswith("text/") or ct in ("application/json", "application/xml"):
+            text, enc = decode_bytes(body, content_type)
+            e = Extracted("text" if text.strip() else "empty", text.strip(), encoding=enc)
+        else: return Extracted("unsupported", error=f"unsupported content type {ct[:60] or 'unknown'}")
+    if len(e.text) > lim.max_text_chars:
+        n = len(e.text)
+        e.text, e.reason = e.text[:lim.max_text_chars], "too_large"
+        e.error = f"too_large: extracted text of {n} characters is over max_text_chars {lim.max_text_chars} (cut there)"
+    return e
+
+# %% ../../nbs/32_sources_extract.ipynb #a7c1e002
+def _serve(conn_in, conn_out, memory_mb: int):
+    "The worker's loop: (body, content_type, url, limits) in, Extracted out."
+    import resource
+    if memory_mb:
+        lim = int(memory_mb) << 20
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    while True:
+        try: body, ct, url, limits = conn_in.recv()
+        except (EOFError, OSError): return
+        t0 = time.perf_counter()
+        try: e = extract(body, ct, url, ExtractLimits(**limits))
+        except MemoryError: e = Extracted("failed", error=f"extract_memory: over the worker's {memory_mb} MB", reason="extract_memory")
+        except RecursionError: e = Extracted("failed", error="extract_error: nesting too deep", reason="extract_error")
+        except Exception as x: e = Extracted("failed", error=f"extract_error: {type(x).__name__}: {x}"[:300], reason="extract_error")
+        e.seconds = round(time.perf_counter() - t0, 3)
+        del body
+        try: conn_out.send(asdict(e))  # plain data both ways: the classes may live in a notebook
+        except MemoryError: conn_out.send(asdict(Extracted("failed", error="extract_memory: result too large", reason="extract_memory")))
+
+def worker_main(memory_mb: int = 0):
+    "Entry point of the worker process: the protocol on the stdin/stdout pipes; anything printed goes to stderr."
+    import os
+    from multiprocessing.connection import Connection
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    for m in _PRELOAD: __import__(m)
+    _serve(Connection(os.dup(0), writable=False), Connection(out_fd, readable=False), memory_mb)
+
+_PRELOAD = ["trafilatura", "htmldate", "pypdf", "charset_normalizer", "lxml.html"]
+
+class ExtractWorker:
+    "`extract` in a worker process with a time limit per page and a memory limit; replaced after a timeout or a crash."
+    def __init__(self, limits: ExtractLimits | None = None):
+        self.limits = limits or ExtractLimits()
+        self._proc = self._send = self._recv = None
+
+    def _start(self):
+        import os, subprocess, sys
+        from multiprocessing.connection import Connection
+        code = f"from groundbench.sources.extract import worker_main; worker_main({int(self.limits.memory_mb)})"
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._send = Connection(os.dup(self._proc.stdin.fileno()), readable=False)
+        self._recv = Connection(os.dup(self._proc.stdout.fileno()), writable=False)
+        self._proc.stdin.close(); self._proc.stdout.close()
+        self._send.send((b"<html><body><p>warm up</p></body></html>", "text/html", "", asdict(self.limits)))  # imports, outside any page's time
+        if self._recv.poll(120): self._recv.recv()
+
+    def close(self):
+        "Stop the worker."
+        for c in (self._send, self._recv):
+            try: c and c.close()
+            except OSError: pass
+        if self._proc is not None:
+            self._proc.kill(); self._proc.wait(10)
+        self._proc = self._send = self._recv = None
+
+    def __enter__(self): return self
+    def __exit__(self, *a): self.close()
+    def __del__(self):
+        try: self.close()
+        except Exception: pass
+
+    def __call__(self, body: bytes, content_type: str = "", url: str = "", timeout_s: float | None = None) -> Extracted:
+        "The extraction of one body, or a failed record with its reason; never raises for a bad page."
+        if self._proc is None or self._proc.poll() is not None: self.close(); self._start()
+        timeout = self.limits.timeout_s if timeout_s is None else min(timeout_s, self.limits.timeout_s)
+        t0 = time.perf_counter()
+        try:
+            self._send.send((body, content_type, url, asdict(self.limits)))
+            ready = self._recv.poll(timeout)
+        except (OSError, EOFError, ValueError): ready = None
+        if ready:
+            try: return Extracted(**self._recv.recv())
+            except (EOFError, OSError): ready = None
+        took = round(time.perf_counter() - t0, 3)
+        self.close()
+        if ready is False:
+            return Extracted("failed", error=f"extract_timeout: extraction ran past {timeout:.1f} s", reason="extract_timeout", seconds=took)
+        return Extracted("failed", error=f"extract_memory: the worker died (memory limit {self.limits.memory_mb} MB, or a crash)",
+                         reason="extract_memory", seconds=took)

@@ -1,4 +1,4 @@
-"""Every distinct cited URL fetched once, concurrently with a per-host limit, with connect, read and total timeouts, a body-size cap, at most five redirects (each recorded), retries on transient errors, and no way to reach the machine's own network: a cited URL is untrusted input.
+"""Every distinct cited URL fetched once, concurrently with a per-host limit, with connect, read and total timeouts, a body-size cap on every decoding layer, at most five redirects (each recorded), retries on transient errors, and no way to reach the machine's own network: a cited URL is untrusted input, and one bad URL never stops the batch.
 
 Docs: https://groundbench.github.io/groundbench/sources_fetch.html.md"""
 
@@ -11,30 +11,66 @@ import asyncio
 import hashlib
 import ipaddress
 import json
+import math
 import random
 import socket
 import time
+import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from ..core import now_iso, write_json
+from ..core import now_iso
 
 # %% auto #0
-__all__ = ['BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'Refused', 'Unresolvable', 'address_is_public', 'check_url', 'FetchRecord',
-           'FetchSettings', 'fetch_all']
+__all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING', 'FetchFailure', 'Refused', 'InvalidURL',
+           'Unresolvable', 'is_transient', 'address_is_public', 'ascii_host', 'url_parts', 'allowed_private',
+           'check_url', 'FetchRecord', 'FetchSettings', 'reusable', 'fetch_all']
+
+# %% ../../nbs/31_sources_fetch.ipynb #e1a0c0d2
+REASONS = {  # reason: (transient, what it means)
+    "refused": (False, "the address guard refused the URL or a redirect: not http(s), or an address on this machine's own network"),
+    "invalid_url": (False, "an unparsable URL or redirect target: bad or out-of-range port, broken IPv6 literal, no host"),
+    "dns": (True, "the host name does not resolve"),
+    "connection": (True, "the connection failed, was reset, or broke the HTTP or TLS protocol"),
+    "timeout": (True, "the connect, read or total time budget ran out"),
+    "http_error": (False, "the final HTTP status is not 200 (and not one of the transient ones)"),
+    "http_transient": (True, "HTTP 408, 425, 429 or 5xx, still after the retries"),
+    "redirects": (False, "more redirects than max_redirects"),
+    "too_large": (False, "the body is over max_bytes (or the extracted text over max_text_chars)"),
+    "decompression_limit": (False, "the decoded body is over max_bytes, or the encodings are stacked (gzip, gzip)"),
+    "unsupported_encoding": (False, "a content encoding we did not ask for (we ask for gzip and deflate only)"),
+    "corrupt_body": (False, "a compressed body that does not decompress"),
+    "error": (True, "anything else, recorded with its type (MemoryError, ...)"),
+}
+
+class FetchFailure(Exception):
+    "A URL's fetch failed for a recorded `reason` (a key of `REASONS`)."
+    reason = "error"
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or type(self).reason
+
+class Refused(FetchFailure):
+    "A URL that must not be fetched (scheme, or an address on the machine's own network)."
+    reason = "refused"
+
+class InvalidURL(FetchFailure, ValueError):
+    "A URL that cannot be parsed (bad port, broken IPv6 literal, no host)."
+    reason = "invalid_url"
+
+class Unresolvable(FetchFailure, ConnectionError):
+    "A host name that does not resolve (not retried within a run)."
+    reason = "dns"
+
+def is_transient(reason: str) -> bool:
+    "True when a record with this reason should be fetched again on a rerun."
+    return REASONS.get(reason, (True,))[0] if reason else False
 
 # %% ../../nbs/31_sources_fetch.ipynb #a28a2c08
-class Refused(Exception):
-    "A URL that must not be fetched (scheme, or an address on the machine's own network)."
-
-class Unresolvable(ConnectionError):
-    "A host name that does not resolve (not retried)."
-
 def address_is_public(ip: str) -> bool:
     "True for a global unicast address."
     a = ipaddress.ip_address(ip)
@@ -44,19 +80,42 @@ def address_is_public(ip: str) -> bool:
 def _default_resolve(host: str, port: int) -> list[str]:
     return sorted({ai[4][0] for ai in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
 
+def ascii_host(host: str) -> str:
+    "A host name as browsers send it: IDNA/UTS 46 mapped (full-width letters, ideographic dots) and punycoded. Raises InvalidURL."
+    host = host.rstrip(".").lower()
+    if host.isascii() and "%" not in host:
+        if len(host) > 253 or any(not 0 < len(l) < 64 for l in host.split(".")): raise InvalidURL(f"host {host[:80]!r} is not a valid domain name")
+        return host
+    import idna
+    from urllib.parse import unquote
+    try: return idna.encode(unquote(host), uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError) as e: raise InvalidURL(f"host {host[:80]!r} is not a valid domain name ({e})") from None
+
+def url_parts(url: str) -> tuple[str, str, int]:
+    "(scheme, ASCII host, port) of a URL. Raises Refused for other schemes and InvalidURL for what cannot be parsed."
+    if not isinstance(url, str): raise InvalidURL(f"not a URL: {type(url).__name__}")
+    try:
+        p = urlsplit(url.strip())
+        scheme, host, port = p.scheme.lower(), p.hostname or "", p.port
+    except ValueError as e: raise InvalidURL(f"unparsable URL {url[:100]!r}: {e}") from None
+    if scheme not in ("http", "https"): raise Refused(f"scheme {scheme or 'none'!r} is not http or https")
+    if not host: raise InvalidURL(f"no host in {url[:100]!r}")
+    host = host if _is_ip(host) else ascii_host(host)
+    if port == 0: raise InvalidURL(f"port 0 in {url[:100]!r}")
+    return scheme, host, port or (443 if scheme == "https" else 80)
+
+def allowed_private(host: str, port: int, allow_private: bool | Sequence[str]) -> bool:
+    "True when tests lifted the rule for this host and port."
+    return allow_private is True or (not isinstance(allow_private, bool) and f"{host}:{port}" in set(allow_private or ()))
+
 def check_url(url: str, allow_private: bool | Sequence[str] = False, resolve: Callable[[str, int], list[str]] = _default_resolve) -> tuple[str, int, str]:
-    "Validate `url`: returns (host, port, the address to connect to). Raises Refused."
-    p = urlsplit(url)
-    if p.scheme not in ("http", "https"): raise Refused(f"scheme {p.scheme or 'none'!r} is not http or https")
-    host = (p.hostname or "").lower()
-    if not host: raise Refused("no host")
-    port = p.port or (443 if p.scheme == "https" else 80)
+    "Validate `url`: returns (host, port, the address to connect to). Raises Refused, InvalidURL or Unresolvable."
+    _, host, port = url_parts(url)
     try: addrs = [host] if _is_ip(host) else resolve(host, port)
     except (socket.gaierror, UnicodeError, OSError) as e: raise Unresolvable(f"cannot resolve {host}: {e}") from None
     if not addrs: raise Unresolvable(f"cannot resolve {host}")
-    allowed = allow_private is True or (not isinstance(allow_private, bool) and f"{host}:{port}" in set(allow_private))
     bad = [a for a in addrs if not address_is_public(a)]
-    if bad and not allowed:
+    if bad and not allowed_private(host, port, allow_private):
         raise Refused(f"{host} resolves to {', '.join(bad)}, an address on a private, loopback, link-local or reserved network "
                       "(a cited URL may not reach this machine's own network; --allow-private lifts this for tests)")
     return host, port, addrs[0]
@@ -80,15 +139,19 @@ class FetchRecord:
     hops: list = field(default_factory=list)
     attempts: int = 0
     seconds: float = 0.0
+    reason: str = ""
+    content_encoding: str = ""
+    settings_key: str = ""
 
 # Chromium 156 on Linux, as a real browser sends it
 BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 REDIRECTS = {301, 302, 303, 307, 308}
 TRANSIENT = {408, 425, 429, 500, 502, 503, 504}
+ACCEPT_ENCODING = "gzip, deflate"
 
 @dataclass
 class FetchSettings:
-    "Limits of the fetcher (see settings.ini [sources])."
+    "Limits of the fetcher (see settings.ini [sources]); checked when made."
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 20.0
     total_timeout_s: float = 45.0
@@ -101,68 +164,125 @@ class FetchSettings:
     user_agent: str = BROWSER_UA
     allow_private: bool | list = False
 
+    def __post_init__(self):
+        for k in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"fetch setting {k}: {v!r} is not a positive number of seconds")
+        for k, lo in (("max_bytes", 1), ("max_redirects", 0), ("retries", 0), ("concurrency", 1), ("per_host", 1)):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo: raise ValueError(f"fetch setting {k}: {v!r} is not a whole number >= {lo}")
+        if not isinstance(self.backoff_s, (int, float)) or not math.isfinite(self.backoff_s) or self.backoff_s < 0:
+            raise ValueError(f"fetch setting backoff_s: {self.backoff_s!r} is not a number of seconds >= 0")
+
+    def key(self) -> str:
+        "A short hash of the settings that change a fetch's outcome other than by time."
+        allow = self.allow_private if isinstance(self.allow_private, bool) else sorted(self.allow_private)
+        d = {"allow_private": allow, "max_bytes": self.max_bytes, "max_redirects": self.max_redirects, "user_agent": self.user_agent}
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+def reusable(rec: FetchRecord, cfg: FetchSettings) -> bool:
+    "True when a stored record stands on a rerun: a success or a permanent failure, under the same outcome settings."
+    if is_transient(rec.reason) or (not rec.reason and rec.error): return False  # old records: an error without a reason
+    return not rec.settings_key or rec.settings_key == cfg.key() or (not rec.reason and not rec.error)
+
+# %% ../../nbs/31_sources_fetch.ipynb #5c0de002
+class _Decoder:
+    "One content-encoding layer whose output may not pass `cap` bytes."
+    def __init__(self, header: str, cap: int):
+        encs = [e.strip().lower() for e in (header or "").split(",") if e.strip() and e.strip().lower() != "identity"]
+        if len(encs) > 1: raise FetchFailure(f"stacked content encodings {header[:60]!r} refused (one layer at most)", "decompression_limit")
+        if encs and encs[0] not in ("gzip", "x-gzip", "deflate"):
+            raise FetchFailure(f"content encoding {encs[0][:30]!r} was not asked for (Accept-Encoding: {ACCEPT_ENCODING})", "unsupported_encoding")
+        self.kind, self.cap, self.n, self.d = (encs[0] if encs else ""), cap, 0, None
+
+    def feed(self, data: bytes) -> bytes:
+        if not self.kind: return data
+        if self.d is None:  # deflate is zlib-wrapped or, from some servers, raw
+            raw = self.kind == "deflate" and not (len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0)
+            self.d = zlib.decompressobj(-zlib.MAX_WBITS if raw else (zlib.MAX_WBITS if self.kind == "deflate" else 16 + zlib.MAX_WBITS))
+        try: out = self.d.decompress(data, self.cap - self.n + 1)
+        except zlib.error as e: raise FetchFailure(f"{self.kind} body does not decompress: {e}", "corrupt_body") from None
+        self.n += len(out)
+        if self.n > self.cap or self.d.unconsumed_tail:
+            raise FetchFailure(f"{self.kind} body decodes to more than {self.cap} bytes", "decompression_limit")
+        return out
+
 # %% ../../nbs/31_sources_fetch.ipynb #d50da165
-async def _fetch_one(client: httpx.AsyncClient, url: str, cfg: FetchSettings, resolve, store) -> FetchRecord:
-    rec = FetchRecord(url)
-    t0 = time.perf_counter()
-    current = url
-    try:
-        for attempt in range(cfg.retries + 1):
-            rec.attempts = attempt + 1
-            current, rec.hops = url, []
-            try:
-                for hop in range(cfg.max_redirects + 1):
-                    host, port, ip = await asyncio.to_thread(check_url, current, cfg.allow_private, resolve)
-                    p = urlsplit(current)
-                    netloc = f"[{ip}]" if ":" in ip else ip
-                    pinned = urlunsplit((p.scheme, f"{netloc}:{port}", p.path or "/", p.query, ""))
-                    headers = {"Host": p.netloc.split("@")[-1], "User-Agent": cfg.user_agent,
-                               "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8", "Accept-Language": "en,*;q=0.5"}
-                    ext = {"sni_hostname": host} if p.scheme == "https" else {}
-                    async with client.stream("GET", pinned, headers=headers, extensions=ext) as resp:
-                        if resp.status_code in REDIRECTS and "location" in resp.headers:
-                            nxt = urljoin(current, resp.headers["location"])
-                            rec.hops.append({"url": current, "status": resp.status_code, "location": nxt})
-                            current = nxt
-                            continue
-                        body = bytearray()
-                        async for chunk in resp.aiter_bytes():
-                            body += chunk
-                            if len(body) > cfg.max_bytes:
-                                raise OverflowError(f"body larger than {cfg.max_bytes} bytes")
-                        rec.final_url, rec.status = current, resp.status_code
-                        rec.content_type = resp.headers.get("content-type", "")
-                        rec.bytes = len(body)
-                        rec.sha256 = store(bytes(body)) if body else ""
-                        break
-                else:
-                    raise RecursionError(f"more than {cfg.max_redirects} redirects")
-                if rec.status in TRANSIENT and attempt < cfg.retries:
-                    await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
-                break
-            except (httpx.TransportError, ConnectionError) as e:
-                if attempt < cfg.retries and not isinstance(e, Unresolvable):
-                    await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
-                raise
-    except Refused as e: rec.error = f"refused: {e}"; rec.final_url = current
-    except OverflowError as e: rec.error = str(e); rec.final_url = current
-    except RecursionError as e: rec.error = str(e); rec.final_url = current
-    except httpx.TimeoutException as e: rec.error = f"timeout ({type(e).__name__})"; rec.final_url = current
-    except (httpx.TransportError, ConnectionError) as e: rec.error = f"{type(e).__name__}: {e}"[:300]; rec.final_url = current
-    except asyncio.TimeoutError: rec.error = f"timeout (total {cfg.total_timeout_s} s)"; rec.final_url = current
-    rec.fetched_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 3)
-    return rec
+def _classify(e: BaseException) -> tuple[str, str]:
+    "(reason, error message) of an exception raised while fetching one URL."
+    if isinstance(e, Refused): return "refused", f"refused: {e}"
+    if isinstance(e, FetchFailure): return e.reason, str(e)
+    if isinstance(e, (httpx.TimeoutException, asyncio.TimeoutError)): return "timeout", f"timeout ({type(e).__name__})"
+    if isinstance(e, (httpx.InvalidURL, httpx.UnsupportedProtocol)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, (httpx.TransportError, ConnectionError, OSError)): return "connection", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, (ValueError, UnicodeError, httpx.HTTPError)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
+    return "error", f"{type(e).__name__}: {e}"[:300]
+
+async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> None:
+    "One attempt: follow redirects (each checked) and read the body into the record."
+    current, rec.hops = rec.url, []
+    for hop in range(cfg.max_redirects + 1):
+        rec.final_url = current
+        host, port, ip = await asyncio.to_thread(check_url, current, cfg.allow_private, resolve)
+        p = urlsplit(current.strip())
+        netloc = f"[{ip}]" if ":" in ip else ip
+        pinned = urlunsplit((p.scheme.lower(), f"{netloc}:{port}", p.path or "/", p.query, ""))
+        host_header = (f"[{host}]" if ":" in host else host) + (f":{p.port}" if p.port else "")
+        headers = {"Host": host_header, "User-Agent": cfg.user_agent, "Accept-Encoding": ACCEPT_ENCODING,
+                   "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8", "Accept-Language": "en,*;q=0.5"}
+        ext = {"sni_hostname": host} if p.scheme.lower() == "https" else {}
+        async with client.stream("GET", pinned, headers=headers, extensions=ext) as resp:
+            if resp.status_code in REDIRECTS and "location" in resp.headers:
+                nxt = urljoin(current, resp.headers["location"].strip())
+                rec.hops.append({"url": current, "status": resp.status_code, "location": nxt})
+                current = nxt
+                continue
+            rec.status, rec.content_type = resp.status_code, resp.headers.get("content-type", "")[:200]
+            rec.content_encoding = resp.headers.get("content-encoding", "")[:100]
+            dec, body, raw = _Decoder(rec.content_encoding, cfg.max_bytes), bytearray(), 0
+            async for chunk in resp.aiter_raw():
+                raw += len(chunk)
+                if raw > cfg.max_bytes: raise FetchFailure(f"body larger than {cfg.max_bytes} bytes", "too_large")
+                body += dec.feed(chunk)
+            rec.bytes = len(body)
+            rec.sha256 = store(bytes(body)) if body else ""
+            return
+    raise FetchFailure(f"more than {cfg.max_redirects} redirects", "redirects")
+
+async def _fetch_one(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> None:
+    "Attempts with backoff on transient failures; the outcome is written into `rec`."
+    for attempt in range(cfg.retries + 1):
+        rec.attempts, rec.status, rec.reason, rec.error = attempt + 1, 0, "", ""
+        try: await _get(client, rec, cfg, resolve, store)
+        except (httpx.TransportError, ConnectionError) as e:
+            if attempt < cfg.retries and not isinstance(e, Unresolvable):
+                await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
+            raise
+        if rec.status in TRANSIENT and attempt < cfg.retries:
+            await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
+        if rec.status != 200:
+            rec.reason = "http_transient" if rec.status in TRANSIENT else "http_error"
+            rec.error = f"HTTP {rec.status}"
+        return
 
 async def _fetch_all(urls, cfg, resolve, store, done):
     limits = httpx.Limits(max_connections=cfg.concurrency, max_keepalive_connections=cfg.concurrency)
     timeout = httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)
     glob = asyncio.Semaphore(cfg.concurrency)
     hosts: dict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(cfg.per_host))
+    key = cfg.key()
     async with httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False, verify=True, trust_env=False) as client:
         async def one(u):
-            async with glob, hosts[(urlsplit(u).hostname or "").lower()]:
-                try: rec = await asyncio.wait_for(_fetch_one(client, u, cfg, resolve, store), cfg.total_timeout_s)
-                except asyncio.TimeoutError: rec = FetchRecord(u, u, error=f"timeout (total {cfg.total_timeout_s} s)", fetched_at=now_iso())
+            rec = FetchRecord(u, u, settings_key=key)
+            try: host = url_parts(u)[1]
+            except FetchFailure: host = ""
+            async with glob, hosts[host]:
+                t0 = time.perf_counter()
+                try: await asyncio.wait_for(_fetch_one(client, rec, cfg, resolve, store), cfg.total_timeout_s)
+                except asyncio.TimeoutError: rec.reason, rec.error = "timeout", f"timeout (total {cfg.total_timeout_s} s)"
+                except Exception as e: rec.reason, rec.error = _classify(e)  # MemoryError included
+                rec.fetched_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 3)
             if done: done(rec)
             return rec
         return await asyncio.gather(*(one(u) for u in urls))

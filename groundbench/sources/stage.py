@@ -18,29 +18,33 @@ from tqdm.auto import tqdm
 
 from ..collect.base import Archive
 from ..core import Conversation, SourceDoc, now_iso, write_json
-from .extract import Extracted, extract
-from .fetch import FetchRecord, FetchSettings, fetch_all
+from .browser import render_with_browser
+from .extract import ExtractLimits, ExtractWorker, Extracted, extract
+from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
 
 # %% auto #0
-__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'render_with_browser']
+__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'failure_reason', 'reason_counts']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 SUBSTANTIVE_CHARS = 500
 
 class PageStore:
     "Fetch records, archived bodies and extractions of one run's sources."
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, limits: ExtractLimits | None = None, min_extract_s: float = 5.0):
         self.root = Path(root)
         self.archive = Archive(self.root)
+        self.limits, self.min_extract_s = limits or ExtractLimits(), min_extract_s
+        self._worker: ExtractWorker | None = None
 
     def _rec_path(self, url: str) -> Path:
-        h = hashlib.sha256(url.encode()).hexdigest()
+        h = hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
         return self.root / "fetch" / h[:2] / f"{h}.json"
 
     def record(self, url: str) -> FetchRecord | None:
-        "The stored fetch record of `url`, if any."
+        "The stored fetch record of `url`, if any (a corrupt record counts as none)."
         p = self._rec_path(url)
-        return FetchRecord(**json.loads(p.read_text())) if p.exists() else None
+        try: return FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
+        except (ValueError, TypeError, OSError): return None
 
     def save(self, rec: FetchRecord): write_json(dataclasses.asdict(rec), self._rec_path(rec.url))
 
@@ -51,19 +55,36 @@ class PageStore:
 
     def body(self, sha: str) -> bytes: return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
 
-    def extracted(self, rec: FetchRecord) -> Extracted:
-        "The extraction of a record's body (cached by body hash)."
+    def _limits_key(self) -> str: return json.dumps(dataclasses.asdict(self.limits), sort_keys=True)
+
+    def extract(self, body: bytes, content_type: str, url: str, timeout_s: float | None = None) -> Extracted:
+        "Extract in the limited worker (started on first use)."
+        if self._worker is None: self._worker = ExtractWorker(self.limits)
+        return self._worker(body, content_type, url, timeout_s)
+
+    def extracted(self, rec: FetchRecord, total_timeout_s: float | None = None) -> Extracted:
+        "The extraction of a record's body (cached by body hash and limits), within what is left of the page's time budget."
         if not rec.sha256: return Extracted("empty")
         p = self.root / "extracted" / rec.sha256[:2] / f"{rec.sha256}.json"
-        if p.exists(): return Extracted(**json.loads(p.read_text()))
-        e = extract(self.body(rec.sha256), rec.content_type, rec.final_url or rec.url)
-        write_json(dataclasses.asdict(e), p)
+        if p.exists():
+            try:
+                d = json.loads(p.read_text(encoding="utf-8"))
+                if d.pop("limits", self._limits_key()) == self._limits_key() and d.get("reason") != "extract_timeout":
+                    return Extracted(**d)
+            except (ValueError, TypeError, OSError): pass
+        left = None if total_timeout_s is None else max(self.min_extract_s, total_timeout_s - rec.seconds)
+        e = self.extract(self.body(rec.sha256), rec.content_type, rec.final_url or rec.url, left)
+        write_json(dataclasses.asdict(e) | {"limits": self._limits_key()}, p)
         return e
 
+    def close(self):
+        "Stop the extraction worker."
+        if self._worker is not None: self._worker.close(); self._worker = None
+
     def fetch(self, urls: Sequence[str], cfg: FetchSettings, progress: bool = True) -> dict[str, FetchRecord]:
-        "Records for `urls`, fetching only those not fetched before."
+        "Records for `urls`, fetching only those without a record that stands (see `reusable`)."
         urls = list(dict.fromkeys(urls))
-        have = {u: r for u in urls if (r := self.record(u)) is not None}
+        have = {u: r for u in urls if (r := self.record(u)) is not None and reusable(r, cfg)}
         todo = [u for u in urls if u not in have]
         bar = tqdm(total=len(todo), desc="fetch", disable=not progress or not todo, leave=False)
         def done(rec): self.save(rec); bar.update(1)
@@ -72,22 +93,19 @@ class PageStore:
         return {**have, **{r.url: r for r in new}}
 
 def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
-    "The SourceDoc of a fetched URL: validity by SourceCheckup, substance by SourceBench."
-    valid = rec.status == 200 and bool(ex.text.strip()) and not rec.error
+    "The SourceDoc of a fetched URL: validity by SourceCheckup, substance by SourceBench; any failure reason makes it invalid."
+    valid = rec.status == 200 and bool(ex.text.strip()) and not rec.error and not ex.reason
     return SourceDoc(rec.url, rec.final_url, rec.status, rec.content_type, ex.text, ex.title, ex.author, ex.published, ex.updated, ex.site_name,
                      rec.sha256, rec.fetched_at, rec.error or ex.error, valid, valid and len(ex.text) >= SUBSTANTIVE_CHARS)
 
-# %% ../../nbs/30_sources.ipynb #fc7ff2fa
-def render_with_browser(url: str, allow_private=False, wait_s: float = 3.0) -> str:
-    "The rendered HTML of `url` in headless Chromium (after the address check)."
-    import time
-    from groundbench.collect.browser import make_driver
-    from groundbench.sources.fetch import check_url
-    check_url(url, allow_private)
-    d = make_driver(None, headless=True)
-    try:
-        d.set_page_load_timeout(30)
-        d.get(url)
-        time.sleep(wait_s)
-        return d.page_source
-    finally: d.quit()
+def failure_reason(rec: FetchRecord, ex: Extracted) -> str:
+    "The one reason a page is not a valid source ('' when it is): the fetch's, else the extraction's, else no text."
+    if rec.reason: return rec.reason
+    if ex.reason: return ex.reason
+    if ex.kind == "unsupported": return "unsupported_type"
+    return "" if ex.text.strip() else "no_text"
+
+def reason_counts(reasons) -> dict[str, int]:
+    "Counts of each failure reason ('ok' for none), most common first."
+    s = pd.Series([r or "ok" for r in reasons], dtype=object)
+    return {k: int(v) for k, v in s.value_counts().items()}
