@@ -28,6 +28,7 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
     "Rows of a UTF-8 CSV as (line number, {column: stripped value}); checks encoding and required columns."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir(): raise RecordError(f"{path}: is a folder; give the CSV file")
     raw = path.read_bytes()
     try: text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -36,7 +37,13 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [(h or "").strip().lower() for h in (reader.fieldnames or [])]
     aliases = aliases or {}
-    header = [aliases.get(h, h) for h in header]
+    raw_header, header = header, [aliases.get(h, h) for h in header]
+    for j, h in enumerate(header):
+        if h and h in header[:j]:
+            i = header.index(h)
+            same = f"column {raw_header[j]!r} appears twice" if raw_header[i] == raw_header[j] else \
+                f"columns {raw_header[i]!r} and {raw_header[j]!r} both mean {h!r}"
+            raise RecordError(f"{path}: line 1: {same} (columns {i + 1} and {j + 1}); keep one")
     missing = [c for c in required if c not in header]
     if missing:
         raise RecordError(f"{path}: line 1: missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
@@ -61,7 +68,16 @@ class Template:
     @property
     def needs_question(self) -> bool: return "question" in self.fields
     @property
-    def fields(self) -> set[str]: return {f for _, f, _, _ in string.Formatter().parse(self.template) if f}
+    def fields(self) -> set[str]:
+        "The placeholders; only plain {claim} and {question} are allowed (no format spec, conversion, attribute or index)."
+        out = set()
+        for _, f, spec, conv in string.Formatter().parse(self.template):
+            if f is None: continue
+            if f not in PLACEHOLDERS or spec or conv:
+                whole = "{" + f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+                raise ValueError(f"placeholder {whole[:60]!r} is not allowed: write plain {{claim}} or {{question}}")
+            out.add(f)
+        return out
 
 def load_templates(path: str | Path | None = None) -> list[Template]:
     "The templates of a CSV with columns role, template_id, template."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -23,9 +24,9 @@ from .claims import ROLES, prompts_from_files
 from .core import RecordError, Run, load_settings, project_root, resolve_path, stage_usage, to_plain, write_table
 
 # %% auto #0
-__all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'fail', 'prompts_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec',
-           'StageFailed', 'default_kernel', 'declared_parameters', 'run_study', 'run_summary', 'run_cmd', 'status_cmd',
-           'parse_cmd', 'login_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+__all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'fail', 'same_file', 'prompts_cmd', 'RunSpec',
+           'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters', 'run_study',
+           'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -39,10 +40,31 @@ def _main(version: bool = typer.Option(False, "--version", help="print the versi
         typer.echo(__version__)
         raise typer.Exit(0)
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+def printable(text: object) -> str:
+    "Text safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides) shown as \\x.. escapes."
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+
+def error_line(e: BaseException) -> str:
+    "One line for an error: an OS error names its file and what is wrong; others give their message."
+    if isinstance(e, OSError) and getattr(e, "filename", None):
+        return f"{e.filename}: {e.strerror or type(e).__name__}"
+    if isinstance(e, RecursionError): return "input nested too deeply"
+    if isinstance(e, MemoryError): return "out of memory"
+    msg = str(e) or type(e).__name__
+    return msg if isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
+
 def fail(message: object, code: int = 2):
-    "Print a clear error on stderr and exit with `code`."
-    typer.echo(f"groundbench: error: {message}", err=True)
+    "Print a clear, one-line error on stderr and exit with `code`."
+    text = error_line(message) if isinstance(message, BaseException) else str(message)
+    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}", err=True)
     raise typer.Exit(code)
+
+def same_file(a: Path, b: Path) -> bool:
+    "True when two paths name the same file (after resolving links)."
+    try: return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError: return False
 
 # %% ../nbs/90_cli.ipynb #804d0c15
 @app.command("prompts")
@@ -51,10 +73,14 @@ def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table 
                 templates: Optional[Path] = typer.Option(None, help="templates CSV: role, template_id, template"),
                 questions: Optional[Path] = typer.Option(None, help="question rewrites CSV: claim_id, question")):
     "Write the prompt table: every claim filled into every template."
+    for opt, p in (("--claims", claims), ("--templates", templates), ("--questions", questions)):
+        if p is not None and same_file(p, out): fail(f"--out {out} is the {opt} file: choose another output path (the input would be overwritten)")
+    if out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv, .parquet or .jsonl")
+    if out.suffix not in (".csv", ".parquet", ".jsonl"): fail(f"--out {out}: unknown table format {out.suffix!r} (use .csv, .parquet or .jsonl)")
     try:
         ps = prompts_from_files(claims, templates, questions)
         write_table(ps, out)
-    except (RecordError, FileNotFoundError, ValueError) as e: fail(e)
+    except (RecordError, OSError, ValueError) as e: fail(e)
     per_role = ", ".join(f"{sum(p.role == r for p in ps)} {r}" for r in ROLES)
     typer.echo(f"{len(ps)} prompts ({per_role}) from {len({p.claim_id for p in ps})} claims -> {out}")
 
@@ -133,9 +159,10 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
 def run_summary(run: Run) -> str:
     "One line per stage: status, seconds, LLM calls and cache hits of its last execution."
     m = run.manifest()
-    lines = [f"run {m.get('run_id')} in {run.dir}" + ("  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else "")]
+    lines = [f"run {printable(m.get('run_id'))} in {printable(run.dir)}" + ("  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else "")]
     for u in stage_usage(m):
-        lines.append(f"  {u['stage']:<18} {u['status']:<8} {u['seconds']:>8.1f} s  llm calls {u['llm_calls']:>6}  cache hits {u['cache_hits']:>6}")
+        lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  llm calls {u['llm_calls']:>6}  "
+                     f"cache hits {u['cache_hits']:>6}")
     return "\n".join(lines)
 
 def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool) -> str:
@@ -165,8 +192,10 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
 @app.command("status")
 def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>")):
     "Print a run's stages with status, time, LLM calls and cache hits."
+    if not run_dir.is_dir(): fail(f"{run_dir}: not a folder (give a run folder, runs/<run_id>)")
     if not (run_dir / "manifest.json").exists(): fail(f"{run_dir}: no manifest.json (not a run folder)")
-    typer.echo(run_summary(Run(run_dir)))
+    try: typer.echo(run_summary(Run(run_dir)))
+    except (RecordError, OSError, ValueError, TypeError) as e: fail(e)
 
 # %% ../nbs/90_cli.ipynb #57df4fa8
 HTML_PROVIDERS = ("chatgpt", "perplexity", "qwen")
@@ -178,22 +207,41 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
               json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
     "Parse an archived answer offline and print the conversation as JSON."
-    from groundbench.collect.browser import parse_page
+    from groundbench.collect.browser import load_ui_config, parse_page
     from groundbench.collect import api
-    try:
-        if provider in HTML_PROVIDERS:
-            if not html: fail(f"--provider {provider} reads a page: give --html FILE")
-            if not html.exists(): fail(f"{html}: no such file")
-            parsed = parse_page(html.read_text(encoding="utf-8", errors="replace"), config or provider)
-        elif provider in JSON_PROVIDERS:
-            if not json_file: fail(f"--provider {provider} reads an API response: give --json FILE")
-            if not json_file.exists(): fail(f"{json_file}: no such file")
-            try: data = json.loads(json_file.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e: fail(f"{json_file}: not valid JSON ({e.msg} at line {e.lineno})")
+    from groundbench.sources.extract import decode_bytes
+    def readable(p: Path, opt: str) -> bytes:
+        if not p.exists(): fail(f"{p}: no such file")
+        if p.is_dir(): fail(f"{opt} {p}: is a folder; give the file")
+        try: return p.read_bytes()
+        except OSError as e: fail(e)
+    if provider in HTML_PROVIDERS:
+        if not html: fail(f"--provider {provider} reads a page: give --html FILE")
+        page, _ = decode_bytes(readable(html, "--html"), "text/html")  # the page's own charset, as a browser reads it
+        if (i := page.rfind("<")) > page.rfind(">"): page = page[:i]  # a truncated file: drop the unfinished tag, never show markup as text
+        if config is not None: readable(config, "--config")
+        try: cfg = load_ui_config(config or provider)
+        except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
+        except (ValueError, TypeError, KeyError, AttributeError, FileNotFoundError) as e:
+            fail(f"{config or provider}: not a UI configuration ({error_line(e)})")
+        try: parsed = parse_page(page, cfg)
+        except ValueError as e: fail(f"{html}: {e}")
+        except Exception as e:  # soupsieve raises its own SelectorSyntaxError for a bad CSS selector in the configuration
+            fail(f"{config or provider}: a selector cannot be used ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+    elif provider in JSON_PROVIDERS:
+        if not json_file: fail(f"--provider {provider} reads an API response: give --json FILE")
+        raw = readable(json_file, "--json")
+        try: data = json.loads(raw.decode("utf-8-sig"))
+        except UnicodeDecodeError as e: fail(f"{json_file}: not UTF-8 text (byte {e.start})")
+        except json.JSONDecodeError as e: fail(f"{json_file}: not valid JSON ({e.msg} at line {e.lineno})")
+        except RecursionError: fail(f"{json_file}: JSON nested too deeply")
+        if not isinstance(data, dict): fail(f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
+        try:
             parsed = {"openai-responses": api.parse_openai_responses, "perplexity-api": api.parse_perplexity,
                       "openai-chat": api.parse_chat_completion}[provider](data)
-        else: fail(f"unknown provider {provider!r}: use one of {', '.join(HTML_PROVIDERS + JSON_PROVIDERS)}")
-    except (ValueError, FileNotFoundError) as e: fail(e)
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as e:
+            fail(f"{json_file}: not a {provider} response of the expected shape ({error_line(e)})")
+    else: fail(f"unknown provider {provider!r}: use one of {', '.join(HTML_PROVIDERS + JSON_PROVIDERS)}")
     typer.echo(parsed.to_json())
 
 @app.command("login")
@@ -242,19 +290,47 @@ def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs 
 
 # %% ../nbs/90_cli.ipynb #14e75f26
 @app.command("fetch")
-def fetch_cmd(urls: List[str] = typer.Argument(..., help="URLs to fetch"),
-              out: Path = typer.Option(..., "--out", help="folder for the archive and fetch records (reused: a rerun fetches nothing again)"),
+def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fetch"),
+              out: Path = typer.Option(..., "--out", help="folder for the archive and fetch records (reused: a rerun fetches only what failed transiently)"),
+              from_file: Optional[str] = typer.Option(None, "--from", help="a file with one URL per line, or - for standard input"),
               allow_private: bool = typer.Option(False, "--allow-private", help="let URLs reach loopback and private addresses (tests only)"),
-              timeout: float = typer.Option(45.0, help="total seconds per URL")):
-    "Fetch URLs safely, extract their text and print one JSON line per URL."
+              timeout: float = typer.Option(45.0, help="total seconds per URL (fetch and extraction)")):
+    "Fetch URLs safely, extract their text and print one JSON line per URL; a summary of outcomes goes to stderr."
     from groundbench.sources.fetch import FetchSettings
-    from groundbench.sources.stage import PageStore, source_doc
+    from groundbench.sources.stage import PageStore, failure_reason, reason_counts, source_doc
+    urls = list(urls or [])
+    if from_file:
+        try:
+            f = sys.stdin if from_file == "-" else open(from_file, encoding="utf-8", errors="replace")
+            with f: urls += [l.strip() for l in f if l.strip()]
+        except OSError as e: fail(e)
+    if not urls: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder for the archive and fetch records")
+    try: cfg = FetchSettings(allow_private=allow_private, total_timeout_s=timeout)
+    except ValueError as e: fail(f"--timeout: {e}")
     store = PageStore(out)
-    recs = store.fetch(urls, FetchSettings(allow_private=allow_private, total_timeout_s=timeout), progress=False)
-    for u in dict.fromkeys(urls):
-        d = source_doc(recs[u], store.extracted(recs[u]))
-        typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid, "substantive": d.substantive,
-                               "chars": len(d.text), "title": d.title, "published": d.published, "error": d.error}, ensure_ascii=False))
+    try:
+        recs = store.fetch(urls, cfg, progress=False)
+        reasons = []
+        for u in dict.fromkeys(urls):
+            ex = store.extracted(recs[u], cfg.total_timeout_s)
+            d, why = source_doc(recs[u], ex), failure_reason(recs[u], ex)
+            reasons.append(why)
+            typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid, "substantive": d.substantive,
+                                   "chars": len(d.text), "title": d.title, "published": d.published, "reason": why, "error": d.error},
+                                  ensure_ascii=False))
+    except OSError as e: fail(e)
+    finally: store.close()
+    typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
 
 # %% ../nbs/90_cli.ipynb #01693d92
-def main(): app()
+def main():
+    "The console entry point: any error that escapes a command is one clear line and exit code 2, never a traceback."
+    try: app()
+    except SystemExit: raise
+    except KeyboardInterrupt:
+        typer.echo("groundbench: interrupted", err=True); sys.exit(130)
+    except Exception as e:
+        if os.environ.get("GROUNDBENCH_DEBUG"): raise
+        typer.echo(f"groundbench: error: {printable(' '.join(error_line(e).split()))} (GROUNDBENCH_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(2)

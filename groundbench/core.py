@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import importlib.util
 import json
+import re
 import os
 import platform
 import subprocess
@@ -33,9 +34,9 @@ import pydantic
 # %% auto #0
 __all__ = ['RECORD_TYPES', 'KEY_PACKAGES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
            'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'atomic_path', 'write_text', 'write_json',
-           'to_plain', 'write_jsonl', 'records_frame', 'write_table', 'read_table', 'read_records', 'project_root',
-           'load_settings', 'resolve_path', 'now_iso', 'git_state', 'package_versions', 'environment_info', 'Run',
-           'StageRecord', 'stage_usage']
+           'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'write_table', 'read_table', 'read_records',
+           'project_root', 'load_settings', 'resolve_path', 'now_iso', 'git_state', 'package_versions',
+           'environment_info', 'Run', 'StageRecord', 'stage_usage']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -106,6 +107,7 @@ class Conversation:
     collected_at: str = ""
     source: str = ""
     conversation_id: str = ""
+    rejected_urls: tuple[str, ...] = ()  # cited links that are not absolute http(s) URLs (javascript:, data:, relative): text only
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 
@@ -226,13 +228,29 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
         df = df[ids + [c for c in cols if c not in ids]]
     return df
 
+_FORMULA = re.compile(r"^[=+\-@\t\r]")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?$|^-+$")
+
+def spreadsheet_safe(value):
+    "A text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) with a leading apostrophe; numbers and the rest as they are."
+    if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.match(value.strip()): return "'" + value
+    return value
+
+def _unsafe(value):
+    return value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:]) and not _NUMBER.match(value[1:].strip()) else value
+
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
-    "Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl)."
+    "Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made spreadsheet-safe."
     path = Path(path)
+    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder; give a file path ending in .parquet, .csv or .jsonl")
     df = data if isinstance(data, pd.DataFrame) else records_frame(data)
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet": df.to_parquet(tmp, index=False)
-        elif path.suffix == ".csv": df.to_csv(tmp, index=False)
+        elif path.suffix == ".csv":
+            out = df.copy()
+            for c in out.columns:
+                if pd.api.types.is_object_dtype(out[c]) or pd.api.types.is_string_dtype(out[c]): out[c] = out[c].map(spreadsheet_safe)
+            out.to_csv(tmp, index=False)
         elif path.suffix == ".jsonl": df.to_json(tmp, orient="records", lines=True, force_ascii=False)
         else: raise ValueError(f"{path}: unknown table format {path.suffix!r} (use .parquet, .csv or .jsonl)")
     return path
@@ -241,8 +259,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
     "Read a .parquet, .csv or .jsonl table."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder, not a table file")
     if path.suffix == ".parquet": return pd.read_parquet(path)
-    if path.suffix == ".csv": return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    if path.suffix == ".csv": return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8").map(_unsafe)
     if path.suffix == ".jsonl":
         rows = []
         with open(path, encoding="utf-8") as f:
@@ -371,8 +390,13 @@ class Run:
     def manifest(self) -> dict:
         "The manifest as a dict (empty if none yet)."
         if not self.manifest_path.exists(): return {}
-        try: return json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e: raise RecordError(f"{self.manifest_path}: not valid JSON ({e.msg})") from None
+        if self.manifest_path.is_dir(): raise RecordError(f"{self.manifest_path}: is a folder, not a manifest file")
+        try: m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e: raise RecordError(f"{self.manifest_path}: not UTF-8 text (byte {e.start})") from None
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise RecordError(f"{self.manifest_path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None
+        if not isinstance(m, dict): raise RecordError(f"{self.manifest_path}: not a manifest (expected a JSON object, found {type(m).__name__})")
+        return m
 
     def update_manifest(self, fn) -> dict:
         "Apply `fn(manifest)` under a file lock and write the manifest atomically."
@@ -434,10 +458,14 @@ class StageRecord:
 
 def stage_usage(manifest: dict) -> list[dict]:
     "Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion tokens (every step summed)."
+    def num(x): return x if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
+    stages = manifest.get("stages", {}) if isinstance(manifest, dict) else None
+    if not isinstance(stages, dict): raise RecordError("manifest: field 'stages': not a mapping of stage names to records")
     rows = []
-    for name, st in manifest.get("stages", {}).items():
-        llm = list(st.get("llm", {}).values())
-        rows.append(dict(stage=name, status=st.get("status", "?"), seconds=st.get("seconds", 0.0), **{
-            out: sum(v.get(k, 0) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
-                                                               ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"))}))
+    for name, st in stages.items():
+        if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
+        llm = [v for v in (st.get("llm") or {}).values() if isinstance(v, dict)] if isinstance(st.get("llm") or {}, dict) else []
+        rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))), **{
+            out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
+                                                                    ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"))}))
     return rows

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .collect.base import citable_url
 from .core import Conversation, Prompt, RecordError, Run, read_records, read_table
 from .credibility.metrics import assistant_name
 
@@ -115,7 +116,9 @@ def _marker(self: RunExplorer, cid: str, n: int) -> str:
     if self.citations is not None:
         r = self.citations[(self.citations.conversation_id == cid) & (self.citations.citation_index == n)]
         if len(r) and bool(r.classified.iloc[0]): kind = "credible" if r.score.iloc[0] > 0 else "non_credible"
-    return f"<sup><a href='{html.escape(url)}' title='{html.escape(url)} ({kind})' style='color:{COLOURS[kind]};text-decoration:none'>[{n}]</a></sup>"
+    style, tip = f"color:{COLOURS[kind]};text-decoration:none", f"{html.escape(url, quote=True)} ({kind})"
+    if not citable_url(url): return f"<sup><span title='{tip}' style='{style}'>[{n}]</span></sup>"  # only http(s) links are clickable
+    return f"<sup><a href='{html.escape(url, quote=True)}' rel='noopener noreferrer' target='_blank' title='{tip}' style='{style}'>[{n}]</a></sup>"
 
 def _answer_html(self: RunExplorer, cid: str) -> str:
     "The answer as HTML, each segment followed by its citation markers."

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/collect_api.html.md"""
 # %% ../../nbs/26_collect_api.ipynb #6178c620
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -17,8 +18,8 @@ from typing import Sequence
 import httpx
 from tqdm.auto import tqdm
 
-from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers, conversation_from_record, is_refusal,
-                                      mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks, _MARK)
+from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers, citable_url, conversation_from_record,
+                                      is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks, _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..llm import post_with_retries
 
@@ -62,9 +63,9 @@ def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> 
             last = e
         out.append(text[last:])
         marked = re.sub(r"[ \t]+(?=\ue200)", "", "".join(out))
-        return parsed_from_blocks(provider, text_blocks(marked), cl.items)
-    spans = [(a["start_index"], a["end_index"], [cl.add(a["url"], a.get("title", ""))]) for a in anns]
-    return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text))
+        return parsed_from_blocks(provider, text_blocks(marked), cl.items, rejected=cl.rejected)
+    spans = [(a["start_index"], a["end_index"], [i]) for a in anns if (i := cl.add(a["url"], a.get("title", "")))]
+    return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text), rejected_urls=tuple(cl.rejected))
 
 def parse_openai_responses(data: dict) -> ParsedAnswer:
     "Parse a Responses API response (web_search tool)."
@@ -78,7 +79,7 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
                      if a.get("type") == "url_citation"]
             off += len(texts[-1])
     p = parse_openai_text("openai-responses", "".join(texts), anns)
-    return ParsedAnswer(p.provider, p.answer_text, p.citations, p.segments, False, p.refused, data.get("model", ""), p.uncited_panel_sources)
+    return dataclasses.replace(p, thinking=False, model_shown=data.get("model", ""))
 
 def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAnswer:
     "Parse a chat completion: OpenAI url_citation annotations, or Perplexity-style `citations` with [n] markers."
@@ -93,9 +94,11 @@ def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAn
         blocks = [bracket_markers(b, len(sources)) for b in text_blocks(content)]
         blocks, cits, extra = renumber(blocks, sources)
         text, segs = segment_blocks(blocks, len(cits))
-        p = ParsedAnswer(provider, text, tuple(cits), segs, False, is_refusal(text), "", tuple(Citation(i, c.url, c.title) for i, c in enumerate(extra, 1)))
+        extra = [c for c in extra if citable_url(c.url)]
+        p = ParsedAnswer(provider, text, tuple(cits), segs, False, is_refusal(text), "", tuple(Citation(i, c.url, c.title) for i, c in enumerate(extra, 1)),
+                         tuple(str(c.url)[:500] for c in sources if not citable_url(c.url)))
     thinking = bool((msg.get("reasoning_steps") or msg.get("reasoning_content")))
-    return ParsedAnswer(p.provider, p.answer_text, p.citations, p.segments, thinking, p.refused, data.get("model", ""), p.uncited_panel_sources)
+    return dataclasses.replace(p, thinking=thinking, model_shown=data.get("model", ""))
 
 def parse_perplexity(data: dict) -> ParsedAnswer:
     "Parse a Perplexity Sonar chat completion."

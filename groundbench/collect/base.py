@@ -18,8 +18,8 @@ from ..core import Citation, Conversation, Segment, atomic_path, now_iso, read_r
 
 # %% auto #0
 __all__ = ['MARK_OPEN', 'MARK_CLOSE', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks', 'span_segments',
-           'CollectionError', 'ParsedAnswer', 'is_refusal', 'parsed_from_blocks', 'clean_url', 'CitationList',
-           'Archive', 'conversation_from_record']
+           'CollectionError', 'ParsedAnswer', 'is_refusal', 'citable_url', 'parsed_from_blocks', 'clean_url',
+           'CitationList', 'Archive', 'conversation_from_record']
 
 # %% ../../nbs/21_collect_base.ipynb #8a0b6532
 MARK_OPEN, MARK_CLOSE = "\ue200", "\ue201"
@@ -27,8 +27,8 @@ _MARK = re.compile(f"{MARK_OPEN}(\\d+){MARK_CLOSE}")
 _BRACKETS = re.compile(r"\[\[(\d+)\]\]|\[\^?(\d+(?:\s*[,;]\s*\d+)*)\^?\]")
 
 def mark(n: int) -> str:
-    "The in-text marker of citation `n`."
-    return f"{MARK_OPEN}{n}{MARK_CLOSE}"
+    "The in-text marker of citation `n` (nothing for 0: a link that is not a citation)."
+    return f"{MARK_OPEN}{n}{MARK_CLOSE}" if n else ""
 
 def bracket_markers(text: str, n_citations: int) -> str:
     "Replace `[n]`, `[n, m]`, `[[n]]` and `[^n^]` citing an existing citation (1..n_citations) with markers."
@@ -125,6 +125,7 @@ class ParsedAnswer:
     refused: bool = False
     model_shown: str = ""
     uncited_panel_sources: tuple[Citation, ...] = ()
+    rejected_urls: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
@@ -139,13 +140,21 @@ def is_refusal(text: str) -> bool:
     "True when the answer opens with a refusal formula (heuristic)."
     return bool(_REFUSAL.match(text.replace("’", "'")))
 
+def citable_url(url) -> bool:
+    "True for an absolute http(s) URL with a host: the only links that become citations (never javascript:, data:, file: or relative)."
+    from urllib.parse import urlsplit
+    if not isinstance(url, str) or not url.strip() or any(ord(c) < 32 for c in url.strip()): return False
+    try: p = urlsplit(url.strip())
+    except ValueError: return False
+    return p.scheme.lower() in ("http", "https") and bool(p.netloc) and bool(p.hostname)
+
 def parsed_from_blocks(provider: str, blocks: Sequence[str], citations: Sequence[Citation], thinking: bool = False,
-                       model_shown: str = "", panel: Sequence[Citation] = ()) -> ParsedAnswer:
+                       model_shown: str = "", panel: Sequence[Citation] = (), rejected: Sequence[str] = ()) -> ParsedAnswer:
     "A ParsedAnswer from marked blocks, with panel-only sources kept apart."
     text, segs = segment_blocks(blocks, len(citations))
     cited = {c.url for c in citations}
-    extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited), 1))
-    return ParsedAnswer(provider, text, tuple(citations), segs, thinking, is_refusal(text), model_shown, extra)
+    extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited and citable_url(c.url)), 1))
+    return ParsedAnswer(provider, text, tuple(citations), segs, thinking, is_refusal(text), model_shown, extra, tuple(rejected))
 
 # %% ../../nbs/21_collect_base.ipynb #26a9bb8f
 _TRACKING = re.compile(r"^(utm_[a-z]+|ref|ref_src|fbclid|gclid)$", re.I)
@@ -160,10 +169,13 @@ def clean_url(url: str) -> str:
     return urlunsplit((p.scheme, p.netloc, p.path, urlencode(q), p.fragment))
 
 class CitationList:
-    "Distinct URLs numbered 1.. in order of first appearance."
-    def __init__(self): self.items: list[Citation] = []; self._idx: dict[str, int] = {}
+    "Distinct URLs numbered 1.. in order of first appearance; links that are not absolute http(s) URLs are kept apart in `rejected`."
+    def __init__(self): self.items: list[Citation] = []; self._idx: dict[str, int] = {}; self.rejected: list[str] = []
     def add(self, url: str, title: str = "") -> int:
-        "The index of `url`, adding it if new."
+        "The index of `url`, adding it if new; 0 (no citation) for a link that is not an absolute http(s) URL."
+        if not citable_url(url):
+            self.rejected.append(str(url)[:500])
+            return 0
         u = clean_url(url)
         if u not in self._idx:
             self._idx[u] = len(self.items) + 1
@@ -209,4 +221,5 @@ def conversation_from_record(rec: dict) -> Conversation:
     segs = tuple(Segment(**{**s, "citation_indices": tuple(s["citation_indices"])}) for s in p["segments"])
     panel = tuple(Citation(**c) for c in p.get("uncited_panel_sources", []))
     return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""), p["answer_text"], cits, segs,
-                        p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""), rec.get("source", ""))
+                        p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""), rec.get("source", ""),
+                        rejected_urls=tuple(p.get("rejected_urls", ())))

@@ -21,8 +21,8 @@ import yaml
 from bs4 import BeautifulSoup, NavigableString, Tag
 from tqdm.auto import tqdm
 
-from .base import (MARK_OPEN, Archive, CitationList, CollectionError, ParsedAnswer, conversation_from_record, is_refusal, mark,
-                                      segment_blocks, span_segments)
+from .base import (MARK_OPEN, Archive, CitationList, CollectionError, ParsedAnswer, citable_url, conversation_from_record,
+                                      is_refusal, mark, segment_blocks, span_segments)
 from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
 
 # %% auto #0
@@ -67,7 +67,7 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
                     for url, title in pill_urls(ch): out.append(mark(cl.add(url, title)))
                 elif highlight_sel and ch.css.match(highlight_sel):
                     urls = [u for u in (ch.get("data-citation-url") or "").split() if u]
-                    idx = [cl.add(u) for u in urls]
+                    idx = [i for i in (cl.add(u) for u in urls) if i]
                     out.append(_HL_OPEN + ("H" if ch.has_attr("data-groundbench-hover") else "P") + ",".join(map(str, idx)) + "|")
                     walk(ch)
                     out.append(_HL_CLOSE)
@@ -141,7 +141,7 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
         model_shown = model_label_text(lab.get(cfg.get("model_label_attr", "data-model")) or lab.get_text(" ", strip=True)) if lab else ""
     cited = {c.url for c in cl.items}
     extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited), 1))
-    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra)
+    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected))
 
 def model_label_text(label: str) -> str:
     "The model name in a switcher label ('Model selector, current model is GPT-4o' -> 'GPT-4o')."
@@ -168,7 +168,7 @@ def panel_sources(soup: BeautifulSoup, cfg: dict) -> list[Citation]:
     for i, a in enumerate(soup.select(s) if s else [], 1):
         link = a if a.name == "a" else a.find("a")
         url = (link.get("href") if link else None) or a.get("data-url")
-        if url: out.append(Citation(i, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
+        if url and citable_url(url): out.append(Citation(len(out) + 1, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
     return out
 
 def _host(url: str) -> str:
