@@ -131,3 +131,56 @@ def test_rules_can_be_switched_off_and_say_what_they_change():
     assert table[0]["label"] == "mixed" and authors[0]["label"] == "very low"        # the authors' disinformation list
     assert full[1]["label"] == "high" and authors[1]["score"] is None                # our section-path rule
     assert full[2]["category"] == "disinformation"
+
+
+# --- rate and rate_many agree (hypothesis): one URL-to-host normalisation for the CLI and the stage ---------------------------
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+_HOSTS = ["infowars.com", "www.infowars.com", "INFOWARS.COM", "bbc.com", "Www.BBC.com", "www.bbc.co.uk", "usatoday.com", "www.usatoday.com",
+          "politifact.com", "abcnews.go.com", "x.com", "twitter.com", "factcheck.afp.com", "web.archive.org", "example.org",
+          "ｗｗｗ．ｉｎｆｏｗａｒｓ．ｃｏｍ", "infowars。com", "infowars%2ecom", "infowars.com.", "xn--bcher-kva.de", "bücher.de",
+          "localhost", "127.0.0.1", "[::1]", "a..b", ""]
+_SEGMENTS = ["news", "factcheck", "..", ".", "story", "Politics", "%2e%2e", "a%20b", "", "@www.bbc.com", "index.html", "ÄÖ"]
+_TAILS = ["", "/", "?x=1", "#frag", "/?x=1", "//", "\\", ":8080", ":443/", ":99999/", ":abc/", ".", " ", "\t"]
+_SCHEMES = ["http://", "https://", "HTTP://", "", "//", "ftp://", "javascript:", "http:/", "http://user:pw@", "http://infowars.com\\@", " https://"]
+
+
+@st.composite
+def tricky_urls(draw):
+    scheme, host, tail = draw(st.sampled_from(_SCHEMES)), draw(st.sampled_from(_HOSTS)), draw(st.sampled_from(_TAILS))
+    path = "/".join(draw(st.lists(st.sampled_from(_SEGMENTS), max_size=4)))
+    sep = draw(st.sampled_from(["/", "\\", "/./", "/%2e/"]))
+    port = tail if tail.startswith(":") else ""
+    return scheme + host + port + (sep + path if path else "") + ("" if port else tail)
+
+
+def _same(a, b):
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+
+
+@hsettings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(tricky_urls(), min_size=1, max_size=12))
+def test_rate_and_rate_many_agree_on_generated_urls(urls):
+    rater = _property_rater()
+    table = rater.rate_many(urls)
+    for u, row in zip(urls, table.itertuples(index=False)):
+        one = rater.rate(u)
+        for col in ("host", "domain", "matched_key", "label", "score", "category", "decided_by", "outlet"):
+            assert _same(getattr(one, col), getattr(row, col)), (u, col, getattr(one, col), getattr(row, col))
+
+
+_RATER = []
+def _property_rater():
+    if not _RATER:
+        from groundbench.credibility.ratings import rater_from_settings
+        _RATER.append(rater_from_settings())
+    return _RATER[0]
+
+
+def test_tricky_urls_rate_as_browsers_read_them():
+    rater = _property_rater()
+    for u in ("https://www.infowars.com?x=1", "https://www.infowars.com#frag", "http://infowars.com.", "http://INFOWARS.com:8080/",
+              "http://infowars.com\\@www.bbc.com/news", "http://www.bbc.com@infowars.com/", "http://ｗｗｗ．ｉｎｆｏｗａｒｓ．ｃｏｍ/",
+              "http://infowars。com/x", "http://infowars%2ecom/"):
+        assert rater.rate(u).label == "very low", u
+        assert rater.rate_many([u]).label[0] == "very low", u

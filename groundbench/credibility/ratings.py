@@ -24,10 +24,10 @@ from ..core import DomainRating, load_settings, resolve_path
 
 # %% auto #0
 __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'CATEGORIES', 'TABLES',
-           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'split_url',
-           'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
-           'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi', 'build_derived_tables',
-           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
+           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'browser_host',
+           'split_url', 'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts',
+           'section_paths', 'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi',
+           'build_derived_tables', 'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
 
 # %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
 @functools.lru_cache(maxsize=1)
@@ -39,7 +39,8 @@ def _extractor():
 def registrable_domain(host: str) -> str:
     "The registrable domain of `host` by the Public Suffix List ('' for IPs and bare suffixes)."
     ext = _extractor()(host)
-    return getattr(ext, "top_domain_under_public_suffix", None) or ext.registered_domain
+    v = getattr(ext, "top_domain_under_public_suffix", None)  # tldextract >= 5.3; registered_domain before
+    return v if v is not None else ext.registered_domain
 
 def public_suffix(host: str) -> str:
     "The public suffix of `host` ('co.uk', 'gov', 'gouv.fr')."
@@ -60,6 +61,19 @@ def strip_prefixes(host: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
 
 _NOT_HTTP = re.compile(r"^(mailto|javascript|data|tel|file|about|urn|blob|ftp):", re.I)
 
+def browser_host(host: str) -> str:
+    "A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode shown as Unicode."
+    import idna
+    h = unquote(host)
+    try: h = idna.uts46_remap(h, std3_rules=False, transitional=False)
+    except (idna.IDNAError, ValueError, UnicodeError) as e: raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
+    labels = h.rstrip(".").lower().split(".")
+    def uni(label):
+        if not label.startswith("xn--"): return label
+        try: return idna.decode(label)
+        except (idna.IDNAError, ValueError, UnicodeError): return label
+    return ".".join(uni(l) for l in labels)
+
 def split_url(url: str) -> tuple[str, str]:
     "(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises ValueError."
     u = (url or "").strip() if isinstance(url, str) else ""
@@ -71,6 +85,7 @@ def split_url(url: str) -> tuple[str, str]:
     try: p = urlsplit(u); host = (p.hostname or "").rstrip(".").lower(); p.port  # a bad port is a bad URL
     except ValueError as e: raise ValueError(f"unparsable URL {url[:80]!r}: {e}") from None
     if p.scheme.lower() not in ("http", "https"): raise ValueError(f"not an http(s) URL: {url[:80]!r}")
+    if not host.isascii() or "%" in host or "xn--" in host: host = browser_host(host)
     if not host or "." not in host or " " in host: raise ValueError(f"no valid host in {url[:80]!r}")
     path = unquote(p.path)
     if "/." in path: path = posixpath.normpath(path)  # dot segments, as browsers resolve them
@@ -492,7 +507,7 @@ class Rater:
         host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
         canon: dict[int, str] = {}
         for i, h in enumerate(hosts):
-            if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii(): continue
+            if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue  # the exact way
             ch = canon[i] = self.canonical_host(h)
             if self._path_dependent(ch): dependent[i] = True; continue
             host_rec[i] = len(records)
