@@ -32,12 +32,15 @@ __all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line',
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="groundbench: how web-search chat assistants cite sources and ground their answers.")
 
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", help="print the version and exit")):
+@app.callback(invoke_without_command=True)
+def _main(ctx: typer.Context, version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit")):
     "groundbench: how web-search chat assistants cite sources and ground their answers."
     if version:
         from groundbench import __version__
         typer.echo(__version__)
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
         raise typer.Exit(0)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

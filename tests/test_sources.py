@@ -149,7 +149,7 @@ def test_cli_refuses_private_unless_allowed(site, tmp_path):
     p = groundbench("fetch", base + "/article", "--out", tmp_path / "b", "--allow-private", check=True)
     row = json.loads(p.stdout)
     assert row["valid"] and row["substantive"] and row["title"] == "Vaccines and DNA" and row["published"] == "2024-03-01"
-    assert set(row) == {"url", "final_url", "status", "valid", "substantive", "chars", "title", "published", "error"}
+    assert set(row) == {"url", "final_url", "status", "valid", "substantive", "chars", "title", "published", "reason", "error"}
 
 
 def make_run(tmp_path, urls, run_id="s"):

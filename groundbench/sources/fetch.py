@@ -215,6 +215,7 @@ def _classify(e: BaseException) -> tuple[str, str]:
     if isinstance(e, FetchFailure): return e.reason, str(e)
     if isinstance(e, (httpx.TimeoutException, asyncio.TimeoutError)): return "timeout", f"timeout ({type(e).__name__})"
     if isinstance(e, (httpx.InvalidURL, httpx.UnsupportedProtocol)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, httpx.RemoteProtocolError) and "location header" in str(e).lower(): return "invalid_url", f"redirect: {e}"[:300]
     if isinstance(e, (httpx.TransportError, ConnectionError, OSError)): return "connection", f"{type(e).__name__}: {e}"[:300]
     if isinstance(e, (ValueError, UnicodeError, httpx.HTTPError)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
     return "error", f"{type(e).__name__}: {e}"[:300]
@@ -256,7 +257,7 @@ async def _fetch_one(client, rec: FetchRecord, cfg: FetchSettings, resolve, stor
         rec.attempts, rec.status, rec.reason, rec.error = attempt + 1, 0, "", ""
         try: await _get(client, rec, cfg, resolve, store)
         except (httpx.TransportError, ConnectionError) as e:
-            if attempt < cfg.retries and not isinstance(e, Unresolvable):
+            if attempt < cfg.retries and not isinstance(e, Unresolvable) and is_transient(_classify(e)[0]):
                 await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
             raise
         if rec.status in TRANSIENT and attempt < cfg.retries:
