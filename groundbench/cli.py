@@ -56,7 +56,8 @@ def error_line(e: BaseException) -> str:
     if isinstance(e, RecursionError): return "input nested too deeply"
     if isinstance(e, MemoryError): return "out of memory"
     msg = str(e) or type(e).__name__
-    return msg if isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
+    ours = type(e).__module__.startswith("groundbench")
+    return msg if ours or isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
 
 def fail(message: object, code: int = 2):
     "Print a clear, one-line error on stderr and exit with `code`."

@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/explorer.html.md"""
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,7 @@ from .core import Conversation, Prompt, RecordError, Run, read_records, read_tab
 from .credibility.metrics import assistant_name
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer']
+__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'explore_template', 'write_explorer']
 
 # %% ../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -89,7 +90,7 @@ SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible":
 def _units(self: RunExplorer, cid: str) -> pd.DataFrame:
     "The conversation's units: label, text, decontextualised text, citations, and the verdict in each scope ('' where not judged)."
     self._conv(cid)
-    if self.units_.empty: return pd.DataFrame(columns=["unit_index", "label", "text"])
+    if self.units_.empty: return pd.DataFrame(columns=["unit_id", "unit_index", "label", "text"])
     u = self.units_[self.units_.conversation_id == cid].sort_values("unit_index")
     out = u[["unit_id", "unit_index", "label", "text", "decontextualised", "citation_indices", "parse_status"]].copy()
     for scope, col in SCOPE_NAMES.items():
@@ -169,7 +170,7 @@ def _show(self: RunExplorer, cid: str):
     from IPython.display import HTML, display
     display(HTML(self.answer_html(cid)))
     display(HTML("<h4>Sources</h4>")); _table(self.sources(cid))
-    display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"]))
+    display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"))
     display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
 RunExplorer.show = _show
 
@@ -194,3 +195,81 @@ def _picker(self: RunExplorer):
     box = w.VBox([w.HBox([a, t, r]), pick, out]); display(box)
     return box
 RunExplorer.picker = _picker
+
+# %% ../nbs/85_explorer.ipynb #e0a11e02
+def explore_template() -> Path:
+    "The explorer notebook that runs copy into their folder (installed with the package)."
+    import importlib.util
+    return Path(importlib.util.find_spec("groundbench").origin).resolve().parent / "templates" / "explore.ipynb"
+
+def _pct(num, den) -> float: return round(100 * float(num) / float(den), 1) if den else float("nan")
+
+def _title(self: RunExplorer):
+    "The run's title: id, assistants, models, conversations, dates, and a smoke-run banner when bundled models judged."
+    from IPython.display import HTML
+    m = Run(self.dir).manifest()
+    convs = list(self.convs.values())
+    names = sorted({assistant_name(c) for c in convs})
+    models = sorted({c.model for c in convs if c.model} - set(names))  # importers name the assistant by its model
+    dates = sorted(c.collected_at[:10] for c in convs if c.collected_at)
+    when = f"collected {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
+    e = html.escape
+    banner = ("<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small models; they "
+              "exercise the code path and are not real results.</p>") if self.smoke else ""
+    return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
+                f"<p>{len(convs)} conversations from {e(', '.join(names))}" + (f"; models: {e(', '.join(models))}" if models else "")
+                + (f"; {e(when)}" if when else "") + "</p>")
+RunExplorer.title = _title
+
+def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
+    "Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."
+    df = self.conversations()
+    if df.empty: return df
+    if self.pages is not None and len(self.pages):
+        df["sourcebench"] = df.conversation_id.map(self.pages.groupby("conversation_id").weighted.mean())
+    sc = _opt(self.dir / "65_sourcecheckup" / "responses.parquet")
+    if sc is not None and len(sc):
+        sc = sc[sc.counted]
+        df["sc_counted"], df["sc_supported"] = df.conversation_id.isin(set(sc.conversation_id)), df.conversation_id.isin(set(sc[sc.supported].conversation_id))
+    g = df.groupby(list(by), dropna=False)
+    out = g.agg(conversations=("conversation_id", "size"), citations=("citations", "sum")).reset_index()
+    if "credible" in df:
+        cr = g[["credible", "non_credible", "citations"]].sum().reset_index()
+        out["credible_pct"] = [_pct(a, n) for a, n in zip(cr.credible, cr.citations)]
+        out["non_credible_pct"] = [_pct(a, n) for a, n in zip(cr.non_credible, cr.citations)]
+    if "gs" in df: out["gs_mean"] = g.gs.mean().round(3).to_numpy()
+    if "sourcebench" in df: out["sourcebench_mean"] = g.sourcebench.mean().round(2).to_numpy()
+    if "sc_counted" in df:
+        s = g[["sc_supported", "sc_counted"]].sum().reset_index()
+        out["sourcecheckup_supported_pct"] = [_pct(a, n) for a, n in zip(s.sc_supported, s.sc_counted)]
+    return out
+RunExplorer.overview = _overview
+
+def _example(self: RunExplorer) -> str | None:
+    "A conversation worth showing in full: the first with judged units, else the first."
+    ids = list(self.convs)
+    if not ids: return None
+    with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
+    return next((c for c in ids if c in with_units), ids[0])
+RunExplorer.example_conversation = _example
+
+def _report_link(self: RunExplorer):
+    "A link to the run's report page, relative to the run folder."
+    from IPython.display import HTML
+    rep = self.dir / "report" / "index.html"
+    if not rep.exists(): return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
+    return HTML("<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
+RunExplorer.report_link = _report_link
+
+def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
+    "Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own folder)."
+    import papermill
+    from groundbench.cli import default_kernel
+    run_dir = Path(run_dir)
+    out = run_dir / "explore.ipynb"
+    papermill.execute_notebook(str(explore_template()), str(out), cwd=str(run_dir), kernel_name=kernel or default_kernel(), progress_bar=False)
+    nb = json.loads(out.read_text(encoding="utf-8"))  # keep no absolute path of this machine in a notebook meant to be shared
+    pm = nb.get("metadata", {}).get("papermill", {})
+    pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"
+    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out

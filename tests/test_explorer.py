@@ -1,0 +1,99 @@
+"""The researcher's explorer (issue 18): a run executes `explore.ipynb` into its folder; it starts with the run's title and the
+overview table, holds no library code, still runs when the run folder is moved, and opens in a real JupyterLab in headless
+Chromium (a screenshot is left in _screenshots/ for a person to look at)."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import httpx
+import pytest
+import yaml
+
+from conftest import BIN, ROOT, free_port, groundbench
+
+SHOTS = ROOT / "_screenshots"
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    "Collection (ExpertQA sample), sources, credibility and the explorer stage: no model, about a minute."
+    tmp = tmp_path_factory.mktemp("explore")
+    spec = tmp / "x.yaml"
+    spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": ["20_collect", "30_sources", "40_credibility", "85_explorer"],
+                                    "parameters": {"source": "expertqa", "sample": 6}}))
+    groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=900)
+    return tmp / "runs" / "explore-test"
+
+
+def outputs_text(cell) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        d = o.get("data", {})
+        parts += ["".join(d.get("text/html", "")), "".join(d.get("text/plain", "")), "".join(o.get("text", ""))]
+    return "\n".join(parts)
+
+
+def test_explorer_starts_with_the_run_and_holds_no_library_code(small_run):
+    nb = json.loads((small_run / "explore.ipynb").read_text())
+    first = nb["cells"][:3]
+    text = "\n".join(outputs_text(c) for c in first)
+    assert "<h1>Run explore-test</h1>" in text and "conversations from" in text
+    assert "credible_pct" in text and "conversations" in text  # the overview table
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert not any(l.lstrip().startswith(("def ", "class ")) for s in code for l in s.splitlines())
+    assert str(small_run.parent.parent) not in json.dumps(nb)  # no absolute path of this machine
+    assert not any(c.get("outputs") and any(o.get("output_type") == "error" for o in c["outputs"]) for c in nb["cells"])
+
+
+def test_explorer_runs_in_a_moved_run_folder(small_run, tmp_path):
+    moved = tmp_path / "elsewhere" / "shared-run"
+    shutil.copytree(small_run, moved)
+    import papermill
+    from groundbench.cli import default_kernel
+    papermill.execute_notebook(str(moved / "explore.ipynb"), str(moved / "explore.ipynb"), cwd=str(moved), kernel_name=default_kernel(),
+                               progress_bar=False)
+    nb = json.loads((moved / "explore.ipynb").read_text())
+    assert "<h1>Run explore-test</h1>" in outputs_text(nb["cells"][0])
+    assert "Sources" in "\n".join(outputs_text(c) for c in nb["cells"])
+
+
+def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from groundbench.collect.browser import make_driver
+    root = tmp_path / "lab"
+    shutil.copytree(small_run, root / "explore-test")
+    port = free_port()
+    settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)  # no "get notified about Jupyter news?" prompt over the screenshot
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.port={port}", "--ServerApp.token=",
+                            "--ServerApp.password=", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True"],
+                           cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
+                                                                                  "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")})
+    driver = None
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).status_code == 200: break
+            except httpx.HTTPError: pass
+            time.sleep(0.5)
+        driver = make_driver(None, headless=True, window=(1400, 1000))
+        driver.get(f"http://127.0.0.1:{port}/lab/tree/explore-test/explore.ipynb")
+        deadline, found = time.time() + 90, False
+        while time.time() < deadline and not found:
+            found = any("Run explore-test" in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
+            time.sleep(0.5)
+        assert found, "the notebook's saved title did not render in JupyterLab"
+        time.sleep(2)
+        SHOTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(SHOTS / "explorer-jupyterlab.png"))
+        errors = [l for l in driver.get_log("browser") if l.get("level") == "SEVERE" and "favicon" not in l.get("message", "")]
+        assert (SHOTS / "explorer-jupyterlab.png").stat().st_size > 20_000, errors
+    finally:
+        if driver is not None: driver.quit()
+        lab.terminate()
+        try: lab.wait(15)
+        except subprocess.TimeoutExpired: lab.kill()
