@@ -20,7 +20,7 @@ from .core import Conversation, Prompt, RecordError, Run, project_root, read_rec
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile
-from .tables import SMOKE_NOTE, Output, write_output
+from .tables import SMOKE_NOTE, Output, figure_layout_problems, write_output
 
 # %% auto #0
 __all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results',
@@ -225,10 +225,12 @@ def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_d
     "Write every table (CSV, Markdown, LaTeX), figure (PNG, PDF) and index.html into `out_dir`; returns the paths written."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     items, missing = report_items(o, n_boot, paper_dir, mapping)
-    paths = []
-    for i in items: paths += write_output(i, out_dir)  # figures first written as PNG: the page embeds them
+    paths, layout = [], {}
+    for i in items:
+        if i.figure is not None and (p := figure_layout_problems(i.figure)): layout[i.name] = p
+        paths += write_output(i, out_dir)  # figures first written as PNG: the page embeds them
     write_text(render_html(items, missing, o, out_dir, title), out_dir / "index.html"); paths.append(out_dir / "index.html")
     meta = {"runs": o.run_ids, "smoke_run": o.smoke, "items": [i.name for i in items],
-            "smoke_items": [i.name for i in items if i.smoke], "missing": missing}
+            "smoke_items": [i.name for i in items if i.smoke], "missing": missing, "layout_problems": layout}
     write_text(json.dumps(meta, indent=1), out_dir / "report.json")
     return paths + [out_dir / "report.json"]

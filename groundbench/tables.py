@@ -16,7 +16,8 @@ import pandas as pd
 from .core import atomic_path, write_text
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'Output', 'markdown_table', 'write_table_files', 'save_figure', 'write_output', 'pm']
+__all__ = ['SMOKE_NOTE', 'Output', 'markdown_table', 'write_table_files', 'figure_layout_problems', 'save_figure', 'write_output',
+           'pm']
 
 # %% ../nbs/03_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -57,6 +58,17 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         paths.append(out_dir / f"{name}.tex")
         write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True), paths[-1])
     return paths
+
+def figure_layout_problems(fig) -> list[str]:
+    "Tick labels that overlap on any axis of `fig`, drawn at its own size (the size the report shows): [] when it reads."
+    fig.canvas.draw()
+    r, out = fig.canvas.get_renderer(), []
+    for k, ax in enumerate(fig.axes):
+        for which, labels in (("x", ax.get_xticklabels()), ("y", ax.get_yticklabels())):
+            boxes = [(t.get_text(), t.get_window_extent(r)) for t in labels if t.get_visible() and t.get_text().strip()]
+            out += [f"axes {k} ({ax.get_title() or ax.get_xlabel() or ax.get_ylabel()}): {which} tick labels {a!r} and {b!r} overlap"
+                    for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+    return out
 
 def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> list[Path]:
     "Save a matplotlib figure as PNG and PDF (atomically), marking smoke outputs."
