@@ -126,6 +126,9 @@ class ParsedAnswer:
     model_shown: str = ""
     uncited_panel_sources: tuple[Citation, ...] = ()
     rejected_urls: tuple[str, ...] = ()
+    unresolved_pills: int = 0       # citation pills whose URL could not be found (counted, never dropped silently)
+    renderer: str = ""              # which of the page's answer renderers was parsed
+    model_answered: str = ""        # the model the page says answered (it may differ from the one asked for)
 
     def to_json(self) -> str:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
@@ -222,4 +225,4 @@ def conversation_from_record(rec: dict) -> Conversation:
     panel = tuple(Citation(**c) for c in p.get("uncited_panel_sources", []))
     return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""), p["answer_text"], cits, segs,
                         p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""), rec.get("source", ""),
-                        rejected_urls=tuple(p.get("rejected_urls", ())))
+                        rejected_urls=tuple(p.get("rejected_urls", ())), unresolved_pills=int(p.get("unresolved_pills", 0)))

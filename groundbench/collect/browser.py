@@ -26,9 +26,9 @@ from .base import (MARK_OPEN, Archive, CitationList, CollectionError, ParsedAnsw
 from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
 
 # %% auto #0
-__all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'parse_answer_html', 'model_label_text',
-           'parse_page', 'merge_explicit', 'panel_sources', 'citation_urls', 'make_driver', 'full_screenshot',
-           'BrowserCollector', 'reparse_record']
+__all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'pick_renderer',
+           'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit', 'panel_sources', 'citation_urls',
+           'make_driver', 'full_screenshot', 'BrowserCollector', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #b18aeac1
 CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
@@ -102,25 +102,45 @@ def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
         clean_blocks.append(plain)
     return clean_blocks, spans
 
+def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
+    "The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the base one."
+    for r in cfg.get("renderers") or []:
+        sel = {**cfg["selectors"], **(r.get("selectors") or {})}
+        if soup.select(sel["answer"]):
+            return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")}, "selectors": sel}, r["name"]
+    return cfg, "default"
+
+def _top_level(tags: list[Tag]) -> list[Tag]:
+    ids = set(map(id, tags))
+    return [t for t in tags if not any(id(p) in ids for p in t.parents)]
+
 def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_shown: str = "") -> ParsedAnswer:
-    "Parse the last answer of an archived page (or an answer fragment) with an assistant's selectors."
-    sel = cfg["selectors"]
+    "Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page shows."
     soup = BeautifulSoup(html, "html.parser")
+    cfg, renderer = pick_renderer(soup, cfg)
+    sel = cfg["selectors"]
     answers = soup.select(sel["answer"])
     if not answers: raise ValueError(f"{cfg['provider']}: no answer element ({sel['answer']!r}) in the HTML")
     answer = answers[-1]
     thinking_marks = answer.select(sel["thinking_done"]) if sel.get("thinking_done") else []
     if sel.get("thinking_content"):
         for t in answer.select(sel["thinking_content"]): t.decompose()
-    body = answer.select_one(sel["answer_body"]) or answer
+    bodies = _top_level(answer.select(sel["answer_body"])) or [answer]  # an answer may hold several bodies (Perplexity's .prose blocks)
     pill_sel = sel["citation"]
-    pills = set(map(id, body.select(pill_sel)))
+    all_pills = [p for b in bodies for p in b.select(pill_sel)]
+    pills = set(map(id, all_pills))
     panel = panel_sources(soup, cfg)
     def is_pill(t): return id(t) in pills
     seen: dict[str, int] = {}
-    def pill_urls(t): return citation_urls(t, cfg, panel, seen)
+    visited, unresolved = set(), []
+    def pill_urls(t):
+        visited.add(id(t))
+        got = citation_urls(t, cfg, panel, seen)
+        if not got: unresolved.append(t.get_text(" ", strip=True)[:80])
+        return got
     cl = CitationList()
-    raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"), cl) for b in _leaf_blocks(body)) if b]
+    raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"), cl) for body in bodies for b in _leaf_blocks(body)) if b]
+    unresolved += [p.get_text(" ", strip=True)[:80] for p in all_pills if id(p) not in visited]  # a pill outside every text block
     blocks, spans = _explicit_spans(raw_blocks)
     text, segs = segment_blocks(blocks, len(cl))
     if spans:
@@ -141,7 +161,10 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
         model_shown = model_label_text(lab.get(cfg.get("model_label_attr", "data-model")) or lab.get_text(" ", strip=True)) if lab else ""
     cited = {c.url for c in cl.items}
     extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited), 1))
-    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected))
+    attr = cfg.get("answer_model_attr")
+    holder = answer if attr and answer.get(attr) else (answer.find(attrs={attr: True}) if attr else None)
+    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected),
+                        len(unresolved), renderer, (holder.get(attr) or "") if holder is not None else "")
 
 def model_label_text(label: str) -> str:
     "The model name in a switcher label ('Model selector, current model is GPT-4o' -> 'GPT-4o')."
@@ -176,10 +199,13 @@ def _host(url: str) -> str:
     h = (urlsplit(url).hostname or "").lower()
     return h[4:] if h.startswith("www.") else h
 
+URL_ATTR = "data-groundbench-urls"  # where the collector writes the URLs it read from a pill's popover or the answer's stream
+
 def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
     "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
-    attr = cfg.get("citation_url_attr")
-    if attr and pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
+    attrs = cfg.get("citation_url_attr") or []
+    for attr in [URL_ATTR, *([attrs] if isinstance(attrs, str) else attrs)]:
+        if pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
     a = pill if pill.name == "a" and pill.get("href") else pill.find("a", href=True)
     if a is not None: return [(a["href"], a.get("aria-label") or pill.get("aria-label") or "")]
     label = pill.get_text(" ", strip=True).lower()

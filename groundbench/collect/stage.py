@@ -65,7 +65,7 @@ def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     "Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected links, refusals, thinking."
     rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations), "segments": len(c.segments),
              "uncited_segments": sum(s.uncited for s in c.segments), "panel_only_sources": len(c.uncited_panel_sources),
-             "rejected_links": len(c.rejected_urls), "refused": int(c.refused), "thinking": int(c.thinking), "words": len(c.answer_text.split())} for c in convs]
+             "rejected_links": len(c.rejected_urls), "unresolved_pills": c.unresolved_pills, "refused": int(c.refused), "thinking": int(c.thinking), "words": len(c.answer_text.split())} for c in convs]
     if not rows: return pd.DataFrame(columns=["provider", "model", "conversations"])
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)
