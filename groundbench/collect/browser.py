@@ -28,7 +28,7 @@ from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
 # %% auto #0
 __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'pick_renderer',
            'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit', 'panel_sources', 'citation_urls',
-           'make_driver', 'full_screenshot', 'BrowserCollector', 'reparse_record']
+           'make_driver', 'full_screenshot', 'BrowserCollector', 'same_model', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #b18aeac1
 CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
@@ -108,7 +108,7 @@ def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
         sel = {**cfg["selectors"], **(r.get("selectors") or {})}
         if soup.select(sel["answer"]):
             return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")}, "selectors": sel}, r["name"]
-    return cfg, "default"
+    return cfg, cfg.get("renderer", "default")
 
 def _top_level(tags: list[Tag]) -> list[Tag]:
     ids = set(map(id, tags))
@@ -221,7 +221,7 @@ def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800),
-                extra_args: Sequence[str] = ()):
+                extra_args: Sequence[str] = (), performance_log: bool = False):
     "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up); `extra_args` are more switches."
     os.environ["SE_OFFLINE"] = "true"
     from selenium import webdriver
@@ -232,6 +232,7 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
     for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
               "--disable-component-update", "--disable-sync", "--disable-quic", f"--window-size={window[0]},{window[1]}", *extra_args):
         opts.add_argument(a)
+    if performance_log: opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # network events, for stream capture
     if profile_dir:
         profile = Path(profile_dir).expanduser().resolve()
         profile.mkdir(parents=True, exist_ok=True)
@@ -247,7 +248,10 @@ def full_screenshot(driver) -> bytes:
 class BrowserCollector:
     "Collect answers through an assistant's web page."
     def __init__(self, config: str | Path | dict, base_url: str | None = None, model: str | None = None, profile_dir: str | Path | None = None,
-                 headless: bool = True, delay_s: float | None = None, timeout_s: float | None = None, driver=None):
+                 headless: bool = True, delay_s: float | None = None, timeout_s: float | None = None, driver=None,
+                 on_model_mismatch: str = "record"):
+        if on_model_mismatch not in ("record", "retry", "stop"): raise ValueError(f"on_model_mismatch {on_model_mismatch!r}: record, retry or stop")
+        self.on_model_mismatch = on_model_mismatch
         self.cfg = config if isinstance(config, dict) else load_ui_config(config)
         self.provider = self.cfg["provider"]
         self.base_url, self.model = base_url, model or self.cfg.get("default_model", "")
@@ -259,7 +263,7 @@ class BrowserCollector:
 
     @property
     def driver(self):
-        if self._driver is None: self._driver = make_driver(self.profile_dir, self.headless)
+        if self._driver is None: self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(self.cfg.get("stream_capture")))
         return self._driver
 
     def close(self):
@@ -297,14 +301,14 @@ class BrowserCollector:
                               "Nothing was lost: rerun to resume after fixing it.")
 
     def check_page(self, archive: Archive, prompt_id: str):
-        "Stop on a login wall, captcha, rate limit or unknown page."
-        text = self._page_text().lower()
-        for kind in ("login_wall", "captcha", "rate_limit"):
-            b = self.cfg.get("blockers", {}).get(kind, {})
-            if (b.get("selector") and self._visible_sel(b["selector"])) or any(t.lower() in text for t in b.get("texts", [])):
-                self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
-                            "captcha": "captcha: solve it in a visible window with the same profile, then rerun",
-                            "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind], archive, prompt_id)
+        "Stop on a login wall, captcha, rate limit or unknown page (texts matched outside the prompt and the answers)."
+        from groundbench.collect.flows import find_blocker
+        hit = find_blocker(self.driver, self.cfg, composer_usable=self._visible("prompt_box"))
+        if hit:
+            kind, what = hit
+            self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
+                        "captcha": "captcha or challenge: solve it in a visible window with the same profile, then rerun",
+                        "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]", archive, prompt_id)
 
     def _visible_sel(self, s: str) -> bool:
         from selenium.webdriver.common.by import By
@@ -312,18 +316,26 @@ class BrowserCollector:
 
     def wait_for(self, cond, timeout: float, what: str, archive: Archive, prompt_id: str, poll: float = 0.2):
         "Poll `cond()` until true; on timeout, check for blockers, then stop with `what`."
-        end = time.time() + timeout
+        end, checked = time.time() + timeout, time.time()
         while time.time() < end:
             try:
                 if cond(): return
             except Exception: pass
+            if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()  # a blocker that appears meanwhile
             time.sleep(poll)
         self.check_page(archive, prompt_id)
         self._stop(f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
 
     # -- steps an assistant module may refine
+    def run_flow(self, name: str, archive, prompt_id):
+        "Run one configured flow (notebook 28); a failed step stops with the flow, step and selector named."
+        from groundbench.collect.flows import FlowError, run_flow
+        try: return run_flow(self.driver, name, self.cfg["flows"][name], {"model": self.model})
+        except FlowError as e: self._stop(str(e), archive, prompt_id)
+
     def select_model(self, archive, prompt_id):
-        "Pick `self.model` in the model menu, if the UI has one."
+        "Pick `self.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
+        if self.model and (self.cfg.get("flows") or {}).get("model"): return self.run_flow("model", archive, prompt_id)
         sel = self.cfg["selectors"]
         if not self.model or not sel.get("model_switcher"): return
         btn = self._find("model_switcher")
@@ -338,7 +350,9 @@ class BrowserCollector:
         self._stop(f"model {self.model!r} is not in the model menu", archive, prompt_id)
 
     def set_toggles(self, archive, prompt_id):
-        "Put every configured toggle (web search on, thinking off, ...) in its wanted state."
+        "Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than `model`, then `toggles`."
+        for name in (self.cfg.get("flows") or {}):
+            if name != "model": self.run_flow(name, archive, prompt_id)
         from selenium.webdriver.common.by import By
         for t in self.cfg.get("toggles") or []:
             els = self.driver.find_elements(By.CSS_SELECTOR, t["selector"])
@@ -349,11 +363,13 @@ class BrowserCollector:
                           f"{t['name']} to be {want}", archive, prompt_id)
 
     def after_answer(self, archive, prompt_id):
-        "Open the sources panel, if configured, and wait for its items."
+        "Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and wait for its items."
         sel = self.cfg["selectors"]
         if not sel.get("panel_button"): return
         from selenium.webdriver.common.by import By
         btns = [b for b in self.driver.find_elements(By.CSS_SELECTOR, sel["panel_button"]) if b.is_displayed()]
+        if pat := self.cfg.get("panel_button_text"):
+            btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
         if not btns: return  # an answer without sources has no panel
         btns[-1].click()
         self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]), 10, "the sources panel", archive, prompt_id)
@@ -413,15 +429,45 @@ class BrowserCollector:
         self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt.prompt_id)
         self.check_page(archive, prompt.prompt_id)
         self.after_answer(archive, prompt.prompt_id)
+        extra = self.enrich_answer(archive)
         hovered = self.hover_spans()
         html = self.driver.execute_script("return document.documentElement.outerHTML")
         thinking = bool(sel.get("thinking_done") and self._find("thinking_done") is not None)
         model_shown = self.visible_model()
         parsed = parse_answer_html(html, self.cfg, thinking=thinking, model_shown=model_shown)
+        answered = parsed.model_answered or model_shown
+        mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
         return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown, "prompt_id": prompt.prompt_id,
                 "prompt_text": prompt.text, "html": archive.put(html, "html"), "screenshot": archive.put(full_screenshot(self.driver), "png"),
                 "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(),
-                "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered}
+                "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered, "renderer": parsed.renderer,
+                "model_answered": answered, "model_mismatch": mismatch, "app_version": self.app_version(), **extra}
+
+    def app_version(self) -> str:
+        "The app version or build the page exposes (`app_version_script` in the YAML), or ''."
+        js = self.cfg.get("app_version_script")
+        if not js: return ""
+        try: return str(self.driver.execute_script(js) or "")[:100]
+        except Exception: return ""
+
+    def enrich_answer(self, archive) -> dict:
+        "Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was found."
+        from groundbench.collect.flows import assign_stream_urls, captured_stream, fallback_notice, resolve_popovers, stream_sources
+        from selenium.webdriver.common.by import By
+        out = {}
+        answers = self.driver.find_elements(By.CSS_SELECTOR, self.cfg["selectors"]["answer"])
+        for r in self.cfg.get("renderers") or []:
+            answers = answers or self.driver.find_elements(By.CSS_SELECTOR, r.get("selectors", {}).get("answer", "") or "nothing-at-all")
+        if not answers: return out
+        if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
+        sc = self.cfg.get("stream_capture")
+        if sc:
+            body = captured_stream(self.driver, sc["url_contains"])
+            srcs = stream_sources(body, sc.get("sources_path", "choices.0.delta.extra.web_search_info")) if body else []
+            out["stream"] = {"body": archive.put(body, "txt") if body else "", "sources": len(srcs),
+                             "pills_resolved": assign_stream_urls(self.driver, answers[-1], self.cfg, srcs) if srcs else 0}
+        if notice := fallback_notice(self.driver, self.cfg): out["model_fallback_notice"] = notice
+        return out
 
     def visible_model(self) -> str:
         "The model name the page shows."
@@ -434,7 +480,15 @@ class BrowserCollector:
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         try:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
-                archive.save_record(self.provider, p.prompt_id, self.ask(p, archive))
+                rec = self.ask(p, archive)
+                if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
+                    time.sleep(self.delay_s); rec = self.ask(p, archive)
+                if rec.get("model_mismatch") and self.on_model_mismatch != "record":
+                    raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says {rec['model_answered']!r} "
+                                          f"answered{' (again, after a retry)' if self.on_model_mismatch == 'retry' else ''}"
+                                          f"{': ' + rec['model_fallback_notice'] if rec.get('model_fallback_notice') else ''}. "
+                                          "Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
+                archive.save_record(self.provider, p.prompt_id, rec)
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
         finally: self.close()
         return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
@@ -463,6 +517,17 @@ for (const [bi, a, e, url] of spans) {
   span.setAttribute('data-citation-url', url); span.appendChild(r.extractContents()); r.insertNode(span); done++;
 }
 return done;""" % _BLOCKS
+
+def _model_key(name: str) -> str:
+    "A model name compared loosely: lowercase letters and digits, without a 'ChatGPT' prefix (GPT-4o = gpt-4o = ChatGPT 4o)."
+    k = re.sub(r"[^a-z0-9.]", "", (name or "").lower())
+    k = k[len("chatgpt"):] if k.startswith("chatgpt") else k
+    return k[3:] if k.startswith("gpt") else k
+
+def same_model(asked: str, answered: str, aliases: dict | None = None) -> bool:
+    "True when the page's answering model is the one asked for (or one the YAML's `model_aliases` accepts for it): gpt-4o-mini is not gpt-4o."
+    ok = {_model_key(asked), *(_model_key(a) for a in (aliases or {}).get(asked, []))}
+    return _model_key(answered) in ok
 
 def reparse_record(rec: dict, archive: Archive, cfg: dict) -> ParsedAnswer:
     "Parse an archived page again, offline."

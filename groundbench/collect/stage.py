@@ -28,16 +28,18 @@ __all__ = ['BROWSER_COLLECTORS', 'make_collector', 'sample_by_group', 'conversat
 BROWSER_COLLECTORS = {"chatgpt": ChatGPTCollector, "perplexity": PerplexityBrowserCollector, "qwen": QwenCollector}
 
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None, api_key_env: str | None = None,
-                   profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None):
+                   profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None, on_model_mismatch: str = "record",
+                   options: dict | None = None):
     "The collector for `source` and `provider`."
     if source == "browser":
         if provider not in BROWSER_COLLECTORS: raise ValueError(f"provider {provider!r}: browser collectors are {', '.join(BROWSER_COLLECTORS)}")
         kw = {"model": model} if model else {}
-        return BROWSER_COLLECTORS[provider](base_url=base_url, profile_dir=profile_dir, headless=headless, delay_s=delay_s, **kw)
+        return BROWSER_COLLECTORS[provider](base_url=base_url, profile_dir=profile_dir, headless=headless, delay_s=delay_s,
+                                            on_model_mismatch=on_model_mismatch, **kw)
     if source == "api":
         if provider not in API_COLLECTORS: raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
-        return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0)
+        return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options)
     raise ValueError(f"source {source!r}: use browser, api or expertqa")
 
 def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
