@@ -1,12 +1,18 @@
 """A local HTTP server for the assistant fixture sites (tests/fixtures/<site>.html) on 127.0.0.1.
 It serves the page with the chosen variant, and counts the prompts each page reports as sent."""
+import json
 import threading
+import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+QWEN_SOURCES = [{"url": "https://www.bbc.co.uk/news/health-1", "title": "BBC News", "hostname": "bbc.co.uk"},
+                {"url": "https://www.reuters.com/fact-check/x", "title": "Reuters", "hostname": "reuters.com"},
+                {"url": "https://baike.baidu.com/item/mRNA", "title": "百度百科", "hostname": "百度"},
+                {"url": "https://www.reuters.com/world/vaccines-y", "title": "Reuters", "hostname": "reuters.com"}]
 
 
 class FixtureSite:
@@ -28,6 +34,30 @@ class FixtureSite:
                 if u.path in ("/", "/index.html") or u.path.startswith("/c/"):
                     return self._send((FIXTURES / f"{site.name}.html").read_bytes(), "text/html; charset=utf-8")
                 self.send_error(404)
+
+            def do_POST(self):
+                # Qwen Chat's chat API in its 2026 shape: server-sent events whose chunks carry
+                # choices[0].delta {phase: web_search | answer, extra.web_search_info[], content}
+                u = urllib.parse.urlsplit(self.path)
+                if u.path != "/api/v2/chat/completions": return self.send_error(404)
+                n = int(self.headers.get("content-length") or 0)
+                prompt = json.loads(self.rfile.read(n) or b"{}").get("prompt", "")
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-store")
+                self.end_headers()
+                chunks = [{"phase": "web_search", "extra": {"web_search_info": QWEN_SOURCES}}]
+                chunks += [{"phase": "answer", "content": t} for t in (
+                    f"You asked: {prompt}\n\n", "This claim is false, as reported.[[1]]\n\n",
+                    "- Fact-checkers debunked it.[[2]]\n- An encyclopedia explains mRNA.[[3]]\n\n",
+                    "Please rely on trusted sources.[[4]]")]
+                try:
+                    for c in chunks:
+                        self.wfile.write(b"data: " + json.dumps({"choices": [{"delta": c}]}, ensure_ascii=False).encode() + b"\n\n")
+                        self.wfile.flush()
+                        time.sleep(0.3)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError): pass
 
             def _send(self, data, ctype):
                 self.send_response(200)

@@ -114,6 +114,16 @@ def _top_level(tags: list[Tag]) -> list[Tag]:
     ids = set(map(id, tags))
     return [t for t in tags if not any(id(p) in ids for p in t.parents)]
 
+def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
+    "Move each pill that sits outside every text block (a badge after its paragraph: a div cannot be inside a p) to the end of the block before it."
+    blocks = [b for body in bodies for b in _leaf_blocks(body)]
+    inside = {id(x) for b in blocks for x in b.descendants}
+    order = {id(t): i for i, t in enumerate(t for body in bodies for t in body.descendants if isinstance(t, Tag))}
+    for p in pills:
+        if id(p) in inside or id(p) not in order: continue
+        before = [b for b in blocks if order.get(id(b), -1) < order[id(p)]]
+        if before: before[-1].append(p.extract())
+
 def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_shown: str = "") -> ParsedAnswer:
     "Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page shows."
     soup = BeautifulSoup(html, "html.parser")
@@ -125,9 +135,10 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
     thinking_marks = answer.select(sel["thinking_done"]) if sel.get("thinking_done") else []
     if sel.get("thinking_content"):
         for t in answer.select(sel["thinking_content"]): t.decompose()
-    bodies = _top_level(answer.select(sel["answer_body"])) or [answer]  # an answer may hold several bodies (Perplexity's .prose blocks)
+    bodies = (_top_level(answer.select(sel["answer_body"])) if sel.get("answer_body") else []) or [answer]  # several: Perplexity's .prose blocks
     pill_sel = sel["citation"]
     all_pills = [p for b in bodies for p in b.select(pill_sel)]
+    _attach_stray_pills(bodies, all_pills)
     pills = set(map(id, all_pills))
     panel = panel_sources(soup, cfg)
     def is_pill(t): return id(t) in pills
@@ -263,7 +274,12 @@ class BrowserCollector:
 
     @property
     def driver(self):
-        if self._driver is None: self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(self.cfg.get("stream_capture")))
+        if self._driver is None:
+            sc = self.cfg.get("stream_capture")
+            self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc))
+            if sc:
+                from groundbench.collect.flows import install_stream_hook
+                install_stream_hook(self._driver, sc["url_contains"])
         return self._driver
 
     def close(self):
@@ -372,7 +388,8 @@ class BrowserCollector:
             btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
         if not btns: return  # an answer without sources has no panel
         btns[-1].click()
-        self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]), 10, "the sources panel", archive, prompt_id)
+        end = time.time() + 10  # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
+        while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
 
     def hover_spans(self) -> int:
         "Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights (GPT-4o)."
@@ -413,9 +430,10 @@ class BrowserCollector:
         box.click()
         box.send_keys(prompt.text)
         self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt.prompt_id)
-        n_before = len(self.driver.find_elements("css selector", sel["answer"]))
+        any_answer = ", ".join([sel["answer"], *[r["selectors"]["answer"] for r in self.cfg.get("renderers") or [] if r.get("selectors", {}).get("answer")]])
+        n_before = len(self.driver.find_elements("css selector", any_answer))
         self._find("send_button").click()
-        self.wait_for(lambda: len(self.driver.find_elements("css selector", sel["answer"])) > n_before, w.get("start_timeout_s", 60),
+        self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, w.get("start_timeout_s", 60),
                       "the answer to start", archive, prompt.prompt_id)
         last, stable_since = None, time.time()
         def done():
@@ -423,7 +441,7 @@ class BrowserCollector:
             if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
             if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
             if sel.get("done") and self._find("done") is None: return False
-            txt = self._find("answer").text
+            txt = self.driver.find_elements("css selector", any_answer)[-1].text
             if txt != last: last, stable_since = txt, time.time(); return False
             return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
         self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt.prompt_id)

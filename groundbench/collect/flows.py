@@ -18,7 +18,7 @@ from .browser import URL_ATTR
 
 # %% auto #0
 __all__ = ['StepResult', 'FlowError', 'run_flow', 'page_text_outside', 'find_blocker', 'fallback_notice', 'resolve_popovers',
-           'stream_sources', 'captured_stream', 'assign_stream_urls']
+           'stream_sources', 'install_stream_hook', 'captured_stream', 'assign_stream_urls']
 
 # %% ../../nbs/28_collect_flows.ipynb #f10w0006
 @dataclass
@@ -72,6 +72,9 @@ def _first_selector(step: dict) -> str:
     if k == "first_of": return _first_selector(v[0][0]) if v and v[0] else ""
     return v if isinstance(v, str) else (v.get("selector", "") if isinstance(v, dict) else "")
 
+def _when(alt) -> str: return alt["when"] if isinstance(alt, dict) else (_first_selector(alt[0]) if alt else "")
+def _steps(alt) -> list: return alt["steps"] if isinstance(alt, dict) else alt
+
 def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = None, timeout: float = 10.0,
              strict: bool = True) -> list[StepResult]:
     "Run a flow's steps; returns what each did. With `strict`, the first failed required step raises FlowError."
@@ -85,18 +88,20 @@ def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = 
         if kind == "wait":
             time.sleep(float(arg)); out.append(StepResult(name, label, "", True, detail=f"{arg} s")); continue
         if kind == "first_of":
-            alts = [a for a in arg if a and _els(driver, fill(_first_selector(a[0])), visible=False)]
-            if not alts:
-                r = StepResult(name, label, " | ".join(fill(_first_selector(a[0])) for a in arg if a), False, 0, "no alternative's element is on the page", optional)
+            alts = [(fill(_when(a)), _steps(a)) for a in arg]
+            ok = [(w, s) for w, s in alts if w and _els(driver, w, visible=False)]
+            if not ok:
+                r = StepResult(name, label, " | ".join(w for w, _ in alts), False, 0, "no alternative's element is on the page", optional)
                 out.append(r)
                 if strict and not optional: raise FlowError(r)
                 continue
-            out.append(StepResult(name, label, fill(_first_selector(alts[0][0])), True, 1, f"alternative {arg.index(alts[0]) + 1} of {len(arg)}"))
-            out += run_flow(driver, name, alts[0], variables, timeout, strict)
+            out.append(StepResult(name, label, ok[0][0], True, 1, f"alternative {alts.index(ok[0]) + 1} of {len(alts)}"))
+            out += run_flow(driver, name, ok[0][1], variables, timeout, strict)
             continue
         if kind == "done_if":
             sel = fill(arg["selector"]); els = _els(driver, sel, visible=False)
             hit = bool(els) and (not arg.get("attr") or (els[-1].get_attribute(arg["attr"]) or "") == str(arg.get("want")))
+            hit = hit and (not arg.get("text") or any(_text_match(e, fill(arg["text"])) for e in els))
             out.append(StepResult(name, label, sel, True, len(els), "done" if hit else "not yet"))
             if hit: return out
             continue
@@ -202,7 +207,7 @@ def resolve_popovers(driver, answer, cfg: dict) -> dict:
             nxt = _els(driver, pc["next"]) if pc.get("next") else []
             if not nxt or not nxt[-1].is_enabled(): break
             before = len(urls)
-            nxt[-1].click()
+            driver.execute_script("arguments[0].click();", nxt[-1])  # a script click: the pointer stays on the pill, the popover open
             more = _wait(lambda: [u for u in read() if u not in urls], 1.0, 0.05) or []
             urls += more
             if len(urls) == before: break
@@ -235,8 +240,37 @@ def stream_sources(body: str, path: str = "choices.0.delta.extra.web_search_info
                 seen.add(s["url"]); out.append({"url": s["url"], "title": s.get("title", ""), "hostname": s.get("hostname", "")})
     return out
 
-def captured_stream(driver, url_contains: str) -> str:
-    "The body of the last response whose URL contains `url_contains`, from the performance log ('' if none)."
+_STREAM_HOOK = """(() => {
+  const want = %s; window.__groundbench_streams = [];
+  const f = window.fetch;
+  window.fetch = async function (...args) {
+    const r = await f.apply(this, args);
+    try {
+      const u = (args[0] && args[0].url) || String(args[0]);
+      if (u.includes(want)) { const rec = {url: u, body: null}; window.__groundbench_streams.push(rec); r.clone().text().then(t => { rec.body = t; }); }
+    } catch (e) {}
+    return r;
+  };
+  const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.open = function (m, u, ...rest) { this.__gb = String(u); return open.call(this, m, u, ...rest); };
+  XMLHttpRequest.prototype.send = function (...a) {
+    if (this.__gb && this.__gb.includes(want)) {
+      const rec = {url: this.__gb, body: null}; window.__groundbench_streams.push(rec);
+      this.addEventListener("loadend", () => { rec.body = this.responseText; });
+    }
+    return send.apply(this, a);
+  };
+})();"""
+
+def install_stream_hook(driver, url_contains: str):
+    "Before any page script runs (DevTools `Page.addScriptToEvaluateOnNewDocument`), tee every fetch or XHR response whose URL contains `url_contains`."
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _STREAM_HOOK % json.dumps(url_contains)})
+
+def captured_stream(driver, url_contains: str, wait_s: float = 3.0) -> str:
+    "The body of the last response whose URL contains `url_contains`: from the tee, else from the DevTools network log ('' if none)."
+    got = _wait(lambda: [r["body"] for r in (driver.execute_script("return window.__groundbench_streams || []") or [])
+                         if url_contains in (r.get("url") or "") and r.get("body")], wait_s)
+    if got: return got[-1]
     ids = []
     for entry in driver.get_log("performance"):
         try: msg = json.loads(entry["message"])["message"]
@@ -244,8 +278,13 @@ def captured_stream(driver, url_contains: str) -> str:
         if msg.get("method") == "Network.responseReceived" and url_contains in msg["params"]["response"].get("url", ""):
             ids.append(msg["params"]["requestId"])
     for rid in reversed(ids):
-        try: return driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": rid}).get("body", "")
+        try: r = driver.execute_cdp_cmd("Network.getResponseBody", {"requestId": rid})
         except Exception: continue
+        body = r.get("body", "")
+        if r.get("base64Encoded"):
+            import base64
+            return base64.b64decode(body).decode("utf-8", "replace")
+        return body
     return ""
 
 def _label(s: str) -> str:
