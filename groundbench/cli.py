@@ -26,7 +26,8 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 # %% auto #0
 __all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'fail', 'same_file', 'prompts_cmd', 'RunSpec',
            'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters', 'run_study',
-           'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+           'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd',
+           'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -263,6 +264,33 @@ def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or 
     finally:
         try: d.quit()
         except Exception: pass
+
+# %% ../nbs/90_cli.ipynb #d0c70002
+@app.command("doctor")
+def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or qwen"),
+               profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
+               model: Optional[str] = typer.Option(None, help="the model to pick (default: the YAML's default_model)"),
+               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
+               base_url: Optional[str] = typer.Option(None, help="another site in place of the start URL's host (local fixtures)"),
+               out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
+               headed: bool = typer.Option(False, help="show the browser window")):
+    "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
+    from groundbench.collect.browser import load_ui_config
+    from groundbench.collect.flows import doctor, doctor_table
+    from groundbench.collect.stage import BROWSER_COLLECTORS
+    if assistant not in BROWSER_COLLECTORS: fail(f"unknown assistant {assistant!r}: use one of {', '.join(BROWSER_COLLECTORS)}")
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    try: cfg = load_ui_config(config or assistant)
+    except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
+    except (ValueError, FileNotFoundError, TypeError, KeyError) as e: fail(e)
+    c = BROWSER_COLLECTORS[assistant](model=model or "", config=cfg, base_url=base_url, profile_dir=profile_dir, headless=not headed, delay_s=0)
+    try: rows, ok = doctor(c, out)
+    finally: c.close()
+    typer.echo(printable(doctor_table(rows)))
+    failed = [r for r in rows if r["status"] == "FAILED"]
+    typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}", err=not ok)
+    for r in failed: typer.echo(f"groundbench: error: {r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}".rstrip(), err=True)
+    if not ok: raise typer.Exit(1)
 
 # %% ../nbs/90_cli.ipynb #2930e22b
 @app.command("credibility")

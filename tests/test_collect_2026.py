@@ -101,3 +101,27 @@ def test_qwen_2026_without_stream_or_list_counts_unresolved_pills(tmp_path):
     with FixtureSite("qwen2026", "drawer") as site:  # the sources list alone resolves them, by host and position
         _, _, conv = collect(QwenCollector, site, tmp_path / "d", model="Qwen3.8-Max", config=cfg)
     assert len(conv.citations) == 4 and conv.unresolved_pills == 0
+
+
+def test_doctor_reports_every_step_and_names_a_broken_selector(tmp_path):
+    import yaml
+    from conftest import groundbench
+    with FixtureSite("chatgpt2026") as site:
+        p = groundbench("doctor", "chatgpt", "--base-url", site.url, "--model", "GPT-5.1", "--out", tmp_path / "ok", timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for needle in ("flow model", "flow web_search", "send the prompt", "the answer finishes", "read pill popovers",
+                   "citations (distinct URLs)", "renderer"):
+        assert needle in p.stdout, needle
+    report = json.loads((tmp_path / "ok" / "doctor.json").read_text())
+    cites = next(r for r in report["rows"] if r["name"] == "citations (distinct URLs)")
+    assert report["ok"] and cites["count"] == 3 and (tmp_path / "ok" / "page.png").exists() and (tmp_path / "ok" / "page.html").exists()
+    cfg = yaml.safe_load(open(load_ui_config("chatgpt")["_path"]))
+    cfg["selectors"]["send_button"] = "button[data-testid='send-btn-renamed']"   # the day the site renames its send button
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    with FixtureSite("chatgpt2026") as site:
+        p = groundbench("doctor", "chatgpt", "--base-url", site.url, "--config", tmp_path / "broken.yaml", "--out", tmp_path / "b", timeout=300)
+    assert p.returncode == 1 and "send-btn-renamed" in p.stderr and "FAILED" in p.stdout
+    with FixtureSite("qwen2026") as site:  # the stream capture and the Qwen flows, checked the same way
+        p = groundbench("doctor", "qwen", "--base-url", site.url, "--model", "Qwen3.8-Max", "--out", tmp_path / "q", timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "capture the answer's stream" in p.stdout

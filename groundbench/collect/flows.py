@@ -17,8 +17,9 @@ from typing import Any, Sequence
 from .browser import URL_ATTR
 
 # %% auto #0
-__all__ = ['StepResult', 'FlowError', 'run_flow', 'page_text_outside', 'find_blocker', 'fallback_notice', 'resolve_popovers',
-           'stream_sources', 'install_stream_hook', 'captured_stream', 'assign_stream_urls']
+__all__ = ['HARMLESS_PROMPT', 'REQUIRED', 'StepResult', 'FlowError', 'run_flow', 'page_text_outside', 'find_blocker',
+           'fallback_notice', 'resolve_popovers', 'stream_sources', 'install_stream_hook', 'captured_stream',
+           'assign_stream_urls', 'doctor', 'doctor_table']
 
 # %% ../../nbs/28_collect_flows.ipynb #f10w0006
 @dataclass
@@ -304,3 +305,99 @@ def assign_stream_urls(driver, answer, cfg: dict, sources: list[dict]) -> int:
         k = seen.get(lab, 0); seen[lab] = k + 1
         driver.execute_script(_SET_URLS, pill, URL_ATTR, match[min(k, len(match) - 1)]["url"]); n += 1
     return n
+
+# %% ../../nbs/28_collect_flows.ipynb #f10w0011
+HARMLESS_PROMPT = "What is the boiling point of water at sea level? Please cite your sources."
+REQUIRED = ("prompt_box", "send_button", "answer")
+_WHEN = {"stop_button": "shown only while the answer streams", "streaming": "shown only while the answer streams",
+         "highlight": "only GPT-4o's hover highlighting", "thinking_content": "only when a thinking model answers",
+         "thinking_done": "only when a thinking model answers", "panel_item": "only once the sources panel is open"}
+
+def _row(kind, name, selector="", ok=True, count=0, detail="", required=False) -> dict:
+    return dict(kind=kind, name=name, selector=selector, status="ok" if ok else ("FAILED" if required else "missing"), count=count,
+                detail=detail, required=required)
+
+def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
+    "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
+    from groundbench.collect.base import Archive, CollectionError
+    from groundbench.collect.browser import full_screenshot, parse_answer_html
+    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
+    cfg, rows, d = collector.cfg, [], collector.driver
+    sel, w = cfg["selectors"], cfg["waits"]
+    archive = Archive(out_dir / "archive")
+    def count(s): return len(_els(d, s, visible=False)) if s else 0
+    d.get(collector.url())
+    _wait(lambda: _els(d, sel["prompt_box"]), float(w.get("page_timeout_s", 30)))
+    hit = find_blocker(d, cfg, composer_usable=bool(_els(d, sel["prompt_box"])))
+    rows.append(_row("blocker", hit[0] if hit else "none", hit[1] if hit else "", not hit, detail="the page is blocked" if hit else "", required=True))
+    for key in ("prompt_box", "send_button", "model_label"):
+        if sel.get(key): rows.append(_row("selector", key, sel[key], count(sel[key]) > 0, count(sel[key]), required=key in REQUIRED))
+    for name, steps in (cfg.get("flows") or {}).items():
+        if name == "model" and not collector.model: rows.append(_row("flow", "model", "", True, detail="no model asked for: the page's default")); continue
+        try: res = run_flow(d, name, steps, {"model": collector.model}, strict=False)
+        except Exception as e: res = [StepResult(name, "?", "", False, detail=f"{type(e).__name__}: {e}")]
+        rows += [_row(f"flow {r.flow}", r.step, r.selector, r.ok, r.count, r.detail, required=not r.optional) for r in res]
+    answered = False
+    try:
+        box = _els(d, sel["prompt_box"])[-1]; box.click(); box.send_keys(prompt)
+        btn = _wait(lambda: [b for b in _els(d, sel["send_button"]) if b.is_enabled()], 10)
+        btn[-1].click()
+        rows.append(_row("step", "send the prompt", sel["send_button"], True, 1))
+        any_answer = ", ".join([sel["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if r.get("selectors", {}).get("answer")]])
+        def finished():
+            if sel.get("stop_button") and _els(d, sel["stop_button"]): return False
+            if sel.get("streaming") and _els(d, sel["streaming"], visible=False): return False
+            if sel.get("done") and not _els(d, sel["done"], visible=False): return False
+            a = _els(d, any_answer, visible=False)
+            return bool(a and a[-1].text.strip())
+        answered = bool(_wait(finished, float(collector.timeout_s), 0.3))
+        time.sleep(float(w.get("stable_s", 2)))
+        rows.append(_row("step", "the answer finishes", any_answer, answered, count(any_answer),
+                         "" if answered else f"not within {collector.timeout_s:.0f} s (stop button, streaming marker or done element)", required=True))
+    except Exception as e:
+        rows.append(_row("step", "send the prompt", sel.get("send_button", ""), False, detail=f"{type(e).__name__}: {str(e)[:200]}", required=True))
+    extra = {}
+    if answered:
+        try: collector.after_answer(archive, "doctor"); rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True,
+                                                                          count(sel.get("panel_item", "")), "items found" if count(sel.get("panel_item", "")) else "no items"))
+        except CollectionError as e: rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), False, detail=str(e)[:200]))
+        extra = collector.enrich_answer(archive)
+        if "popovers" in extra: rows.append(_row("step", "read pill popovers", (cfg.get("popover") or {}).get("pills", ""), True,
+                                                 extra["popovers"]["pills"], f"{extra['popovers']['resolved']} resolved"))
+        if "stream" in extra: rows.append(_row("step", "capture the answer's stream", cfg["stream_capture"]["url_contains"], extra["stream"]["sources"] > 0,
+                                               extra["stream"]["sources"], f"{extra['stream']['pills_resolved']} pills resolved"))
+    html = d.execute_script("return document.documentElement.outerHTML")
+    (out_dir / "page.html").write_text(html, encoding="utf-8")
+    (out_dir / "page.png").write_bytes(full_screenshot(d))
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup(html, "html.parser")
+    for key, s in sel.items():
+        if key in ("prompt_box", "send_button", "model_label") or not s: continue
+        n = len(soup.select(s))
+        rows.append(_row("selector", key, s, n > 0, n, "" if n else _WHEN.get(key, ""), required=key == "answer" and not cfg.get("renderers")))
+    for r in cfg.get("renderers") or []:
+        n = len(soup.select(r["selectors"]["answer"]))
+        rows.append(_row("renderer", r["name"], r["selectors"]["answer"], True, n, "seen" if n else "not on this page"))
+    if answered:
+        try:
+            p = parse_answer_html(html, cfg, model_shown=collector.visible_model())
+            rows += [_row("answer", "renderer", "", True, detail=p.renderer),
+                     _row("answer", "model shown / answered", "", True, detail=f"{p.model_shown or '-'} / {p.model_answered or '-'}"),
+                     _row("answer", "citations (distinct URLs)", sel["citation"], len(p.citations) > 0, len(p.citations),
+                          "" if p.citations else "no citation resolved: check the citation selectors"),
+                     _row("answer", "unresolved pills", sel["citation"], p.unresolved_pills == 0, p.unresolved_pills,
+                          "pills whose URL was not found" if p.unresolved_pills else "")]
+            if extra.get("model_fallback_notice"): rows.append(_row("answer", "model fallback notice", "", False, detail=extra["model_fallback_notice"]))
+        except ValueError as e: rows.append(_row("answer", "parse", sel["answer"], False, detail=str(e), required=True))
+    ok = all(r["status"] != "FAILED" for r in rows)
+    (out_dir / "doctor.json").write_text(json.dumps({"ok": ok, "rows": rows, "url": d.current_url}, indent=1, ensure_ascii=False), encoding="utf-8")
+    return rows, ok
+
+def doctor_table(rows: list[dict]) -> str:
+    "The doctor's rows as a plain-text table."
+    w = [max(len(str(r[k])) for r in rows + [{k: k}]) for k in ("kind", "name", "status", "count")]
+    lines = [f"{'kind':<{w[0]}}  {'name':<{w[1]}}  {'status':<{w[2]}}  {'count':>{w[3]}}  selector / detail"]
+    for r in rows:
+        tail = " · ".join(x for x in (r["selector"], r["detail"]) if x)
+        lines.append(f"{r['kind']:<{w[0]}}  {r['name']:<{w[1]}}  {r['status']:<{w[2]}}  {r['count']:>{w[3]}}  {tail}")
+    return "\n".join(lines)
