@@ -168,6 +168,10 @@ def run_summary(run: Run) -> str:
     for u in stage_usage(m):
         lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  llm calls {u['llm_calls']:>6}  "
                      f"cache hits {u['cache_hits']:>6}")
+    c = ((m.get("stages") or {}).get("20_collect") or {}).get("counts") or {}
+    if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
+        lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
+                     f"{c.get('model_mismatches', 0)} answers by another model than asked")
     return "\n".join(lines)
 
 def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool) -> str:

@@ -71,3 +71,22 @@ def test_no_real_judge_retrieves_with_the_bundled_embedder(tmp_path):
     s = load_settings(overrides={"llm.model": "meta-llama/Llama-3.3-70B-Instruct", "paths.cache_dir": str(tmp_path)})
     from groundbench.embed import embedder_from_settings
     with pytest.raises(ValueError, match="is a real model"): embedder_from_settings(s)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "papermill_params").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_parameter_file_is_valid_and_declared(path):
+    "Every shipped parameter file loads, and each of its parameters is declared by one of its stages (as `groundbench run` checks)."
+    from groundbench.cli import declared_parameters, load_run_spec
+    spec = load_run_spec(path)
+    declared = set().union(*(declared_parameters(s) for s in spec.stages))
+    assert set(spec.parameters) <= declared, set(spec.parameters) - declared
+
+
+def test_seed_models_collect_through_the_api_and_today_page_through_the_browser():
+    for name, model in (("gpt-4o.yaml", "gpt-4o"), ("gpt-5.yaml", "gpt-5")):
+        d = yaml.safe_load((ROOT / "papermill_params" / name).read_text())
+        assert d["parameters"]["source"] == "api" and d["parameters"]["provider"] == "openai-responses" and d["parameters"]["model"] == model
+        assert "2026-02-13" in (ROOT / "papermill_params" / name).read_text()
+    web = yaml.safe_load((ROOT / "papermill_params" / "chatgpt-web.yaml").read_text())
+    assert web["parameters"]["source"] == "browser" and web["parameters"]["provider"] == "chatgpt"
+    assert "Qwen3-235B-A22B" in (ROOT / "papermill_params" / "qwen-chat.yaml").read_text()

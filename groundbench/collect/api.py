@@ -79,7 +79,8 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
                      if a.get("type") == "url_citation"]
             off += len(texts[-1])
     p = parse_openai_text("openai-responses", "".join(texts), anns)
-    return dataclasses.replace(p, thinking=False, model_shown=data.get("model", ""))
+    reasoned = any(item.get("type") == "reasoning" for item in data.get("output") or [])  # a reasoning model thought before answering
+    return dataclasses.replace(p, thinking=reasoned, model_shown=data.get("model", ""), model_answered=data.get("model", ""))
 
 def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAnswer:
     "Parse a chat completion: OpenAI url_citation annotations, or Perplexity-style `citations` with [n] markers."
