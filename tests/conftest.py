@@ -4,6 +4,7 @@ import socket
 import subprocess
 import sys
 import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,20 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 os.environ.setdefault("SE_OFFLINE", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+class PageHandler(BaseHTTPRequestHandler):
+    "A quiet request handler with `send(status, body, ctype, headers)` for the local test servers."
+    def log_message(self, *a): pass
+
+    def send(self, status, body=b"", ctype="text/html; charset=utf-8", headers=()):
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        for k, v in headers: self.send_header(k, v)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        try: self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError): pass
 
 
 def free_port() -> int:

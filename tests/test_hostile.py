@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import BIN, ROOT, groundbench
+from conftest import PageHandler, BIN, ROOT, groundbench
 
 ARTICLE = ("<html><head><title>Garlic and flu</title></head><body><article><h1>Garlic does not cure flu</h1>"
            + "".join(f"<p>Paragraph {i}: no trial has shown that garlic cures or prevents influenza, researchers say.</p>" for i in range(12))
@@ -53,21 +53,11 @@ def gzip_zeros(n: int) -> bytes:
     return b"".join(out)
 
 
-class Hostile(BaseHTTPRequestHandler):
+class Hostile(PageHandler):
     hits = Counter()
     secret_port = 0
     bodies: dict = {}
 
-    def log_message(self, *a): pass
-
-    def send(self, status, body=b"", ctype="text/html; charset=utf-8", headers=()):
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        for k, v in headers: self.send_header(k, v)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        try: self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError): pass
 
     def do_GET(self):
         p, b = self.path, type(self).bodies

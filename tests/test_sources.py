@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import BIN, ROOT, free_port, groundbench
+from conftest import PageHandler, BIN, ROOT, free_port, groundbench
 from groundbench.core import Citation, Conversation, write_jsonl
 from groundbench.sources.fetch import FetchSettings
 from groundbench.sources.stage import PageStore, source_doc
@@ -43,20 +43,10 @@ def pdf_bytes():
     return b.getvalue()
 
 
-class Site(BaseHTTPRequestHandler):
+class Site(PageHandler):
     hits = Counter()
     other_port = 0
 
-    def log_message(self, *a): pass
-
-    def send(self, status, body=b"", ctype="text/html; charset=utf-8", headers=()):
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        for k, v in headers: self.send_header(k, v)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        try: self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError): pass
 
     def do_GET(self):
         p = self.path
