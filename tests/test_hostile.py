@@ -325,3 +325,12 @@ def test_credibility_and_fetch_errors(tmp_path):
         one_error(groundbench("fetch", "http://example.com/", "--out", tmp_path / "o", "--timeout", bad), "--timeout")
     p = groundbench("--version", check=True)
     assert p.stdout.strip()
+
+
+def test_login_and_doctor_errors(tmp_path):
+    one_error(groundbench("login", "nope", "--profile-dir", tmp_path / "p"), "no UI configuration")
+    one_error(groundbench("doctor", "nope"), "unknown assistant 'nope'")
+    (tmp_path / "bad.yaml").write_text("provider: [unclosed\n")
+    one_error(groundbench("doctor", "chatgpt", "--config", tmp_path / "bad.yaml"), "not valid YAML")
+    (tmp_path / "file").write_text("x")
+    one_error(groundbench("doctor", "chatgpt", "--out", tmp_path / "file"), "is a file")
