@@ -20,11 +20,12 @@ from .core import Conversation, Prompt, RecordError, Run, project_root, read_rec
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile
-from .tables import SMOKE_NOTE, Output, figure_layout_problems, write_output
+from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, write_output
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results',
-           'run_values', 'paper_vs_run', 'report_items', 'usage_table', 'render_html', 'write_report']
+__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'RunOutputs', 'load_outputs', 'paper_assistant',
+           'load_paper_results', 'run_values', 'paper_vs_run', 'report_items', 'usage_table', 'render_html',
+           'write_report']
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -188,13 +189,32 @@ def usage_table(manifests: dict) -> pd.DataFrame:
     "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
     return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid, m in manifests.items() for u in stage_usage(m)])
 
+REPORT_CSS = """
+body{font-family:system-ui,sans-serif;margin:0;color:#222}
+nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:#f6f6f6;border-right:1px solid #ddd;padding:1em;font-size:13px;box-sizing:border-box}
+nav ol{padding-left:1.2em;margin:.3em 0} nav li{margin:.25em 0} nav a{color:#24509a;text-decoration:none} nav a:hover{text-decoration:underline}
+main{margin-left:270px;padding:1em 2em;max-width:1100px;box-sizing:border-box}
+.scroll{overflow-x:auto;max-width:100%;margin:.3em 0 .5em}
+table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0} .right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
+tr.outside td{background:#fde0dc} .smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}
+figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee} figcaption{font-size:12px;color:#555}
+.files{font-size:12px;color:#555} section{margin-bottom:2em} p.caption{font-weight:600;font-size:14px;margin:.2em 0 .4em}
+h2{margin-bottom:.2em}
+"""
+
 def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_dir: Path, title: str) -> str:
-    "The report as one self-contained HTML page."
+    "The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their box, figures embedded."
     e = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>"
-             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}table{border-collapse:collapse;font-size:12px;margin:.5em 0 2em}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}"
-             "img{max-width:100%}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    def short(c: str) -> str:  # "Table 1: ..." -> "Table 1", else the opening words
+        return c.split(":")[0] if ":" in c[:40] else (c[:70].rsplit(" ", 1)[0] + "…" if len(c) > 70 else c)
+    def toc_line(c: str) -> str:
+        rest = c.split(":", 1)[1].strip() if ":" in c[:40] else ""
+        return f"<b>{e(short(c))}</b>" + (f" {e(rest[:60].rsplit(' ', 1)[0] + '…' if len(rest) > 60 else rest)}" if rest else "")
+    toc = "".join(f"<li><a href='#{i.name}'>{toc_line(i.caption)}</a></li>" for i in items)
+    extra = "<li><a href='#usage'>Stages, time and model usage</a></li>" + ("<li><a href='#missing'>Not in this report</a></li>" if missing else "")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{REPORT_CSS}</style></head><body>",
+             f"<nav><b>Contents</b><ol>{toc}{extra}</ol></nav><main>", f"<h1>{e(title)}</h1>"]
     smoke_items = [i.name for i in items if i.smoke]
     if smoke_items: parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
                                  "</p>")
@@ -203,21 +223,23 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
     parts.append(f"<p>Runs: {e(', '.join(o.run_ids))}. Conversations: {len(o.conversations)}"
                  + (f" ({o.duplicate_conversations} present in more than one run, counted once)" if o.duplicate_conversations else "") + ".</p>")
     if models: parts.append("<p>Models: " + e("; ".join(models)) + "</p>")
-    parts.append("<h2>Contents</h2><ul>" + "".join(f"<li><a href='#{i.name}'>{e(i.caption)}</a></li>" for i in items) + "</ul>")
-    if missing: parts.append("<h2>Not in this report</h2><ul>" + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul>")
     for i in items:
-        parts.append(f"<h2 id='{i.name}'>{e(i.caption)}</h2>")
+        parts.append(f"<section id='{i.name}'><h2>{e(short(i.caption))}</h2><p class='caption'>{e(i.caption)}</p>")
         if i.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
         if i.table is not None:
-            parts.append(i.table.to_html(index=i.index, na_rep="-", float_format=lambda v: f"{v:.3g}", border=0)
-                         if len(i.table) else "<p>(no rows)</p>")
-            parts.append("<p>Files: " + ", ".join(f"{i.name}.{x}" for x in i.formats) + "</p>")
+            rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table["within_ci"]]
+                    if "within_ci" in i.table.columns else None)  # paper vs run: a difference outside the interval, coloured
+            parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
+            parts.append("<p class='files'>Files: " + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
         else:
             png = base64.b64encode((out_dir / f"{i.name}.png").read_bytes()).decode()
-            parts.append(f"<img alt='{e(i.name)}' src='data:image/png;base64,{png}'><p>Files: {i.name}.png, {i.name}.pdf</p>")
+            parts.append(f"<figure><img alt='{e(i.caption)}' src='data:image/png;base64,{png}'><figcaption>{e(i.caption)}. "
+                         f"<a href='{i.name}.pdf'>PDF</a> · <a href='{i.name}.png'>PNG</a></figcaption></figure>")
+        parts.append("</section>")
     u = usage_table(o.manifests)
-    if len(u): parts += ["<h2>Stages, time and model usage</h2>", u.to_html(index=False, border=0)]
-    parts.append("</body></html>")
+    parts.append("<section id='usage'><h2>Stages, time and model usage</h2>" + (html_table(u) if len(u) else "<p>(none recorded)</p>") + "</section>")
+    if missing: parts.append("<section id='missing'><h2>Not in this report</h2><ul>" + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></section>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)
 
 def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None, mapping: dict | None = None,

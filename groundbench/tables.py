@@ -16,8 +16,8 @@ import pandas as pd
 from .core import atomic_path, write_text
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'Output', 'markdown_table', 'write_table_files', 'figure_layout_problems', 'save_figure', 'write_output',
-           'pm']
+__all__ = ['SMOKE_NOTE', 'Output', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files', 'figure_layout_problems',
+           'save_figure', 'write_output', 'pm']
 
 # %% ../nbs/03_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -35,12 +35,28 @@ class Output:
 
 _NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
 
-def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
-    "Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers right-aligned."
+def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    "The cells as a table shows them (floats to 3 significant digits, strings as written) and each column's alignment (numbers right)."
     d = df.reset_index() if index else df
     shown = pd.DataFrame({c: [("" if v != v else f"{v:.3g}") if isinstance(v, float) else str(v) for v in d[c]] for c in d.columns})
     align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left" for c in shown.columns]
+    return shown, align
+
+def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
+    "Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers right-aligned."
+    shown, align = shown_cells(df, index)
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align) if len(shown.columns) else ""
+
+def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_classes: list[str] | None = None) -> str:
+    "An HTML table with the same cells as the Markdown one: caption above, numbers right-aligned, inside a box that scrolls sideways."
+    import html as _h
+    shown, align = shown_cells(df, index)
+    head = "".join(f"<th class='{a}'>{_h.escape(str(c))}</th>" for c, a in zip(shown.columns, align))
+    rows = "".join(f"<tr{(' class=' + repr(row_classes[i])) if row_classes and row_classes[i] else ''}>"
+                   + "".join(f"<td class='{a}'>{_h.escape(v) if v else '-'}</td>" for v, a in zip(r, align)) + "</tr>"
+                   for i, r in enumerate(shown.itertuples(index=False)))
+    cap = f"<caption>{_h.escape(caption)}</caption>" if caption else ""
+    return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
 
 def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False,
                       index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex")) -> list[Path]:

@@ -1,4 +1,4 @@
-"""The researcher's explorer (issue 18): a run executes `explore.ipynb` into its folder; it starts with the run's title and the
+"""What a person looks at, in a real browser: the report page (issue 15) and the researcher's explorer (issue 18): a run executes `explore.ipynb` into its folder; it starts with the run's title and the
 overview table, holds no library code, still runs when the run folder is moved, and opens in a real JupyterLab in headless
 Chromium (a screenshot is left in _screenshots/ for a person to look at)."""
 import json
@@ -18,10 +18,10 @@ SHOTS = ROOT / "_screenshots"
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
-    "Collection (ExpertQA sample), sources, credibility and the explorer stage: no model, about a minute."
+    "Collection (ExpertQA sample), sources, credibility, the report and the explorer: no model, about a minute."
     tmp = tmp_path_factory.mktemp("explore")
     spec = tmp / "x.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": ["20_collect", "30_sources", "40_credibility", "85_explorer"],
+    spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": ["20_collect", "30_sources", "40_credibility", "80_report", "85_explorer"],
                                     "parameters": {"source": "expertqa", "sample": 6}}))
     groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=900)
     return tmp / "runs" / "explore-test"
@@ -97,3 +97,31 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
         lab.terminate()
         try: lab.wait(15)
         except subprocess.TimeoutExpired: lab.kill()
+
+
+def test_report_reads_well_in_chromium(small_run):
+    "The report page renders, every contents link lands on its section, the widest table scrolls inside its box (the page does not widen)."
+    from groundbench.collect.browser import make_driver
+    page = small_run / "report" / "index.html"
+    driver = make_driver(None, headless=True, window=(1280, 900))
+    try:
+        driver.get(page.resolve().as_uri())
+        links = driver.execute_script("return [...document.querySelectorAll('nav a[href^=\\'#\\']')].map(a => a.getAttribute('href'))")
+        assert len(links) >= 5
+        missing = [h for h in links if not driver.execute_script("return !!document.getElementById(arguments[0])", h[1:])]
+        assert not missing, missing
+        widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth, "
+                                       "Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))]")
+        assert widths[0] <= widths[1], widths  # no table widens the page
+        assert driver.execute_script("return document.querySelectorAll('.scroll > table').length") == driver.execute_script(
+            "return document.querySelectorAll('main table').length")
+        assert driver.execute_script("return document.querySelectorAll('figure img').length") >= 1
+        assert driver.execute_script("return getComputedStyle(document.querySelector('td.right')).textAlign") == "right"
+        severe = [l for l in driver.get_log("browser") if l.get("level") == "SEVERE"]
+        assert not severe, severe
+        driver.save_screenshot(str(page.parent / "index.png"))  # next to the report, for a person to look at
+        SHOTS.mkdir(exist_ok=True)
+        shutil.copy(page.parent / "index.png", SHOTS / "report.png")
+    finally:
+        driver.quit()
+    assert (page.parent / "index.png").stat().st_size > 20_000
