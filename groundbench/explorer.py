@@ -43,6 +43,7 @@ class RunExplorer:
         self.units_ = pd.DataFrame() if u is None else u
         self.judgments = {} if j is None else {(x["unit_id"], x["scope"]): x for x in j.to_dict("records")}
         self.smoke = Run(self.dir).is_smoke
+        self.interactive = True  # sortable, searchable tables (itables) in a live session; False: plain tables a saved notebook shows
 
     def conversations(self, assistant: str | None = None, topic: str | None = None, role: str | None = None, claim_id: str | None = None) -> pd.DataFrame:
         "One row per conversation (filtered): assistant, claim, topic, role, prompt, words, citations, credible/non-credible counts, units, GS, CG, NCG."
@@ -156,21 +157,22 @@ def _evidence_html(self: RunExplorer, cid: str) -> str:
 RunExplorer.evidence_html = _evidence_html
 
 # %% ../nbs/85_explorer.ipynb #ec0c3b23
-def _table(df: pd.DataFrame):
-    "An interactive table (itables, offline) where available, else the DataFrame."
-    try:
-        from itables import show
-        return show(df, connected=False, maxBytes=0)
-    except ImportError:
-        from IPython.display import display
-        return display(df)
+def _table(df: pd.DataFrame, interactive: bool = True):
+    "An interactive table (itables, offline) where available and wanted, else a plain HTML table (which a saved, untrusted notebook shows)."
+    from IPython.display import HTML, display
+    if interactive:
+        try:
+            from itables import show
+            return show(df, connected=False, maxBytes=0)
+        except ImportError: pass
+    return display(HTML(df.to_html(index=False, escape=True, na_rep="", border=0)))
 
 def _show(self: RunExplorer, cid: str):
     "Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per unit."
     from IPython.display import HTML, display
     display(HTML(self.answer_html(cid)))
-    display(HTML("<h4>Sources</h4>")); _table(self.sources(cid))
-    display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"))
+    display(HTML("<h4>Sources</h4>")); _table(self.sources(cid), self.interactive)
+    display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
     display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
 RunExplorer.show = _show
 

@@ -68,8 +68,12 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)  # no "get notified about Jupyter news?" prompt over the screenshot
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.port={port}", "--ServerApp.token=",
-                            "--ServerApp.password=", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True"],
+    nbset = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    nbset.mkdir(parents=True)  # render every cell (JupyterLab 4 renders only the cells in view by default)
+    (nbset / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    token = "groundbench-test-token"
+    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+                            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
                            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
                                                                                   "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")})
     driver = None
@@ -77,16 +81,18 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
         deadline = time.time() + 90
         while time.time() < deadline:
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).status_code == 200: break
+                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200: break
             except httpx.HTTPError: pass
             time.sleep(0.5)
         driver = make_driver(None, headless=True, window=(1400, 1000))
-        driver.get(f"http://127.0.0.1:{port}/lab/tree/explore-test/explore.ipynb")
+        driver.get(f"http://127.0.0.1:{port}/lab/tree/explore-test/explore.ipynb?token={token}")
         deadline, found = time.time() + 90, False
         while time.time() < deadline and not found:
             found = any("Run explore-test" in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
             time.sleep(0.5)
         assert found, "the notebook's saved title did not render in JupyterLab"
+        rows = driver.execute_script("return [...document.querySelectorAll('.jp-OutputArea-output table tbody tr')].length")
+        assert rows >= 6 + 3, rows  # the overview's rows and the sources table of the conversation shown, as saved
         time.sleep(2)
         SHOTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(SHOTS / "explorer-jupyterlab.png"))
