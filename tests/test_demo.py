@@ -89,6 +89,6 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(t
     assert "table_1" not in json.loads((rep / "report.json").read_text())["smoke_items"]
     assert json.loads((rep / "report.json").read_text())["layout_problems"] == {}  # no figure with overlapping tick labels
     ex = json.loads((runs / "b" / "explore.ipynb").read_text())  # the researcher's explorer, in the run folder (issue 18)
-    assert "<h1>Run b</h1>" in "".join(o.get("data", {}).get("text/html", "") for o in ex["cells"][0].get("outputs", []))
+    assert "<h1>Run b</h1>" in "".join("".join(o.get("data", {}).get("text/html", "")) for o in ex["cells"][0].get("outputs", []))
     nb = json.loads((runs / "b" / "notebooks" / "85_explorer.ipynb").read_text())
     assert any("Sources" in "".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", []))
