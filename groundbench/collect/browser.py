@@ -26,9 +26,10 @@ from .base import (MARK_OPEN, Archive, CitationList, CollectionError, ParsedAnsw
 from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
 
 # %% auto #0
-__all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'pick_renderer',
-           'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit', 'panel_sources', 'citation_urls',
-           'make_driver', 'full_screenshot', 'BrowserCollector', 'same_model', 'reparse_record']
+__all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'answer_selectors',
+           'answer_selector', 'pick_renderer', 'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit',
+           'panel_sources', 'url_attrs', 'citation_urls', 'make_driver', 'full_screenshot', 'BrowserCollector',
+           'same_model', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #b18aeac1
 CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
@@ -101,6 +102,14 @@ def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
             plain += c; text_pos += 1; i += 1
         clean_blocks.append(plain)
     return clean_blocks, spans
+
+def answer_selectors(cfg: dict) -> list[str]:
+    "The answer selector of the base configuration and of every other renderer the YAML lists."
+    return [cfg["selectors"]["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if (r.get("selectors") or {}).get("answer")]]
+
+def answer_selector(cfg: dict) -> str:
+    "One CSS selector matching an answer in any of the page's renderers."
+    return ", ".join(answer_selectors(cfg))
 
 def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
     "The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the base one."
@@ -212,10 +221,14 @@ def _host(url: str) -> str:
 
 URL_ATTR = "data-groundbench-urls"  # where the collector writes the URLs it read from a pill's popover or the answer's stream
 
+def url_attrs(cfg: dict) -> list[str]:
+    "The pill attributes that may hold its URLs (the YAML's `citation_url_attr`: one name or a list), without ours."
+    a = cfg.get("citation_url_attr") or []
+    return [x for x in ([a] if isinstance(a, str) else a) if x]
+
 def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
     "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
-    attrs = cfg.get("citation_url_attr") or []
-    for attr in [URL_ATTR, *([attrs] if isinstance(attrs, str) else attrs)]:
+    for attr in [URL_ATTR, *url_attrs(cfg)]:
         if pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
     a = pill if pill.name == "a" and pill.get("href") else pill.find("a", href=True)
     if a is not None: return [(a["href"], a.get("aria-label") or pill.get("aria-label") or "")]
@@ -413,6 +426,32 @@ class BrowserCollector:
         time.sleep(0.1)
         return int(self.driver.execute_script(_MARK_SPANS, answer, found) or 0)
 
+    def send_prompt(self, text: str, archive, prompt_id):
+        "Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's renderers)."
+        box = self._find("prompt_box")
+        box.click()
+        box.send_keys(text)
+        self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt_id)
+        any_answer = answer_selector(self.cfg)
+        n_before = len(self.driver.find_elements("css selector", any_answer))
+        self._find("send_button").click()
+        self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, self.cfg["waits"].get("start_timeout_s", 60),
+                      "the answer to start", archive, prompt_id)
+
+    def wait_answer(self, archive, prompt_id):
+        "Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable for `stable_s`."
+        sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
+        last, stable_since = None, time.time()
+        def done():
+            nonlocal last, stable_since
+            if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
+            if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
+            if sel.get("done") and self._find("done") is None: return False
+            txt = self.driver.find_elements("css selector", any_answer)[-1].text
+            if txt != last: last, stable_since = txt, time.time(); return False
+            return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
+        self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt_id)
+
     def ask(self, prompt: Prompt, archive: Archive) -> dict:
         "Collect one prompt; returns its archive record."
         sel, w = self.cfg["selectors"], self.cfg["waits"]
@@ -426,25 +465,8 @@ class BrowserCollector:
         if self._find("prompt_box") is None: self._stop("unknown page: no prompt box", archive, prompt.prompt_id)
         self.select_model(archive, prompt.prompt_id)
         self.set_toggles(archive, prompt.prompt_id)
-        box = self._find("prompt_box")
-        box.click()
-        box.send_keys(prompt.text)
-        self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt.prompt_id)
-        any_answer = ", ".join([sel["answer"], *[r["selectors"]["answer"] for r in self.cfg.get("renderers") or [] if r.get("selectors", {}).get("answer")]])
-        n_before = len(self.driver.find_elements("css selector", any_answer))
-        self._find("send_button").click()
-        self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, w.get("start_timeout_s", 60),
-                      "the answer to start", archive, prompt.prompt_id)
-        last, stable_since = None, time.time()
-        def done():
-            nonlocal last, stable_since
-            if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
-            if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
-            if sel.get("done") and self._find("done") is None: return False
-            txt = self.driver.find_elements("css selector", any_answer)[-1].text
-            if txt != last: last, stable_since = txt, time.time(); return False
-            return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
-        self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt.prompt_id)
+        self.send_prompt(prompt.text, archive, prompt.prompt_id)
+        self.wait_answer(archive, prompt.prompt_id)
         self.check_page(archive, prompt.prompt_id)
         self.after_answer(archive, prompt.prompt_id)
         extra = self.enrich_answer(archive)
@@ -473,9 +495,7 @@ class BrowserCollector:
         from groundbench.collect.flows import assign_stream_urls, captured_stream, fallback_notice, resolve_popovers, stream_sources
         from selenium.webdriver.common.by import By
         out = {}
-        answers = self.driver.find_elements(By.CSS_SELECTOR, self.cfg["selectors"]["answer"])
-        for r in self.cfg.get("renderers") or []:
-            answers = answers or self.driver.find_elements(By.CSS_SELECTOR, r.get("selectors", {}).get("answer", "") or "nothing-at-all")
+        answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
         if not answers: return out
         if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
         sc = self.cfg.get("stream_capture")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .browser import URL_ATTR
+from .browser import URL_ATTR, answer_selector, answer_selectors, url_attrs
 
 # %% auto #0
 __all__ = ['HARMLESS_PROMPT', 'REQUIRED', 'StepResult', 'FlowError', 'run_flow', 'page_text_outside', 'find_blocker',
@@ -153,8 +153,7 @@ return out.join(' ');"""
 def page_text_outside(driver, cfg: dict) -> str:
     "The page's visible text without the prompt box, the user's messages and the answers (scripts and hidden elements never count)."
     sel = cfg["selectors"]
-    drop = [s for s in (sel.get("answer"), sel.get("prompt_box"), sel.get("user_message"), *[r.get("selectors", {}).get("answer")
-            for r in cfg.get("renderers") or []]) if s]
+    drop = [s for s in (*answer_selectors(cfg), sel.get("prompt_box"), sel.get("user_message")) if s]
     try: return driver.execute_script(_OUTSIDE_TEXT, drop) or ""
     except Exception: return ""
 
@@ -193,9 +192,9 @@ def resolve_popovers(driver, answer, cfg: dict) -> dict:
     from selenium.webdriver.common.by import By
     pills, resolved = answer.find_elements(By.CSS_SELECTOR, pc["pills"]), 0
     away = _els(driver, cfg["selectors"].get("prompt_box") or "body", visible=False)
-    url_attrs = [a for a in ([cfg.get("citation_url_attr")] if isinstance(cfg.get("citation_url_attr"), str) else cfg.get("citation_url_attr") or []) if a]
+    attrs = url_attrs(cfg)
     for pill in pills:
-        has_url = bool(pill.find_elements(By.CSS_SELECTOR, "a[href]")) or pill.tag_name == "a" or any(pill.get_attribute(a) for a in url_attrs)
+        has_url = bool(pill.find_elements(By.CSS_SELECTOR, "a[href]")) or pill.tag_name == "a" or any(pill.get_attribute(a) for a in attrs)
         if has_url and not re.search(r"\+\s*\d+\s*$", pill.text or ""): continue  # its one URL is in the page: nothing to read
         try: ActionChains(driver).move_to_element(pill).perform()
         except Exception: continue
@@ -337,25 +336,17 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
         try: res = run_flow(d, name, steps, {"model": collector.model}, strict=False)
         except Exception as e: res = [StepResult(name, "?", "", False, detail=f"{type(e).__name__}: {e}")]
         rows += [_row(f"flow {r.flow}", r.step, r.selector, r.ok, r.count, r.detail, required=not r.optional) for r in res]
-    answered = False
-    try:
-        box = _els(d, sel["prompt_box"])[-1]; box.click(); box.send_keys(prompt)
-        btn = _wait(lambda: [b for b in _els(d, sel["send_button"]) if b.is_enabled()], 10)
-        btn[-1].click()
+    answered, any_answer = False, answer_selector(cfg)
+    try:  # the collector's own steps, so the doctor checks exactly what a collection does
+        collector.send_prompt(prompt, archive, "doctor")
         rows.append(_row("step", "send the prompt", sel["send_button"], True, 1))
-        any_answer = ", ".join([sel["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if r.get("selectors", {}).get("answer")]])
-        def finished():
-            if sel.get("stop_button") and _els(d, sel["stop_button"]): return False
-            if sel.get("streaming") and _els(d, sel["streaming"], visible=False): return False
-            if sel.get("done") and not _els(d, sel["done"], visible=False): return False
-            a = _els(d, any_answer, visible=False)
-            return bool(a and a[-1].text.strip())
-        answered = bool(_wait(finished, float(collector.timeout_s), 0.3))
-        time.sleep(float(w.get("stable_s", 2)))
-        rows.append(_row("step", "the answer finishes", any_answer, answered, count(any_answer),
-                         "" if answered else f"not within {collector.timeout_s:.0f} s (stop button, streaming marker or done element)", required=True))
+        collector.wait_answer(archive, "doctor")
+        answered = True
+        rows.append(_row("step", "the answer finishes", any_answer, True, count(any_answer), required=True))
     except Exception as e:
-        rows.append(_row("step", "send the prompt", sel.get("send_button", ""), False, detail=f"{type(e).__name__}: {str(e)[:200]}", required=True))
+        sent = any(r["name"] == "send the prompt" for r in rows)
+        rows.append(_row("step", "the answer finishes" if sent else "send the prompt", any_answer if sent else sel.get("send_button", ""), False,
+                         detail=f"{type(e).__name__}: {' '.join(str(e).split())[:200]}", required=True))
     extra = {}
     if answered:
         try: collector.after_answer(archive, "doctor"); rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True,
