@@ -36,7 +36,7 @@ __all__ = ['RECORD_TYPES', 'KEY_PACKAGES', 'stable_id', 'sha256_file', 'Claim', 
            'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'atomic_path', 'write_text', 'write_json',
            'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'write_table', 'read_table', 'read_records',
            'project_root', 'load_settings', 'resolve_path', 'now_iso', 'git_state', 'package_versions',
-           'environment_info', 'Run', 'StageRecord', 'stage_usage']
+           'environment_info', 'browser_host', 'Run', 'StageRecord', 'stage_usage']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -359,6 +359,21 @@ def environment_info() -> dict:
     "Python, platform, git state and package versions of this process."
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "git": git_state(), "packages": package_versions()}
+
+# %% ../nbs/00_core.ipynb #b0057a02
+def browser_host(host: str) -> str:
+    "A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode shown as Unicode."
+    import idna
+    from urllib.parse import unquote
+    h = unquote(host)
+    try: h = idna.uts46_remap(h, std3_rules=False, transitional=False)
+    except (idna.IDNAError, ValueError, UnicodeError) as e: raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
+    labels = h.rstrip(".").lower().split(".")
+    def uni(label):
+        if not label.startswith("xn--"): return label
+        try: return idna.decode(label)
+        except (idna.IDNAError, ValueError, UnicodeError): return label
+    return ".".join(uni(l) for l in labels)
 
 # %% ../nbs/00_core.ipynb #2b2cbff4
 class Run:

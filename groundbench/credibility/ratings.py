@@ -20,14 +20,14 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pandas as pd
 
-from ..core import DomainRating, load_settings, resolve_path
+from ..core import DomainRating, browser_host, load_settings, resolve_path
 
 # %% auto #0
 __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'CATEGORIES', 'TABLES',
-           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'browser_host',
-           'split_url', 'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts',
-           'section_paths', 'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi',
-           'build_derived_tables', 'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
+           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'split_url',
+           'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
+           'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi', 'build_derived_tables',
+           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rater_from_settings']
 
 # %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
 @functools.lru_cache(maxsize=1)
@@ -60,19 +60,6 @@ def strip_prefixes(host: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
     return host
 
 _NOT_HTTP = re.compile(r"^(mailto|javascript|data|tel|file|about|urn|blob|ftp):", re.I)
-
-def browser_host(host: str) -> str:
-    "A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode shown as Unicode."
-    import idna
-    h = unquote(host)
-    try: h = idna.uts46_remap(h, std3_rules=False, transitional=False)
-    except (idna.IDNAError, ValueError, UnicodeError) as e: raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
-    labels = h.rstrip(".").lower().split(".")
-    def uni(label):
-        if not label.startswith("xn--"): return label
-        try: return idna.decode(label)
-        except (idna.IDNAError, ValueError, UnicodeError): return label
-    return ".".join(uni(l) for l in labels)
 
 def split_url(url: str) -> tuple[str, str]:
     "(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises ValueError."

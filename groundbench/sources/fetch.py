@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from ..core import now_iso
+from ..core import browser_host, now_iso
 
 # %% auto #0
 __all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING', 'FetchFailure', 'Refused', 'InvalidURL',
@@ -87,8 +87,7 @@ def ascii_host(host: str) -> str:
         if len(host) > 253 or any(not 0 < len(l) < 64 for l in host.split(".")): raise InvalidURL(f"host {host[:80]!r} is not a valid domain name")
         return host
     import idna
-    from urllib.parse import unquote
-    try: return idna.encode(unquote(host), uts46=True, transitional=False).decode("ascii")
+    try: return idna.encode(browser_host(host), uts46=True, transitional=False).decode("ascii")
     except (idna.IDNAError, UnicodeError, ValueError) as e: raise InvalidURL(f"host {host[:80]!r} is not a valid domain name ({e})") from None
 
 def url_parts(url: str) -> tuple[str, str, int]:
