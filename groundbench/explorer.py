@@ -247,9 +247,9 @@ def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "r
     return out
 RunExplorer.overview = _overview
 
-def _example(self: RunExplorer) -> str | None:
-    "A conversation worth showing in full: the first with judged units, else the first."
-    ids = list(self.convs)
+def _example(self: RunExplorer, ids: list[str] | None = None) -> str | None:
+    "A conversation worth showing in full: the first (of `ids`, default all) with judged units, else the first."
+    ids = list(self.convs) if ids is None else list(ids)
     if not ids: return None
     with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
     return next((c for c in ids if c in with_units), ids[0])
