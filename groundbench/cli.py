@@ -24,10 +24,10 @@ from .claims import ROLES, prompts_from_files
 from .core import RecordError, Run, load_settings, project_root, resolve_path, stage_usage, to_plain, write_table
 
 # %% auto #0
-__all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'fail', 'same_file', 'prompts_cmd', 'RunSpec',
-           'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters', 'run_study',
-           'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd',
-           'fetch_cmd', 'main']
+__all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
+           'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters',
+           'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
+           'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -60,10 +60,14 @@ def error_line(e: BaseException) -> str:
     ours = type(e).__module__.startswith("groundbench")
     return msg if ours or isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
 
+def say_error(message: object, hint: str = ""):
+    "Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters escaped."
+    text = error_line(message) if isinstance(message, BaseException) else str(message)
+    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
+
 def fail(message: object, code: int = 2):
     "Print a clear, one-line error on stderr and exit with `code`."
-    text = error_line(message) if isinstance(message, BaseException) else str(message)
-    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}", err=True)
+    say_error(message)
     raise typer.Exit(code)
 
 def same_file(a: Path, b: Path) -> bool:
@@ -293,7 +297,7 @@ def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or
     typer.echo(printable(doctor_table(rows)))
     failed = [r for r in rows if r["status"] == "FAILED"]
     typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}", err=not ok)
-    for r in failed: typer.echo(f"groundbench: error: {r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}".rstrip(), err=True)
+    for r in failed: say_error(f"{r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}")
     if not ok: raise typer.Exit(1)
 
 # %% ../nbs/90_cli.ipynb #2930e22b
@@ -368,5 +372,5 @@ def main():
         typer.echo("groundbench: interrupted", err=True); sys.exit(130)
     except Exception as e:
         if os.environ.get("GROUNDBENCH_DEBUG"): raise
-        typer.echo(f"groundbench: error: {printable(' '.join(error_line(e).split()))} (GROUNDBENCH_DEBUG=1 shows the traceback)", err=True)
+        say_error(e, " (GROUNDBENCH_DEBUG=1 shows the traceback)")
         sys.exit(2)
