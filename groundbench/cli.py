@@ -25,9 +25,9 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 
 # %% auto #0
 __all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
-           'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters',
-           'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd', 'main']
+           'import_specs', 'import_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel',
+           'declared_parameters', 'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd',
+           'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -92,6 +92,53 @@ def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table 
     except (RecordError, OSError, ValueError) as e: fail(e)
     per_role = ", ".join(f"{sum(p.role == r for p in ps)} {r}" for r in ROLES)
     typer.echo(f"{len(ps)} prompts ({per_role}) from {len({p.claim_id for p in ps})} claims -> {out}")
+
+# %% ../nbs/90_cli.ipynb #c14e0002
+def import_specs(source: Path, maps: list[str]) -> list[dict]:
+    "The import specs of a YAML file (`import_tables` of a parameter file, or the list itself), or of one table and `field=column` options."
+    if source.suffix.lower() in (".yaml", ".yml"):
+        if maps: raise ValueError(f"{source}: a YAML spec holds its own mappings; --map is for a table file")
+        try: doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e: raise ValueError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from None
+        specs = doc.get("parameters", doc).get("import_tables") if isinstance(doc, dict) else doc
+        if not specs or not isinstance(specs, (list, dict)): raise ValueError(f"{source}: no import_tables list (files with their column mappings)")
+        return specs if isinstance(specs, list) else [specs]
+    spec: dict = {"path": str(source)}
+    for m in maps:
+        k, sep, v = m.partition("=")
+        if not sep or not k.strip(): raise ValueError(f"--map {m!r}: use field=column, e.g. --map answer='Answer text'")
+        k = k.strip()
+        if k in ("meta", "markers", "drop_lines"): spec.setdefault(k, []).extend(x for x in v.split(",") if x)
+        else: spec[k] = v
+    return [spec]
+
+@app.command("import")
+def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
+               out: Path = typer.Option(..., "--out", "-o", help="output folder"),
+               map_: Optional[List[str]] = typer.Option(None, "--map", help="field=column (answer, assistant, question, urls, ...; repeat)"),
+               skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows", help="write bad rows to rejected_rows.csv instead of stopping")):
+    "Import answers collected some other way as conversations with citations and segments."
+    from groundbench.collect.table import import_tables, write_import
+    from groundbench.core import write_json, write_jsonl
+    if not source.exists(): fail(f"{source}: no such file")
+    if source.is_dir(): fail(f"{source}: is a folder; give a table file or a YAML file with import_tables")
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    try:
+        specs = import_specs(source, list(map_ or []))
+        ins = [Path(s["path"]) for s in specs if isinstance(s, dict) and "path" in s]
+        if any(p.exists() and p.resolve().parent == out.resolve() and p.name in ("conversations.jsonl", "prompts.parquet") for p in ins):
+            fail(f"--out {out}: would overwrite an input file; choose another folder")
+        imp = import_tables(specs, project_root(), skip_bad_rows)
+        write_jsonl(imp.conversations, out / "conversations.jsonl")
+        write_table(imp.prompts, out / "prompts.parquet")
+        write_import(imp, out)
+        write_json(imp.counts, out / "import_counts.json")
+    except (RecordError, OSError, ValueError) as e: fail(e)
+    rules = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["segment_rules"].items()))
+    found = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["markers_found"].items())) or "none"
+    typer.echo(f"{imp.counts['answers']} answers, {imp.counts['citations']} citations; segment rules: {rules}; markers: {found}"
+               + (f"; {imp.counts['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if imp.counts["rows_rejected"] else "")
+               + f" -> {out}")
 
 # %% ../nbs/90_cli.ipynb #b518a82c
 @dataclass

@@ -142,7 +142,10 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     if o.citations is not None and len(o.citations):
         cred = credibility_outputs(o.citations, o.conversations, n_boot)
         cred_rates = next(i.table for i in cred if i.name == "rates")
-        items += [i for i in cred if "csv" in i.formats and len(i.formats) > 1 or i.figure is not None]
+        shown = [i for i in cred if "csv" in i.formats and len(i.formats) > 1 or i.figure is not None]
+        no_thinking = [i for i in shown if i.name == "table_3" and list(i.table.columns) == ["Group"]]
+        if no_thinking: missing.append("Table 3: no assistant of these runs recorded thinking mode")
+        items += [i for i in shown if not any(i is j for j in no_thinking)]
     else: missing.append("Tables 1, 2, 3, 11, 12, 13 and Figures 2, 9: no 40_credibility outputs in these runs")
     if o.rules_effect is not None:
         items += [Output("rules_effect", "Citations each credibility rule family moves, per run: added alone to the rating table "

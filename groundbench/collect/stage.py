@@ -17,6 +17,7 @@ from .api import API_COLLECTORS
 from .base import Archive
 from .chatgpt import ChatGPTCollector
 from .expertqa import import_expertqa
+from .table import import_tables as import_answer_tables, write_import
 from .perplexity import PerplexityBrowserCollector
 from .qwen import QwenCollector
 from ..core import Conversation, Prompt, read_records
@@ -40,7 +41,7 @@ def make_collector(source: str, provider: str, model: str = "", base_url: str | 
         if provider not in API_COLLECTORS: raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
         return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options)
-    raise ValueError(f"source {source!r}: use browser, api or expertqa")
+    raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
 
 def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
     "`n` items spread evenly over the groups of `key` (round robin over a seeded hash order); all when n <= 0."
