@@ -51,6 +51,7 @@ def text_blocks(text: str) -> list[str]:
 
 # %% ../../nbs/21_collect_base.ipynb #d157013f
 _SENT_END = re.compile(r"[.!?。！？]+[\"'”’)\]]*")
+_NAME_ABBR = re.compile(r"(?:^|[\s(])(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|St|Gen|Sen|Rep|Gov|vs|No)\.$")
 
 def _sentences(block: str) -> list[str]:
     "Split a marked block into sentences; markers right after the end punctuation stay with the sentence."
@@ -63,6 +64,9 @@ def _sentences(block: str) -> list[str]:
             end += mm.end()
         cjk = any(c in "。！？" for c in m.group(0))
         if end < len(block) and not block[end].isspace() and not cjk: continue  # "3.5", "e.g.x": not a boundary
+        nxt = block[end:].lstrip()[:1]
+        if m.group(0) == "." and (nxt.islower() or (_NAME_ABBR.search(block[:end]) and nxt.isupper())):
+            continue  # "the U.S. government", "P. falciparum", "Dr. Smith", "J. K. Rowling": not a boundary
         out.append(block[start:end])
         start = end
     out.append(block[start:])

@@ -18,12 +18,12 @@ import pandas as pd
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal, mark,
                                       segment_blocks, text_blocks)
-from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
+from ..core import Citation, Conversation, Prompt, RecordError, Segment, stable_id, write_table
 
 # %% auto #0
 __all__ = ['MARKER_TYPES', 'TableMapping', 'read_rows', 'find_column', 'split_cell', 'url_items', 'digit_markers', 'read_markers',
            'match_publisher', 'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables',
-           'write_import']
+           'write_import', 'segment_agreement']
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29006
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
@@ -50,10 +50,12 @@ class TableMapping:
     meta: tuple[str, ...] = ()
     markers: tuple[str, ...] = ("brackets", "superscripts")
     drop_lines: tuple[str, ...] = ()
+    paragraphs: str = "blank_lines"
     encoding: str = "utf-8"
 
     def __post_init__(self):
         if not self.assistant and not self.assistant_name: raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
+        if self.paragraphs not in ("blank_lines", "lines"): raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
         bad = [m for m in self.markers if m not in MARKER_TYPES]
         if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
         for rx in self.drop_lines:
@@ -181,6 +183,7 @@ _OPEN_BR = re.compile(r"【(\d+)(?:[:†][^】]*)?】")
 _SUPER = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 _SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:[,،]\s?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)*")
 _GLUED = re.compile(r"(?<=[^\W\d_]|[.,;:)\]\"'”’%])(\d{1,6})(?=[\s.,;:!?)\]\"'”’]|$)|(?<=[)\"”]) (\d{1,6})(?=[.;!?]?\s*$|[.;!?]\s)")
+_AFTER_NUMBER = re.compile(r"(?<![\w.,])((?:19|20)\d\d|[$€£]\d{1,3}(?:,\d{3})*\.\d\d)(\d{1,4})(?=[.;!?]?\s*$|[.;!?]\s)")
 _PILL = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Z0-9 &.,'’!:/+\-()]{0,78}?(?:\s*\+\d+)?$")
 
 def digit_markers(digits: str, n: int) -> tuple[list[int], bool]:
@@ -232,6 +235,12 @@ def read_markers(text: str, n: int, kinds: Sequence[str], counts: Counter | None
             counts["glued"] += 1; counts["ambiguous"] += amb
             return "".join(mark(k) for k in got)
         text = _GLUED.sub(glue, text)
+        def after_number(m):
+            got, amb = digit_markers(m.group(2), n)
+            if not got: return m.group(0)
+            counts["glued"] += 1; counts["ambiguous"] += amb
+            return m.group(1) + "".join(mark(k) for k in got)
+        text = _AFTER_NUMBER.sub(after_number, text)
     return text
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29016
@@ -329,7 +338,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
                         if fieldname == "panel_urls": continue
                         raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} is not an absolute http(s) URL")
                     dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
-            extra = {"collected_at": get("collected_at"), "topic": get("topic"), "role": get("role"), "claim_id": get("claim_id"),
+            extra = {"answer_id": get("answer_id"), "collected_at": get("collected_at"), "topic": get("topic"), "role": get("role"), "claim_id": get("claim_id"),
                      **{c: _text(_value(row, col[f"meta:{c}"])) for c in m.meta}}
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
             aid = get("answer_id")
@@ -356,7 +365,8 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n") if not any(re.fullmatch(rx, l.strip()) for rx in m.drop_lines))
     found: Counter = Counter()
     if "publisher_lines" in m.markers: text = publisher_lines(text, cits, found)
-    blocks = [read_markers(b, len(cits), m.markers, found) for b in text_blocks(text)]
+    paras = [l.strip() for l in text.split("\n") if l.strip()] if m.paragraphs == "lines" else text_blocks(text)
+    blocks = [read_markers(b, len(cits), m.markers, found) for b in paras]
     body, segs = segment_blocks(blocks, len(cits))
     marked = any(not s.uncited for s in segs)
     rule = "markers" if marked else ("all_citations" if cits else "no_citations")
@@ -368,10 +378,11 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     conv = Conversation(a.assistant, a.model, pr.prompt_id, a.question, body, cits, segs, refused=is_refusal(body), uncited_panel_sources=panel,
                         collected_at=e["collected_at"], source=f"{source}:{a.rows[0]}", unresolved_pills=found["unresolved_pills"],
                         segment_rule=rule)
-    meta = {"conversation_id": conv.conversation_id, "file": source, "rows": ",".join(map(str, a.rows)), "assistant": a.assistant,
+    meta = {"conversation_id": conv.conversation_id, "answer_id": e["answer_id"], "file": source, "rows": ",".join(map(str, a.rows)),
+            "assistant": a.assistant,
             "segment_rule": rule, **{f"markers_{k}": found[k] for k in ("brackets", "superscripts", "glued", "publisher_lines")},
             "ambiguous_markers": found["ambiguous"], "unresolved_pills": found["unresolved_pills"],
-            **{f"meta_{k}": v for k, v in e.items() if k not in ("collected_at", "topic", "role", "claim_id")}}
+            **{f"meta_{k}": v for k, v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")}}
     return pr, conv, meta
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29020
@@ -424,3 +435,24 @@ def write_import(imp: TableImport, out: str | Path) -> dict:
     write_table(imp.answers, out / "imported_answers.parquet")
     if len(imp.rejected): write_table(imp.rejected, out / "rejected_rows.csv")
     return imp.counts
+
+# %% ../../nbs/29_collect_table.ipynb #a1c29025
+def segment_agreement(convs: Sequence[Conversation], labels: Sequence[dict], answer_ids: dict[str, str]) -> pd.DataFrame:
+    "Per assistant: answers and sentences hand-labelled, how many the parser reads exactly as labelled, and the share."
+    by_id = {(c.provider, answer_ids[c.conversation_id]): c for c in convs if c.conversation_id in answer_ids}
+    rows = []
+    for lab in labels:
+        c = by_id.get((lab["assistant"], lab["id"]))
+        if c is None: raise KeyError(f"labelled answer {lab['id']!r} is not in the import")
+        if len(c.segments) != len(lab["sentences"]):
+            raise ValueError(f"answer {lab['id']!r}: {len(c.segments)} sentences parsed, {len(lab['sentences'])} labelled")
+        ok = []
+        for s, (prefix, exp) in zip(c.segments, lab["sentences"]):
+            if not s.text.startswith(prefix): raise ValueError(f"answer {lab['id']!r}: sentence {s.text[:48]!r} is labelled as {prefix!r}")
+            got = "all" if s.uncited else list(s.citation_indices)
+            ok.append(got == exp)
+        rows.append({"assistant": lab["assistant"], "answers": 1, "sentences": len(ok), "sentences_agree": sum(ok),
+                     "answers_agree": int(all(ok))})
+    t = pd.DataFrame(rows).groupby("assistant", sort=False).sum().reset_index()
+    t["sentence_agreement_pct"] = (100 * t.sentences_agree / t.sentences).round(1)
+    return t
