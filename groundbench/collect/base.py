@@ -64,8 +64,9 @@ def _sentences(block: str) -> list[str]:
             end += mm.end()
         cjk = any(c in "。！？" for c in m.group(0))
         if end < len(block) and not block[end].isspace() and not cjk: continue  # "3.5", "e.g.x": not a boundary
-        nxt = block[end:].lstrip()[:1]
-        if m.group(0) == "." and (nxt.islower() or (_NAME_ABBR.search(block[:end]) and nxt.isupper())):
+        nxt = re.match(r"\s*(\S*)", block[end:]).group(1)
+        word = re.match(r"[^\W\d_]+", nxt)
+        if m.group(0) == "." and ((word and word.group(0).islower()) or (_NAME_ABBR.search(block[:end]) and nxt[:1].isupper())):
             continue  # "the U.S. government", "P. falciparum", "Dr. Smith", "J. K. Rowling": not a boundary
         out.append(block[start:end])
         start = end

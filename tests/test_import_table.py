@@ -1,0 +1,138 @@
+"""Your own answers in (issue 14): the table import through a parameter file, on a spreadsheet with awkward headers that
+we write here and on the shipped real ChatGPT Search and Perplexity answers; the parser's agreement with the hand-checked
+sentence labels is the figure the README prints."""
+import json
+import re
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT, groundbench
+from groundbench.collect.table import import_table, import_tables, segment_agreement
+
+ASB = yaml.safe_load((ROOT / "papermill_params" / "ai-search-benchmark.yaml").read_text())
+LABELS = json.loads((ROOT / "tests" / "fixtures" / "segment_labels" / "ai_search_benchmark.json").read_text())
+
+
+def awkward_csv(path):
+    "One row per answer, one cited URL per row, headers with a space, a newline and a trailing space."
+    pd.DataFrame({"AI tool ": ["Tool A", "Tool A", "Tool B"],
+                  "Question\n(as asked)": ["Is the moon made of cheese?", "Did X win?", "Is the moon made of cheese?"],
+                  "Answer text": ["No, it is rock [1]. Samples were returned.", "Yes, in 2020.¹", "No. It is a myth."],
+                  "Cited URL ": ["https://www.nasa.gov/moon", "https://www.reuters.com/x?utm_source=a", "https://www.facebook.com/p/1"],
+                  "Collected on": ["2025-03-01", "2025-03-01", "2025-11-02"], "Notes, etc.": ["n1", "n2", "n3"]}
+                 ).to_csv(path, index=False)
+    return {"path": str(path), "assistant": "AI tool", "question": "question (as asked)", "answer": "Answer text",
+            "urls": "Cited URL", "collected_at": "Collected on", "meta": ["Notes, etc."]}
+
+
+def test_awkward_spreadsheet_runs_through_collect_and_credibility_with_a_mapping_only(tmp_path):
+    spec = {"run_id": "mine", "stages": ["20_collect", "40_credibility"],
+            "parameters": {"source": "table", "sample": 0, "import_tables": [awkward_csv(tmp_path / "answers.csv")]},
+            "settings": {}}
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(spec))
+    groundbench("run", tmp_path / "mine.yaml", "--runs-dir", tmp_path / "runs", check=True)
+    run = tmp_path / "runs" / "mine"
+    convs = [json.loads(l) for l in (run / "20_collect" / "conversations.jsonl").read_text().splitlines()]
+    assert [c["provider"] for c in convs] == ["Tool A", "Tool A", "Tool B"]
+    assert [c["segment_rule"] for c in convs] == ["markers", "markers", "all_citations"]
+    assert convs[1]["citations"][0]["url"] == "https://www.reuters.com/x"          # tracking parameter removed
+    meta = pd.read_parquet(run / "20_collect" / "imported_answers.parquet")
+    assert meta["meta_Notes, etc."].tolist() == ["n1", "n2", "n3"]
+    m = json.loads((run / "manifest.json").read_text())["stages"]["20_collect"]["counts"]["table_import"]
+    assert m["answers"] == 3 and m["segment_rules"] == {"markers": 2, "all_citations": 1}
+    assert m["markers_found"] == {"brackets": 1, "superscripts": 1}
+    t2 = pd.read_csv(run / "40_credibility" / "table_2.csv", dtype=str)
+    assert list(t2.columns) == ["Measure", "Tool A", "Tool B"]
+    t1 = pd.read_csv(run / "40_credibility" / "table_1.csv", dtype=str)
+    assert t1.Group.tolist() == ["Overall"]                                        # no topics or roles: no empty rows
+
+
+@pytest.mark.parametrize("ext", ["xlsx", "parquet", "jsonl"])
+def test_the_same_answers_from_excel_parquet_and_jsonl(tmp_path, ext):
+    m = awkward_csv(tmp_path / "a.csv")
+    df = pd.read_csv(tmp_path / "a.csv", dtype=str)
+    p = tmp_path / f"a.{ext}"
+    if ext == "xlsx": df.to_excel(p, index=False)
+    elif ext == "parquet": df.to_parquet(p)
+    else: df.to_json(p, orient="records", lines=True, force_ascii=False)
+    got = import_table(p, {k: v for k, v in m.items() if k != "path"})
+    want = import_table(tmp_path / "a.csv", {k: v for k, v in m.items() if k != "path"})
+    assert [c.conversation_id for c in got.conversations] == [c.conversation_id for c in want.conversations]
+
+
+def test_one_row_per_citation_and_bad_rows(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("id,bot,answer,url\n"
+                 "a1,X,Claim one [1]. Claim two [2].,https://a.org/1\n"
+                 "a1,X,Claim one [1]. Claim two [2].,https://b.org/2\n"
+                 "a2,X,Other.,https://c.org\n"
+                 "a1,X,A different text.,https://d.org\n", encoding="utf-8")
+    m = {"answer_id": "id", "assistant": "bot", "answer": "answer", "urls": "url"}
+    with pytest.raises(ValueError, match=r"long.csv: row 5: column 'answer' \(answer\): answer id 'a1' was seen at row 2"):
+        import_table(p, m)
+    imp = import_table(p, m, skip_bad_rows=True)
+    assert [len(c.citations) for c in imp.conversations] == [2, 1]
+    assert [s.citation_indices for s in imp.conversations[0].segments] == [(1,), (2,)]
+    assert imp.rejected.row.tolist() == [5] and "different answer" in imp.rejected.reason[0]
+    p.write_bytes(b"bot,answer\nX,caf\xe9 ok\n")
+    with pytest.raises(ValueError, match="long.csv: line 2: bytes at offset .* are not utf-8"):
+        import_table(p, {"assistant": "bot", "answer": "answer"})
+    assert import_table(p, {"assistant": "bot", "answer": "answer", "encoding": "cp1252"}).conversations[0].answer_text == "café ok"
+    with pytest.raises(ValueError, match="field 'urls': no column 'links'"):
+        import_table(p, {"assistant": "bot", "answer": "answer", "urls": "links", "encoding": "cp1252"})
+
+
+def test_real_chatgpt_search_and_perplexity_answers_import_with_the_shipped_mapping():
+    imp = import_tables(ASB["parameters"]["import_tables"], ROOT)
+    c = imp.counts
+    assert c["answers"] == 302 and [f["answers"] for f in c["files"]] == [202, 100]
+    assert c["markers_found"]["publisher_lines"] > 400 and c["markers_found"]["glued"] > 300
+    assert c["unresolved_pills"] <= 2                                             # publisher lines matched to a citation
+    assert sum(c["segment_rules"].values()) == 302
+
+
+def test_segment_agreement_with_the_hand_labels_is_what_the_readme_says():
+    imp = import_tables(ASB["parameters"]["import_tables"], ROOT)
+    t = segment_agreement(imp.conversations, LABELS["answers"], dict(zip(imp.answers.conversation_id, imp.answers.answer_id)))
+    assert t.answers.tolist() == [20, 20]
+    readme = (ROOT / "README.md").read_text()
+    for r in t.itertuples():
+        line = f"| {r.assistant} | {r.answers} | {r.sentences} | {r.sentences_agree} ({r.sentence_agreement_pct:.1f}%) | {r.answers_agree} |"
+        assert line in readme, f"README's segment agreement row for {r.assistant} should read: {line}"
+
+
+def _readme_row(label):
+    line = next(l for l in (ROOT / "README.md").read_text().splitlines() if l.startswith(f"| {label} |"))
+    return [c.strip() for c in line.strip("|").split("|")][1:]
+
+
+def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp_path):
+    spec = {**ASB, "stages": ["20_collect", "40_credibility"]}                    # the sources stage changes nothing here
+    (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
+    groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True)
+    run = tmp_path / "runs" / ASB["run_id"]
+    cred = run / "40_credibility"
+    t1 = pd.read_csv(cred / "table_1.csv", dtype=str).set_index("Group")
+    t2 = pd.read_csv(cred / "table_2.csv", dtype=str).set_index("Measure")
+    t11 = pd.read_csv(cred / "table_11.csv", dtype=str)
+    for k, a in enumerate(["ChatGPT Search", "Perplexity"]):
+        assert _readme_row("CR, % (per-conversation mean ± 1.96 SE)")[k] == t1.loc["Overall", f"{a} CR"]
+        assert _readme_row("NCR, %")[k] == t1.loc["Overall", f"{a} NCR"]
+        assert _readme_row("citations (conversations)")[k] == f"{t2.loc['Total sources', a]} ({t2.loc['Conversations', a]})"
+        assert _readme_row("fact-checker citations, %")[k] == t2.loc["Overall FC citations (%)", a]
+        assert _readme_row("social media citations, %")[k] == t2.loc["Social media citations (%)", a]
+        top = ", ".join(f"{d} {n}" for d, n in t11[[f"{a} Domain", f"{a} Count"]].head(3).itertuples(index=False))
+        assert _readme_row("top cited domains")[k] == top
+    c = pd.read_parquet(cred / "citations.parquet")
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"Only {round(100 * v)}% of either" in readme for v in c.groupby("assistant").classified.mean())
+    sm = c[(c.assistant == "Perplexity") & (c.category == "social_media")]
+    assert f"mostly Reddit ({(sm.domain == 'reddit.com').sum()} of {len(sm)}) and Stack Overflow ({(sm.domain == 'stackoverflow.com').sum()})" in readme
+    m = json.loads((run / "manifest.json").read_text())["stages"]["20_collect"]["counts"]["table_import"]
+    found, rules = m["markers_found"], m["segment_rules"]
+    said = (f"{m['answers']} answers with {m['citations']:,} citations; publisher lines matched {found['publisher_lines']} times "
+            f"({m['unresolved_pills']} left unresolved), glued digits {found['glued']} times, `【n】` {found['brackets']} times; "
+            f"segment rules: {rules['markers']} `markers`, {rules['all_citations']} `all_citations`, {rules['no_citations']} `no_citations`")
+    assert said in readme, said
