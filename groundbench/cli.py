@@ -25,9 +25,9 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 
 # %% auto #0
 __all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
-           'import_specs', 'import_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel',
-           'declared_parameters', 'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd',
-           'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+           'import_specs', 'import_cmd', 'validate_judge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec',
+           'StageFailed', 'default_kernel', 'declared_parameters', 'run_study', 'run_summary', 'run_cmd', 'status_cmd',
+           'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -139,6 +139,48 @@ def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .js
     typer.echo(f"{imp.counts['answers']} answers, {imp.counts['citations']} citations; segment rules: {rules}; markers: {found}"
                + (f"; {imp.counts['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if imp.counts["rows_rejected"] else "")
                + f" -> {out}")
+
+# %% ../nbs/90_cli.ipynb #c14e0012
+@app.command("validate-judge")
+def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
+                       claim_col: str = typer.Option(..., "--claim-col", help="column holding the statement to check"),
+                       evidence_col: str = typer.Option(..., "--evidence-col", help="column holding the evidence text"),
+                       label_col: str = typer.Option(..., "--label-col", help="column holding the human label"),
+                       label_map: Optional[str] = typer.Option(None, "--label-map", help="LABEL=supported|not_supported|skip, comma-separated"),
+                       group_col: Optional[str] = typer.Option(None, "--group-col", help="report per value of this column too"),
+                       split_col: Optional[str] = typer.Option(None, "--split-col", help="column saying dev or test (else a seeded split)"),
+                       id_col: Optional[str] = typer.Option(None, "--id-col", help="column with a row id"),
+                       dev_fraction: float = typer.Option(0.5, help="without --split-col: share of each label's rows used as dev"),
+                       out: Path = typer.Option(Path("judge-validation"), "--out", help="output folder"),
+                       top_k: int = typer.Option(5, help="evidence chunks the judge sees"),
+                       n_boot: int = typer.Option(1000, help="bootstrap resamples for kappa's interval"),
+                       no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
+                       param_file: Optional[Path] = typer.Option(None, help="take the judge's settings from this parameter file")):
+    "Agreement of the configured judge and two non-LLM baselines with human support labels."
+    from groundbench.embed import embedder_from_settings
+    from groundbench.llm import llm_from_settings
+    from groundbench.validation_pairs import PairColumns, write_pair_validation
+    if not pairs.exists(): fail(f"{pairs}: no such file")
+    if pairs.is_dir(): fail(f"{pairs}: is a folder; give a table file")
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    try:
+        over = (yaml.safe_load(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
+        settings = load_settings(overrides=over)
+        llm = None if no_judge else llm_from_settings(settings)
+        cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
+        agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map, dev_fraction,
+                                               top_k, n_boot)
+    except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
+    smoke = " SMOKE RUN:" if summary["smoke"] else ""
+    typer.echo(f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} skipped by the label map); "
+               f"judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
+               + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
+    if smoke: typer.echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's quality.")
+    t = agree[agree.group == "all"].copy()
+    t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
+    typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)", "parse_failures"]].to_string(index=False))
+    if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
+    typer.echo(f"-> {out}")
 
 # %% ../nbs/90_cli.ipynb #b518a82c
 @dataclass
