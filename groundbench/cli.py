@@ -25,9 +25,9 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 
 # %% auto #0
 __all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
-           'import_specs', 'import_cmd', 'validate_judge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec',
-           'StageFailed', 'default_kernel', 'declared_parameters', 'run_study', 'run_summary', 'run_cmd', 'status_cmd',
-           'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+           'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'RunSpec', 'stage_notebook',
+           'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters', 'run_study', 'run_summary',
+           'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -181,6 +181,27 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
     typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)", "parse_failures"]].to_string(index=False))
     if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
     typer.echo(f"-> {out}")
+
+# %% ../nbs/90_cli.ipynb #c14e0022
+@app.command("compare")
+def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<run_id>)"),
+                a: str = typer.Option(..., "--a", help="side A: an assistant, a run id, or run:assistant"),
+                b: str = typer.Option(..., "--b", help="side B, the same way"),
+                out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file"),
+                n_boot: int = typer.Option(1000, help="bootstrap resamples")):
+    "Two runs or two assistants side by side: differences and whether each is outside the combined interval."
+    from groundbench.report import compare_sides, load_outputs
+    for r in runs:
+        if not r.is_dir(): fail(f"{r}: not a run folder")
+    try:
+        cmp = compare_sides(load_outputs(runs), a, b, n_boot)
+        if out is not None: write_table(cmp, out)
+    except (RecordError, OSError, ValueError) as e: fail(e)
+    if cmp.empty: fail(f"nothing to compare: neither side has credibility or groundedness outputs")
+    typer.echo(f"A = {a}, B = {b}; diff_pp = B - A (points); within_ci: |diff| within the combined 95% half-width")
+    typer.echo(cmp.to_string(index=False))
+    outside = cmp[cmp.within_ci == "no"]
+    typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval" + (f" -> {out}" if out else ""))
 
 # %% ../nbs/90_cli.ipynb #b518a82c
 @dataclass

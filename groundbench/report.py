@@ -12,6 +12,7 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,8 @@ from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, writ
 
 # %% auto #0
 __all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'paper_vs_run', 'report_items', 'usage_table', 'render_html',
-           'write_report']
+           'load_paper_results', 'run_values', 'paper_vs_run', 'compare_sides', 'report_items', 'usage_table',
+           'render_html', 'write_report']
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -130,11 +131,50 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     m = m.sort_values(["metric", "assistant", "group"], key=lambda s: s.map(order) if s.name == "group" else s)
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
 
+# %% ../nbs/80_report.ipynb #c80c0002
+def _side(o: RunOutputs, name: str) -> pd.Series:
+    "Conversations of side `name` (a boolean mask over o.conversations)."
+    c = o.conversations
+    run, sep, asst = name.partition(":")
+    if sep and run in o.run_ids and (m := (c.run_id == run) & (c.assistant == asst)).any(): return m
+    if name in o.run_ids: return c.run_id == name
+    if (m := c.assistant == name).any(): return m
+    have = sorted(set(o.run_ids) | set(c.assistant) | {f"{r}:{a}" for r, a in zip(c.run_id, c.assistant)})
+    raise ValueError(f"compare: {name!r} is neither an assistant, a run id nor run:assistant of these runs (have: {', '.join(have)})")
+
+def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataFrame:
+    "Side A vs side B: each metric and group with both values, half-widths, the difference and whether it is within the combined interval."
+    from groundbench.credibility.metrics import table_1
+    from groundbench.groundedness.metrics import breakdowns
+    ma, mb = _side(o, a), _side(o, b)
+    if (ma & mb).any(): raise ValueError(f"compare: {a!r} and {b!r} share {(ma & mb).sum()} conversations; name two disjoint sides")
+    label = {**{cid: a for cid in o.conversations.conversation_id[ma]}, **{cid: b for cid in o.conversations.conversation_id[mb]}}
+    meta = o.meta[o.meta.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
+    cred = ground = None
+    if o.citations is not None and o.citations.conversation_id.isin(label).any():
+        cit = o.citations[o.citations.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
+        cred = table_1(cit, n_boot)[0]
+    if o.responses is not None and len(r := o.responses[(o.responses.method == "ours") & o.responses.conversation_id.isin(label)]):
+        ground = breakdowns(r.drop(columns=["run_id"]), meta, n_boot=n_boot)
+    v = run_values(cred, ground)
+    cols = ["metric", "group", "a_pct", "a_ci95", "a_n", "b_pct", "b_ci95", "b_n", "diff_pp", "combined_ci95", "within_ci"]
+    if v.empty: return pd.DataFrame(columns=cols)
+    sa = v[v.run_assistant == a].drop(columns="run_assistant").rename(columns={"run_pct": "a_pct", "run_ci95": "a_ci95", "run_n": "a_n"})
+    sb = v[v.run_assistant == b].drop(columns="run_assistant").rename(columns={"run_pct": "b_pct", "run_ci95": "b_ci95", "run_n": "b_n"})
+    m = sa.merge(sb, on=["metric", "group"], how="inner")
+    m["diff_pp"] = m.b_pct - m.a_pct
+    m["combined_ci95"] = np.sqrt(m.a_ci95 ** 2 + m.b_ci95 ** 2)
+    ok = m.combined_ci95.notna() & m.diff_pp.notna()
+    m["within_ci"] = np.where(ok, (m.diff_pp.abs() <= m.combined_ci95).map({True: "yes", False: "no"}), "n/a")
+    order = {k: i for i, k in enumerate(dict.fromkeys(v.group))}
+    m = m.sort_values(["metric", "group"], key=lambda s: s.map(order) if s.name == "group" else s.map({"CR": 0, "NCR": 1, "GS": 2, "NCG": 3, "CG": 4}))
+    return m[cols].round({"a_pct": 2, "a_ci95": 2, "b_pct": 2, "b_ci95": 2, "diff_pp": 2, "combined_ci95": 2}).reset_index(drop=True)
+
 # %% ../nbs/80_report.ipynb #81c876e0
 ReportItem = Output  # one table or figure of the report (groundbench.tables.Output)
 
 def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None,
-                 mapping: dict | None = None) -> tuple[list[Output], list[str]]:
+                 mapping: dict | None = None, compare: Sequence[Sequence[str]] = ()) -> tuple[list[Output], list[str]]:
     "Every table and figure the runs' outputs allow, and a note for each one they do not."
     items, missing = [], []
     cred_rates = ground_rates = None
@@ -183,6 +223,11 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                         smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
     if pv.empty: missing.append("Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
                                 "Qwen Chat in the browser), so there is nothing to compare")
+    for k, (a, b) in enumerate(compare, 1):
+        cmp = compare_sides(o, a, b, n_boot)
+        items.append(Output(f"comparison_{k}", f"Comparison {k}: {b} vs {a}: CR and NCR (per-conversation mean, 1.96 SE) and, where "
+                            "scored, GS, NCG, CG; diff_pp = B - A in points; within_ci: the difference is within the combined 95% "
+                            f"half-width (A = {a}, B = {b})", cmp, smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
     return items, missing
 
 # %% ../nbs/80_report.ipynb #ad842dd1
@@ -246,10 +291,10 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
     return "\n".join(parts)
 
 def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None, mapping: dict | None = None,
-                 title: str = "groundbench report") -> list[Path]:
+                 title: str = "groundbench report", compare: Sequence[Sequence[str]] = ()) -> list[Path]:
     "Write every table (CSV, Markdown, LaTeX), figure (PNG, PDF) and index.html into `out_dir`; returns the paths written."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    items, missing = report_items(o, n_boot, paper_dir, mapping)
+    items, missing = report_items(o, n_boot, paper_dir, mapping, compare)
     paths, layout = [], {}
     for i in items:
         if i.figure is not None and (p := figure_layout_problems(i.figure)): layout[i.name] = p

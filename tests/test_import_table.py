@@ -109,7 +109,7 @@ def _readme_row(label):
 
 
 def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp_path):
-    spec = {**ASB, "stages": ["20_collect", "40_credibility"]}                    # the sources stage changes nothing here
+    spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"]}      # the sources stage changes nothing here
     (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
     groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True)
     run = tmp_path / "runs" / ASB["run_id"]
@@ -136,3 +136,14 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
             f"({m['unresolved_pills']} left unresolved), glued digits {found['glued']} times, `【n】` {found['brackets']} times; "
             f"segment rules: {rules['markers']} `markers`, {rules['all_citations']} `all_citations`, {rules['no_citations']} `no_citations`")
     assert said in readme, said
+
+    cmp = pd.read_csv(run / "report" / "comparison_1.csv")                       # ChatGPT Search (A) vs Perplexity (B)
+    cr = cmp[(cmp.metric == "CR") & (cmp.group == "Overall")].iloc[0]
+    assert f"{cr.a_pct:.2f} ± {cr.a_ci95:.2f}" == t1.loc["Overall", "ChatGPT Search CR"]
+    assert round(cr.diff_pp, 2) == round(cr.b_pct - cr.a_pct, 2)
+    assert cr.within_ci == ("yes" if abs(cr.diff_pp) <= (cr.a_ci95 ** 2 + cr.b_ci95 ** 2) ** 0.5 else "no")
+    assert "Comparison 1: Perplexity vs ChatGPT Search" in (run / "report" / "index.html").read_text()
+    nc = cmp[(cmp.metric == "NCR") & (cmp.group == "Overall")].iloc[0]
+    said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
+            f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")
+    assert cr.diff_pp < 0 and cr.within_ci == "no" and nc.within_ci == "yes" and said in (ROOT / "README.md").read_text(), said
