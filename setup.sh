@@ -29,7 +29,7 @@ fi
 
 # torch pinned in the same call: 2.13.0 is the CPU build available here; an unpinned torch
 # pulls a multi-GB CUDA build.
-$PIP install -q "torch==2.13.0" -e ".[dev,server]"
+$PIP install -q "torch==2.13.0" -e ".[dev,server,docs]"
 
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name groundbench --display-name "groundbench" >/dev/null
 echo "groundbench set up in $VENV ($("$VENV/bin/python" -c 'import groundbench; print(groundbench.__version__)'))"
