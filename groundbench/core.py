@@ -448,19 +448,24 @@ class Run:
     def stage(self, name: str, parameters: dict | None = None):
         "Context for one stage execution: records times, status, counts and LLM usage in the manifest."
         rec = StageRecord(name)
+        self.current_stage = name  # the LLM budget counts the other stages' spending, not this stage's earlier execution
         started = now_iso(); t0 = time.perf_counter()
         def begin(m):
             st = m["stages"].setdefault(name, {"history": []})
             st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
         self.update_manifest(begin)
-        status, error = "done", None
+        status, error, budget = "done", None, None
         try: yield rec
         except BaseException as e:
             status, error = "failed", "".join(traceback.format_exception_only(type(e), e)).strip()
+            if type(e).__name__ == "BudgetExceeded" and isinstance(getattr(e, "info", None), dict):
+                budget = {k: v for k, v in e.info.items() if k != "llm"}
+                for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))  # what was paid
             raise
         finally:
             entry = {"started_at": started, "finished_at": now_iso(), "seconds": round(time.perf_counter() - t0, 3),
-                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm}
+                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm, "stopped_by_budget": budget}
+            self.current_stage = None
             def end(m):
                 st = m["stages"].setdefault(name, {"history": []})
                 st.update(entry)

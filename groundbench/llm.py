@@ -31,9 +31,9 @@ from .core import load_settings, now_iso, resolve_path, sha256_file, stable_id
 # %% auto #0
 __all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend', 'register_backend',
            'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision', 'LlamaCppBackend', 'LLMHTTPError',
-           'retry_after_seconds', 'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache', 'LLM',
-           'Structured', 'parse_json_answer', 'repair_request', 'complete_json', 'llm_from_settings', 'request',
-           'PromptTemplate', 'load_prompt']
+           'retry_after_seconds', 'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache',
+           'BudgetExceeded', 'approx_tokens', 'Budget', 'LLM', 'Structured', 'parse_json_answer', 'repair_request',
+           'complete_json', 'budget_from_settings', 'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -303,6 +303,56 @@ class LLMCache:
         self.db.commit()
     def __len__(self): return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
 
+# %% ../nbs/01_llm.ipynb #b17b0002
+class BudgetExceeded(RuntimeError):
+    "A budget would be exceeded by the next call; `info` names it, its limit and what was spent (recorded in the manifest)."
+    def __init__(self, info: dict):
+        self.info = info
+        super().__init__(f"{info['scope']} budget {info['budget']}={info['limit']} reached: {info['spent']} spent "
+                         f"({info['calls_made']} calls made in this stage, {info['blocked']} more needed in step {info['step']!r}); "
+                         f"everything made so far is cached: rerun with a larger budget to go on")
+
+def approx_tokens(r: ChatRequest) -> int:
+    "An upper bound used before a call: prompt characters / 4 (rounded up) plus the request's max_tokens."
+    return -(-sum(len(c) for _, c in r.messages) // 4) + int(r.max_tokens)
+
+@dataclass
+class Budget:
+    "Call and token limits of a run and of a stage (0: none), with what the run had already spent."
+    max_calls: int = 0
+    max_tokens: int = 0
+    stage_max_calls: int = 0
+    stage_max_tokens: int = 0
+    run_calls: int = 0          # spent by the run's other stages (their last execution) before this stage
+    run_tokens: int = 0
+    calls: int = 0              # spent by this client (this stage execution)
+    tokens: int = 0
+
+    def limits(self) -> list[tuple[str, str, int, int]]:
+        "(scope, budget, limit, spent) of every set limit."
+        out = []
+        if self.max_calls: out.append(("run", "max_calls", self.max_calls, self.run_calls + self.calls))
+        if self.max_tokens: out.append(("run", "max_tokens", self.max_tokens, self.run_tokens + self.tokens))
+        if self.stage_max_calls: out.append(("stage", "stage_max_calls", self.stage_max_calls, self.calls))
+        if self.stage_max_tokens: out.append(("stage", "stage_max_tokens", self.stage_max_tokens, self.tokens))
+        return out
+
+    def admit(self, requests: Sequence[ChatRequest]) -> tuple[int, tuple | None]:
+        "How many of `requests` (in order) fit every limit, and the limit that stops the next one (None: all fit)."
+        n, calls, toks = 0, 0, 0
+        for r in requests:
+            calls, toks = calls + 1, toks + approx_tokens(r)
+            for scope, name, limit, spent in self.limits():
+                extra = calls if "calls" in name else toks
+                if spent + extra > limit: return n, (scope, name, limit, spent)
+            n += 1
+        return n, None
+
+    def spend(self, outs: Sequence[Completion]):
+        "Count calls made and their tokens (as the backend reports them)."
+        self.calls += len(outs)
+        self.tokens += sum(o.prompt_tokens + o.completion_tokens for o in outs)
+
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:
     return {"requests": 0, "calls": 0, "cache_hits": 0, "deduplicated": 0, "prompt_tokens": 0, "completion_tokens": 0,
@@ -310,10 +360,12 @@ def _new_stats() -> dict:
 
 class LLM:
     "A backend with a disk cache and per-step usage counters."
-    def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False, chunk_size: int | None = None):
+    def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False, chunk_size: int | None = None,
+                 budget: Budget | None = None):
         self.backend, self.cache, self.smoke = backend, cache, smoke
         self.chunk_size = chunk_size or getattr(backend, "preferred_batch", 64)
         self.stats: dict[str, dict] = {}
+        self.budget = budget
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -340,6 +392,11 @@ class LLM:
         bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
         for i in range(0, len(slots), self.chunk_size):
             part = slots[i:i + self.chunk_size]
+            stop = None
+            if self.budget is not None:
+                n, stop = self.budget.admit([todo[s] for s in part])
+                if stop: part = part[:n]
+            if not part: bar.close(); self._stop(stop, step, len(slots) - i)
             t0 = time.perf_counter()
             outs = self.backend.generate([todo[s] for s in part])
             st["seconds"] += time.perf_counter() - t0
@@ -348,10 +405,19 @@ class LLM:
             st["completion_tokens"] += sum(o.completion_tokens for o in outs)
             result.update(zip(part, outs))
             if self.cache is not None: self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
+            if self.budget is not None: self.budget.spend(outs)
             bar.update(len(part))
+            if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
         bar.close()
         st["seconds"] = round(st["seconds"], 3)
         return [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
+
+    def _stop(self, stop: tuple, step: str, blocked: int):
+        scope, name, limit, _ = stop
+        spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
+        raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step, "blocked": blocked,
+                              "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
+                              "llm": {k: dict(v) for k, v in self.stats.items()}})
 
 # %% ../nbs/01_llm.ipynb #9834bd1d
 @dataclass(frozen=True)
@@ -399,6 +465,25 @@ def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydanti
     return res
 
 # %% ../nbs/01_llm.ipynb #fcfa4d98
+def budget_from_settings(settings: dict, run=None) -> Budget | None:
+    "The [budget] limits (None when none is set), with what the run's other stages spent in their last execution."
+    from groundbench.core import stage_usage
+    b = settings.get("budget") or {}
+    def lim(k):
+        v = b.get(k, 0)
+        try: v = int(float(v or 0))
+        except (TypeError, ValueError): raise ValueError(f"settings [budget] {k} = {v!r}: give a whole number (0: no limit)") from None
+        if v < 0: raise ValueError(f"settings [budget] {k} = {v}: a budget cannot be negative (0: no limit)")
+        return v
+    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")))
+    if not budget.limits(): return None
+    if run is not None and (budget.max_calls or budget.max_tokens):
+        current = getattr(run, "current_stage", None)
+        for u in stage_usage(run.manifest()):
+            if u["stage"] == current or u["status"] == "running": continue
+            budget.run_calls += int(u["llm_calls"]); budget.run_tokens += int(u["prompt_tokens"] + u["completion_tokens"])
+    return budget
+
 def llm_from_settings(settings: dict | None = None, run=None, **overrides) -> LLM:
     "The LLM client configured in settings ([llm] section, with `overrides`), its cache, and its manifest entry."
     settings = settings or load_settings()
@@ -414,7 +499,7 @@ def llm_from_settings(settings: dict | None = None, run=None, **overrides) -> LL
         kw = {k: v for k, v in cfg.items() if k not in ("temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries") and v != ""}
     backend = make_backend(name, **kw)
     cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
-    llm = LLM(backend, cache, smoke=str(cfg.get("model")) in smoke_models)
+    llm = LLM(backend, cache, smoke=str(cfg.get("model")) in smoke_models, budget=budget_from_settings(settings, run))
     llm.defaults = {k: cfg[k] for k in ("temperature", "seed", "max_tokens") if k in cfg}
     if run is not None: run.record_model("llm", backend.describe(), smoke=llm.smoke)
     return llm

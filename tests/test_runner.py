@@ -140,3 +140,22 @@ def test_every_shipped_parameter_file_is_valid():
         spec = load_run_spec(f)
         declared = set().union(*(declared_parameters(s) for s in spec.stages))
         assert set(spec.parameters) <= declared, (f.name, set(spec.parameters) - declared)
+
+
+def test_a_budget_stops_the_run_before_the_call_past_it_and_a_larger_one_finishes_it_paying_nothing_twice(tmp_path):
+    "Issue 17: max_calls below what the run needs stops it with the budget named; the rerun pays only for what is left."
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    spec = write_spec(tmp_path / "b.yaml", "budget", cache, sample=3, **{"budget.max_calls": 1})
+    p = groundbench("run", spec, "--runs-dir", runs)
+    assert p.returncode != 0 and "budget max_calls=1 reached" in p.stderr, p.stderr
+    st = manifest(runs, "budget")["stages"]["10_claims"]
+    assert st["status"] == "failed" and st["stopped_by_budget"]["budget"] == "max_calls"
+    assert st["stopped_by_budget"]["spent"] == 1 and llm_usage({"stages": {"10_claims": st}})["calls"] == 1
+    assert cached_completions(cache / "llm.sqlite") == 1                              # what was paid for is kept
+    write_spec(spec, "budget", cache, sample=3, **{"budget.max_calls": 50})
+    groundbench("run", spec, "--runs-dir", runs, check=True)
+    st = manifest(runs, "budget")["stages"]["10_claims"]
+    again = llm_usage({"stages": {"10_claims": st}})
+    assert st["status"] == "done" and st["stopped_by_budget"] is None
+    assert again["cache_hits"] >= 1 and again["calls"] + 1 == cached_completions(cache / "llm.sqlite")  # zero repeated calls
+    assert again["calls"] >= 2
