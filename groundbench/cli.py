@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,10 +25,11 @@ from .claims import ROLES, prompts_from_files
 from .core import RecordError, Run, load_settings, project_root, resolve_path, stage_usage, to_plain, write_table
 
 # %% auto #0
-__all__ = ['app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
-           'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'RunSpec', 'stage_notebook',
-           'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters', 'run_study', 'run_summary',
-           'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+__all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file',
+           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'cache_merge_cmd',
+           'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters',
+           'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
+           'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -202,6 +204,25 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     typer.echo(cmp.to_string(index=False))
     outside = cmp[cmp.within_ci == "no"]
     typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval" + (f" -> {out}" if out else ""))
+
+# %% ../nbs/90_cli.ipynb #c14e0032
+cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+@cache_app.command("merge")
+def cache_merge_cmd(inputs: List[Path] = typer.Argument(..., help="cache files (llm.sqlite or embeddings.sqlite) to merge"),
+                    out: Path = typer.Option(..., "--out", help="the merged cache (created, or extended when it exists)")):
+    "Merge caches made on several machines into one, exactly (same keys as the caches use)."
+    from groundbench.llm import merge_caches
+    if out.is_dir(): fail(f"--out {out}: is a folder; give a file such as runs/.cache/llm.sqlite")
+    try: r = merge_caches(inputs, out)
+    except (OSError, ValueError, sqlite3.Error) as e: fail(e)
+    for row in r["inputs"]:
+        for t, c in row.items():
+            if t == "file": continue
+            typer.echo(f"{row['file']}: {t}: {c['rows']} rows, {c['added']} added, {c['shared']} already there, "
+                       f"{c['conflicts_kept_first']} conflicting (first kept)")
+    typer.echo(", ".join(f"{n} {t}" for t, n in r["rows"].items()) + f" -> {out}")
 
 # %% ../nbs/90_cli.ipynb #b518a82c
 @dataclass

@@ -29,11 +29,12 @@ from tqdm.auto import tqdm
 from .core import load_settings, now_iso, resolve_path, sha256_file, stable_id
 
 # %% auto #0
-__all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend', 'register_backend',
-           'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision', 'LlamaCppBackend', 'LLMHTTPError',
-           'retry_after_seconds', 'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache',
-           'BudgetExceeded', 'approx_tokens', 'Budget', 'LLM', 'Structured', 'parse_json_answer', 'repair_request',
-           'complete_json', 'budget_from_settings', 'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
+__all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
+           'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision', 'LlamaCppBackend',
+           'LLMHTTPError', 'retry_after_seconds', 'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key',
+           'LLMCache', 'merge_caches', 'BudgetExceeded', 'approx_tokens', 'Budget', 'LLM', 'Structured',
+           'parse_json_answer', 'repair_request', 'complete_json', 'budget_from_settings', 'llm_from_settings',
+           'request', 'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -302,6 +303,48 @@ class LLMCache:
                             [(k, d["backend"], d["model"], c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, now_iso()) for k, d, c in items])
         self.db.commit()
     def __len__(self): return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+# %% ../nbs/01_llm.ipynb #c4c40002
+CACHE_TABLES = {"completions": ["key"], "vectors": ["model", "text_hash"]}
+
+def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
+    "Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input."
+    out = Path(out)
+    inputs = [Path(p) for p in inputs]
+    for p in inputs:
+        if not p.is_file(): raise FileNotFoundError(f"{p}: no such cache file")
+        if out.exists() and p.resolve() == out.resolve(): raise ValueError(f"{p}: is the output; merge into another file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(out, timeout=60)
+    db.execute("PRAGMA journal_mode=WAL")
+    report: dict = {"out": str(out), "inputs": []}
+    for p in inputs:
+        src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
+        tables = [t for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'") if t in CACHE_TABLES]
+        if not tables: raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
+        row = {"file": str(p)}
+        for t in tables:
+            ddl = src.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?", (t,)).fetchone()[0]
+            db.execute(ddl.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
+            cols = [c[1] for c in src.execute(f"PRAGMA table_info({t})")]
+            keys = CACHE_TABLES[t]
+            added = shared = conflicts = 0
+            for r in src.execute(f"SELECT {', '.join(cols)} FROM {t}"):
+                rec = dict(zip(cols, r))
+                have = db.execute(f"SELECT {', '.join(cols)} FROM {t} WHERE {' AND '.join(f'{k}=?' for k in keys)}", [rec[k] for k in keys]).fetchone()
+                if have is None:
+                    db.execute(f"INSERT INTO {t} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", r); added += 1
+                else:
+                    same = all(have[i] == r[i] for i, c in enumerate(cols) if c not in ("created_at",))
+                    shared += same; conflicts += not same
+            row[t] = {"rows": added + shared + conflicts, "added": added, "shared": shared, "conflicts_kept_first": conflicts}
+        src.close()
+        db.commit()
+        report["inputs"].append(row)
+    report["rows"] = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                      for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'") if t in CACHE_TABLES}
+    db.close()
+    return report
 
 # %% ../nbs/01_llm.ipynb #b17b0002
 class BudgetExceeded(RuntimeError):
