@@ -15,22 +15,35 @@ import pandas as pd
 from .credibility.metrics import agresti_coull
 
 # %% auto #0
-__all__ = ['build_profile', 'figure_profile']
+__all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile']
 
 # %% ../nbs/68_profile.ipynb #56ec3d15
-def build_profile(run_dir: str | Path) -> pd.DataFrame:
-    "One row per assistant with every lens's headline number and its 95% half-width (NaN where a lens did not run)."
-    d = Path(run_dir)
+def rate_parts(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> list[pd.DataFrame]:
+    "The credibility and groundedness lenses of a profile, from the tidy rates of notebooks 42 and 53 (one run's or several runs')."
     parts = []
-    if (f := d / "40_credibility" / "rates.csv").exists():
-        r = pd.read_csv(f); r = r[r.breakdown == "overall"].set_index("assistant")
+    if cred_rates is not None and len(cred_rates):
+        r = cred_rates[cred_rates.breakdown == "overall"].set_index("assistant")
         parts.append(pd.DataFrame({"CR": r.cr * 100, "CR_ci95": (r.cr_ac_high - r.cr_ac_low) / 2 * 100,
                                    "NCR": r.ncr * 100, "NCR_ci95": (r.ncr_ac_high - r.ncr_ac_low) / 2 * 100, "classified_sources": r.classified}))
-    if (f := d / "50_groundedness" / "groundedness_rates.csv").exists():
-        g = pd.read_csv(f); g = g[g.breakdown == "overall"].set_index("assistant")
+    if ground_rates is not None and len(ground_rates):
+        g = ground_rates[ground_rates.breakdown == "overall"].set_index("assistant")
         parts.append(pd.DataFrame({**{m.upper(): g[m] * (100 if m != "hs" else 1) for m in ("gs", "cg", "ncg", "hs")},
                                    **{f"{m.upper()}_ci95": g[f"{m}_ci95"] * (100 if m != "hs" else 1) for m in ("gs", "cg", "ncg", "hs")},
                                    "verified_units": g.verified}))
+    return parts
+
+def profile_table(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    "The lenses side by side, one row per assistant, rounded as printed."
+    if not parts: return pd.DataFrame()
+    p = pd.concat(parts, axis=1)
+    p.index.name = "assistant"
+    return p.reset_index().round(2)
+
+def build_profile(run_dir: str | Path) -> pd.DataFrame:
+    "One row per assistant with every lens's headline number and its 95% half-width (NaN where a lens did not run)."
+    d = Path(run_dir)
+    f40, f50 = d / "40_credibility" / "rates.csv", d / "50_groundedness" / "groundedness_rates.csv"
+    parts = rate_parts(pd.read_csv(f40) if f40.exists() else None, pd.read_csv(f50) if f50.exists() else None)
     if (f := d / "60_sourcebench" / "sourcebench_scores.csv").exists():
         s = pd.read_csv(f).set_index("assistant")
         parts.append(pd.DataFrame({"SourceBench": s.weighted, "SourceBench_ci95": s.weighted_ci95, "pages": s.pages}))
@@ -43,10 +56,7 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
             lo, hi = agresti_coull(k, n)
             rows[a] = {"SourceCheckup": 100 * k / n if n else np.nan, "SourceCheckup_ci95": 100 * (hi - lo) / 2, "responses_checked": n}
         parts.append(pd.DataFrame.from_dict(rows, orient="index"))
-    if not parts: return pd.DataFrame()
-    p = pd.concat(parts, axis=1)
-    p.index.name = "assistant"
-    return p.reset_index().round(2)
+    return profile_table(parts)
 
 def figure_profile(p: pd.DataFrame):
     "Assistants across lenses (0-100 scales; HS is not a percentage and is left out), with 95% intervals."

@@ -20,7 +20,7 @@ import pandas as pd
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
-from .profile import build_profile, figure_profile
+from .profile import build_profile, figure_profile, profile_table, rate_parts
 from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, write_output
 
 # %% auto #0
@@ -204,10 +204,18 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
             items += [g for g in gouts if g.name != "groundedness_rates"]
             if not {"verify", "factscore"} <= set(by): missing.append("Tables 14, 15: the groundedness stage ran without `variants`")
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
-    if o.profile is not None and len(o.profile):
+    profile = o.profile
+    spans = o.conversations.groupby("assistant").run_id.nunique()
+    if profile is not None and len(profile) and (spans > 1).any():
+        # an assistant in several runs (shards, or repeats): one row per assistant from the stacked rates, as if one run
+        profile = profile_table(rate_parts(cred_rates, ground_rates))
+        dropped = [c for c in ("SourceBench", "SourceCheckup") if c in o.profile.columns and o.profile[c].notna().any()]
+        if dropped: missing.append(f"Profile: {' and '.join(dropped)} left out of the profile, since {', '.join(spans[spans > 1].index)} "
+                                   "appear in several runs and those lenses are stored per run (their own tables are in this report)")
+    if profile is not None and len(profile):
         items += [Output("profile", "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "
-                         "SourceCheckup support (%), with 95% half-widths", o.profile, smoke=sm),
-                  Output("figure_profile", "Every lens per assistant, with 95% intervals", figure=figure_profile(o.profile), smoke=sm)]
+                         "SourceCheckup support (%), with 95% half-widths", profile, smoke=sm),
+                  Output("figure_profile", "Every lens per assistant, with 95% intervals", figure=figure_profile(profile), smoke=sm)]
     if o.sourcebench is not None:
         items.append(Output("sourcebench", "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
                             "100)", o.sourcebench, smoke=sm))
