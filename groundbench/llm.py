@@ -236,39 +236,104 @@ class OpenAIBackend(Backend):
 register_backend("openai", "groundbench.llm:OpenAIBackend")
 
 # %% ../nbs/01_llm.ipynb #88e41892
+def _sampling_spec(r: ChatRequest) -> dict:
+    "A request's sampling settings as plain data (sent to data-parallel workers)."
+    return {"max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed, "schema": r.schema_dict()}
+
+def _make_sampling(vllm, spec: dict):
+    sp = {k: spec[k] for k in ("max_tokens", "temperature", "seed")}
+    if spec.get("schema"):
+        sparams = importlib.import_module("vllm.sampling_params")
+        if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(json=spec["schema"])
+        else: sp["guided_decoding"] = sparams.GuidedDecodingParams(json=spec["schema"])
+    return vllm.SamplingParams(**sp)
+
+def _vllm_rows(outs) -> list[tuple]:
+    return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), o.outputs[0].finish_reason or "") for o in outs]
+
+def _dp_worker(devices: str, args: dict, conn):
+    "One data-parallel engine: its own GPUs, its own vllm.LLM; answers (messages, sampling specs) jobs until None."
+    if devices: os.environ["CUDA_VISIBLE_DEVICES"] = devices
+    import vllm
+    try: llm = vllm.LLM(**args)
+    except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}")); return
+    conn.send(("ready", os.getpid()))
+    while (job := conn.recv()) is not None:
+        msgs, specs = job
+        try: conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[_make_sampling(vllm, s) for s in specs], use_tqdm=False))))
+        except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
+
 class VLLMBackend(Backend):
-    "vLLM's offline `LLM` with structured outputs; one `chat` call per batch."
+    "vLLM's offline `LLM` with structured outputs; one `chat` call per batch (per engine with data parallelism)."
     name = "vllm"
     preferred_batch = 4096  # large batches keep the GPU busy; answers are cached after each
     def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  max_model_len: int | None = None, gpu_memory_utilization: float = 0.9, distributed_executor_backend: str | None = None,
-                 quantization: str | None = None, n_ctx: int | None = None, **kw):
+                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1, **kw):
         super().__init__(model, revision, max_model_len=max_model_len or n_ctx, quantization=quantization)
-        import vllm
-        self._vllm = vllm
         args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size), pipeline_parallel_size=int(pipeline_parallel_size),
                     enable_prefix_caching=True, gpu_memory_utilization=gpu_memory_utilization, seed=0)
         if revision: args["revision"] = revision
         if max_model_len or n_ctx: args["max_model_len"] = int(max_model_len or n_ctx)
         if distributed_executor_backend: args["distributed_executor_backend"] = distributed_executor_backend
         if quantization: args["quantization"] = quantization
-        self.engine_args = args
-        self.llm = vllm.LLM(**args)
+        self.engine_args, self.data_parallel_size, self.workers = args, int(data_parallel_size or 1), []
+        if self.data_parallel_size < 1: raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
+        if self.data_parallel_size == 1:
+            import vllm
+            self._vllm = vllm
+            self.llm = vllm.LLM(**args)
+            return
+        import multiprocessing as mp
+        per = int(tensor_parallel_size) * int(pipeline_parallel_size)
+        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()] or [str(i) for i in range(per * self.data_parallel_size)]
+        if len(visible) < per * self.data_parallel_size:
+            raise ValueError(f"data_parallel_size {self.data_parallel_size} x {per} GPUs per engine needs {per * self.data_parallel_size} "
+                             f"devices; CUDA_VISIBLE_DEVICES has {len(visible)}")
+        ctx = mp.get_context("spawn")
+        for i in range(self.data_parallel_size):
+            a, b = ctx.Pipe()
+            p = ctx.Process(target=_dp_worker, args=(",".join(visible[i * per:(i + 1) * per]), args, b), daemon=True)
+            p.start()
+            self.workers.append((p, a))
+        for p, a in self.workers:
+            kind, info = a.recv()
+            if kind != "ready": self.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
 
     def describe(self): return {**super().describe(), "max_model_len": self.settings["max_model_len"], "quantization": self.settings["quantization"]}
 
-    def _sampling(self, r: ChatRequest):
-        sp = dict(max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed)
-        if r.schema:
-            sparams = importlib.import_module("vllm.sampling_params")
-            if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(json=r.schema_dict())
-            else: sp["guided_decoding"] = sparams.GuidedDecodingParams(json=r.schema_dict())
-        return self._vllm.SamplingParams(**sp)
+    def _sampling(self, r: ChatRequest): return _make_sampling(self._vllm, _sampling_spec(r))
 
     def generate(self, requests):
-        outs = self.llm.chat([r.message_dicts() for r in requests], sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
-        return [Completion(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), o.outputs[0].finish_reason or "")
-                for o in outs]
+        if not self.workers:
+            outs = self.llm.chat([r.message_dicts() for r in requests], sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
+            return [Completion(*row) for row in _vllm_rows(outs)]
+        n = len(self.workers)
+        bounds = [round(i * len(requests) / n) for i in range(n + 1)]   # contiguous shares: neighbours share prompt prefixes
+        shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
+        for (p, conn), share in zip(self.workers, shares):
+            if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))
+        rows = []
+        for (p, conn), share in zip(self.workers, shares):
+            if not share: continue
+            kind, got = conn.recv()
+            if kind != "ok": raise RuntimeError(f"vLLM data-parallel engine {p.pid}: {got}")
+            rows += got
+        return [Completion(*row) for row in rows]
+
+    def close(self):
+        "Stop the data-parallel engines."
+        for p, conn in self.workers:
+            try: conn.send(None)
+            except (OSError, BrokenPipeError): pass
+        for p, _ in self.workers:
+            p.join(10)
+            if p.is_alive(): p.kill()
+        self.workers = []
+
+    def __del__(self):
+        try: self.close()
+        except Exception: pass
 
 register_backend("vllm", "groundbench.llm:VLLMBackend")
 
