@@ -28,8 +28,8 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 __all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file',
            'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'cache_merge_cmd',
            'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters',
-           'run_study', 'run_summary', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd', 'main']
+           'run_study', 'run_summary', 'parse_worker', 'parse_params', 'run_cmd', 'status_cmd', 'parse_cmd',
+           'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -233,6 +233,8 @@ class RunSpec:
     parameters: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     path: Path | None = None
+    worker: tuple[int, int] | None = None   # (k, n): run only the collection of worker k of n (notebook 20)
+    only: list[str] = field(default_factory=list)  # run only these of `stages` (parameters are still checked against all)
 
 def stage_notebook(stage: str) -> Path:
     "The notebook of `stage` in the project's nbs/ folder."
@@ -280,11 +282,16 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     run = Run.open(spec.run_id, runs_dir, parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
                                                        "parameters": spec.parameters, "settings": spec.settings})
     kernel = kernel or default_kernel()
-    for stage in spec.stages:
+    stages = [s for s in spec.stages if not spec.only or s in spec.only]
+    if spec.worker:
+        if "20_collect" not in spec.stages: raise RecordError(f"{spec.path}: --worker splits the 20_collect stage, which this file does not run")
+        stages = ["20_collect"]
+    for stage in stages:
         params = {k: v for k, v in spec.parameters.items() if k in declared[stage]}
         params["run_dir"] = str(run.dir.resolve())
         if "settings_overrides" in declared[stage]: params["settings_overrides"] = spec.settings
-        out = run.dir / "notebooks" / f"{stage}.ipynb"
+        if spec.worker: params["worker"], params["workers"] = spec.worker
+        out = run.dir / "notebooks" / (f"{stage}.worker-{spec.worker[0]}-of-{spec.worker[1]}.ipynb" if spec.worker else f"{stage}.ipynb")
         out.parent.mkdir(parents=True, exist_ok=True)
         typer.echo(f"[{spec.run_id}] {stage} ...", err=True)
         t0 = time.perf_counter()
@@ -309,9 +316,32 @@ def run_summary(run: Run) -> str:
                      f"{c.get('model_mismatches', 0)} answers by another model than asked")
     return "\n".join(lines)
 
-def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool) -> str:
+def parse_worker(text: str | None) -> tuple[int, int] | None:
+    "`K/N` -> (K, N) with 0 <= K < N."
+    if not text: return None
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not (int(m.group(2)) >= 1 and int(m.group(1)) < int(m.group(2))):
+        raise ValueError(f"--worker {text!r}: give K/N with 0 <= K < N, e.g. 0/2 and 1/2 for two workers")
+    return int(m.group(1)), int(m.group(2))
+
+def parse_params(items: Sequence[str]) -> dict:
+    "`key=value` pairs (values read as YAML: numbers, true/false, lists) -> a dict."
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip(): raise ValueError(f"--param {it!r}: use key=value, e.g. --param profile_dir=~/.groundbench/w1")
+        try: out[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+        except yaml.YAMLError: out[k.strip()] = v
+    return out
+
+def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool,
+             worker: tuple[int, int] | None = None, extra: dict | None = None, only: Sequence[str] = ()) -> str:
     spec = load_run_spec(path)
     if run_id: spec.run_id = run_id
+    if bad := [x for x in only if x not in spec.stages]: raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
+    spec.only = list(only)
+    spec.worker = worker
+    spec.parameters = {**spec.parameters, **(extra or {})}
     return run_summary(run_study(spec, runs_dir, kernel, log_output))
 
 # %% ../nbs/90_cli.ipynb #8ae3c17f
@@ -321,12 +351,18 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
             runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders (default: settings.ini [paths] runs_dir)"),
             kernel: Optional[str] = typer.Option(None, help="Jupyter kernel (default: groundbench)"),
             parallel: int = typer.Option(1, help="run several parameter files in this many processes"),
-            log_output: bool = typer.Option(False, help="stream the notebooks' output")):
+            log_output: bool = typer.Option(False, help="stream the notebooks' output"),
+            worker: Optional[str] = typer.Option(None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
+            param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
+            stages: Optional[str] = typer.Option(None, "--stages", help="only these of the file's stages, comma-separated (e.g. 10_claims)")):
     "Run the stage notebooks of each parameter file into runs/<run_id>/ (resumes from caches when rerun)."
     if run_id and len(params) > 1: fail("--run-id needs exactly one parameter file")
+    if worker and len(params) > 1: fail("--worker needs exactly one parameter file")
     try:
+        w, extra = parse_worker(worker), parse_params(param or [])
         for p in params: load_run_spec(p)
-        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output) for p in params]
+        only = [x.strip() for x in (stages or "").split(",") if x.strip()]
+        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(_run_one, *zip(*args)))
         else: summaries = [_run_one(*a) for a in args]

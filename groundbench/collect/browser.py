@@ -28,8 +28,8 @@ from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
 # %% auto #0
 __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'answer_selectors',
            'answer_selector', 'pick_renderer', 'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit',
-           'panel_sources', 'url_attrs', 'citation_urls', 'make_driver', 'full_screenshot', 'BrowserCollector',
-           'same_model', 'reparse_record']
+           'panel_sources', 'url_attrs', 'citation_urls', 'make_driver', 'remote_driver', 'full_screenshot',
+           'BrowserCollector', 'same_model', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #b18aeac1
 CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
@@ -245,13 +245,14 @@ def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800),
-                extra_args: Sequence[str] = (), performance_log: bool = False):
-    "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up); `extra_args` are more switches."
+                extra_args: Sequence[str] = (), performance_log: bool = False, remote_url: str | None = None):
+    "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up), or on a WebDriver endpoint (`remote_url`)."
     os.environ["SE_OFFLINE"] = "true"
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
-    opts.binary_location = os.environ.get("GROUNDBENCH_CHROMIUM", CHROMIUM)
+    if not remote_url: opts.binary_location = os.environ.get("GROUNDBENCH_CHROMIUM", CHROMIUM)
+    elif os.environ.get("GROUNDBENCH_REMOTE_CHROMIUM"): opts.binary_location = os.environ["GROUNDBENCH_REMOTE_CHROMIUM"]  # the node's own path
     if headless: opts.add_argument("--headless=new")
     for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
               "--disable-component-update", "--disable-sync", "--disable-quic", f"--window-size={window[0]},{window[1]}", *extra_args):
@@ -261,7 +262,18 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
         profile = Path(profile_dir).expanduser().resolve()
         profile.mkdir(parents=True, exist_ok=True)
         opts.add_argument(f"--user-data-dir={profile}")
+    if remote_url: return remote_driver(remote_url, opts)
     return webdriver.Chrome(service=Service(os.environ.get("GROUNDBENCH_CHROMEDRIVER", CHROMEDRIVER)), options=opts)
+
+def remote_driver(remote_url: str, options):
+    "A driver on a Selenium Grid or any W3C WebDriver endpoint, with Chromium's DevTools and log commands (stream capture, screenshots)."
+    from selenium import webdriver
+    from selenium.webdriver.chromium.remote_connection import ChromiumRemoteConnection
+    from selenium.webdriver.remote.command import Command
+    class RemoteChromium(webdriver.Remote):
+        def get_log(self, log_type): return self.execute(Command.GET_LOG, {"type": log_type})["value"]
+    conn = ChromiumRemoteConnection(remote_url, vendor_prefix="goog", browser_name="chrome", ignore_proxy=True)
+    return RemoteChromium(command_executor=conn, options=options)
 
 def full_screenshot(driver) -> bytes:
     "A PNG of the whole page, beyond the viewport (Chrome DevTools)."
@@ -273,13 +285,13 @@ class BrowserCollector:
     "Collect answers through an assistant's web page."
     def __init__(self, config: str | Path | dict, base_url: str | None = None, model: str | None = None, profile_dir: str | Path | None = None,
                  headless: bool = True, delay_s: float | None = None, timeout_s: float | None = None, driver=None,
-                 on_model_mismatch: str = "record"):
+                 on_model_mismatch: str = "record", remote_url: str | None = None):
         if on_model_mismatch not in ("record", "retry", "stop"): raise ValueError(f"on_model_mismatch {on_model_mismatch!r}: record, retry or stop")
         self.on_model_mismatch = on_model_mismatch
         self.cfg = config if isinstance(config, dict) else load_ui_config(config)
         self.provider = self.cfg["provider"]
         self.base_url, self.model = base_url, model or self.cfg.get("default_model", "")
-        self.profile_dir, self.headless = profile_dir, headless
+        self.profile_dir, self.headless, self.remote_url = profile_dir, headless, remote_url
         w = self.cfg["waits"]
         self.delay_s = w.get("between_prompts_s", 5) if delay_s is None else delay_s
         self.timeout_s = w.get("answer_timeout_s", 240) if timeout_s is None else timeout_s
@@ -289,7 +301,7 @@ class BrowserCollector:
     def driver(self):
         if self._driver is None:
             sc = self.cfg.get("stream_capture")
-            self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc))
+            self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc), remote_url=self.remote_url)
             if sc:
                 from groundbench.collect.flows import install_stream_hook
                 install_stream_hook(self._driver, sc["url_contains"])

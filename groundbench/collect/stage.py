@@ -23,25 +23,29 @@ from .qwen import QwenCollector
 from ..core import Conversation, Prompt, read_records
 
 # %% auto #0
-__all__ = ['BROWSER_COLLECTORS', 'make_collector', 'sample_by_group', 'conversation_counts']
+__all__ = ['BROWSER_COLLECTORS', 'make_collector', 'worker_of', 'sample_by_group', 'conversation_counts']
 
 # %% ../../nbs/20_collect.ipynb #ca207703
 BROWSER_COLLECTORS = {"chatgpt": ChatGPTCollector, "perplexity": PerplexityBrowserCollector, "qwen": QwenCollector}
 
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None, api_key_env: str | None = None,
                    profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None, on_model_mismatch: str = "record",
-                   options: dict | None = None):
+                   options: dict | None = None, remote_url: str | None = None):
     "The collector for `source` and `provider`."
     if source == "browser":
         if provider not in BROWSER_COLLECTORS: raise ValueError(f"provider {provider!r}: browser collectors are {', '.join(BROWSER_COLLECTORS)}")
         kw = {"model": model} if model else {}
         return BROWSER_COLLECTORS[provider](base_url=base_url, profile_dir=profile_dir, headless=headless, delay_s=delay_s,
-                                            on_model_mismatch=on_model_mismatch, **kw)
+                                            on_model_mismatch=on_model_mismatch, remote_url=remote_url, **kw)
     if source == "api":
         if provider not in API_COLLECTORS: raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
         return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options)
     raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
+
+def worker_of(prompt_id: str, workers: int) -> int:
+    "The worker (0..workers-1) that collects `prompt_id` when several split one prompt set: a stable hash, the same on every machine."
+    return int(hashlib.sha256(prompt_id.encode()).hexdigest(), 16) % workers
 
 def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
     "`n` items spread evenly over the groups of `key` (round robin over a seeded hash order); all when n <= 0."
