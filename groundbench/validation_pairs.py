@@ -80,7 +80,9 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
         out.append({"pair_id": get("id") or f"row{rowno}", "row": rowno, "statement": get("statement"), "evidence": get("evidence"),
                     "label": raw, "gold": gold, "group": get("group"), "split": split})
     df = pd.DataFrame(out, columns=["pair_id", "row", "statement", "evidence", "label", "gold", "group", "split"])
-    if df.pair_id.duplicated().any(): raise RecordError(f"{path}: column {where.get('id', ('id',))[0]!r}: duplicate ids {df.pair_id[df.pair_id.duplicated()].head(3).tolist()}")
+    if df.pair_id.duplicated().any():
+        dup = df.pair_id[df.pair_id.duplicated()].head(3).tolist()
+        raise RecordError(f"{path}: column {where.get('id', ('id',))[0]!r}: duplicate ids {dup}")
     if "split" not in where:
         if not 0 < dev_fraction < 1: raise ValueError(f"dev_fraction {dev_fraction}: give a share between 0 and 1 (or a split column)")
         key = lambda r: hashlib.sha256(f"{seed}:{r.pair_id}:{r.statement}:{r.evidence}".encode()).hexdigest()
@@ -90,7 +92,8 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
             df.loc[order[:round(dev_fraction * len(order))], "split"] = "dev"
     counts = {"file": path.name, "pairs": len(df), "skipped_labels": skipped, "dev": int((df.split == "dev").sum()),
               "test": int((df.split == "test").sum()), "gold_supported_share": round(float((df.gold == POS).mean()), 3) if len(df) else None}
-    if counts["dev"] == 0 or counts["test"] == 0: raise ValueError(f"{path}: the split has {counts['dev']} dev and {counts['test']} test rows; both are needed")
+    if counts["dev"] == 0 or counts["test"] == 0:
+        raise ValueError(f"{path}: the split has {counts['dev']} dev and {counts['test']} test rows; both are needed")
     return df, counts
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0011
@@ -157,7 +160,8 @@ def judge_pairs_labels(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, progr
     "The configured judge on each pair: judge_label (its three-way label), parse_status, pred (supported, not_supported or None)."
     from groundbench.groundedness.judge import judge_units, retrieve, source_chunks
     units = [Unit(f"pair-{r.pair_id}", 0, r.statement, "Claim", citation_indices=(1,), decontextualised=r.statement) for r in pairs.itertuples()]
-    src = pd.DataFrame({"conversation_id": [u.conversation_id for u in units], "citation_index": 1, "text": pairs.evidence.tolist(), "score": np.nan})
+    src = pd.DataFrame({"conversation_id": [u.conversation_id for u in units], "citation_index": 1,
+                        "text": pairs.evidence.tolist(), "score": np.nan})
     ev = retrieve(units, source_chunks(src), embedder, top_k, ("all",))
     js = judge_units(units, ev, llm, ("all",), progress=progress)
     return pd.DataFrame({"judge_label": [j.label for j in js], "parse_status": [j.parse_status for j in js],
@@ -206,6 +210,7 @@ def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, em
     write_table(pd.concat(conf, names=["method"]).reset_index(), out / "pairs_confusion.csv")
     write_table(scored, out / "pairs_scored.parquet")
     summary = {**counts, "judge_model": model, "smoke": smoke, "thresholds": thr, "top_k": top_k, "n_boot": n_boot, "seed": seed,
-               "judge_collapse": JUDGE_TO_LABEL, "judge_parse_failures": int(scored.pred_judge.isna().sum()) if "pred_judge" in scored else None}
+               "judge_collapse": JUDGE_TO_LABEL,
+               "judge_parse_failures": int(scored.pred_judge.isna().sum()) if "pred_judge" in scored else None}
     write_json(summary, out / "pairs_validation.json")
     return agree, summary

@@ -55,7 +55,8 @@ class TableMapping:
 
     def __post_init__(self):
         if not self.assistant and not self.assistant_name: raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
-        if self.paragraphs not in ("blank_lines", "lines"): raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
+        if self.paragraphs not in ("blank_lines", "lines"):
+            raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
         bad = [m for m in self.markers if m not in MARKER_TYPES]
         if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
         for rx in self.drop_lines:
@@ -336,9 +337,10 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
                 for k, (u, t) in enumerate(url_items(_value(row, col[fieldname]), m.url_key, m.title_key)):
                     if not citable_url(u):
                         if fieldname == "panel_urls": continue
-                        raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} is not an absolute http(s) URL")
+                        raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} "
+                                     "is not an absolute http(s) URL")
                     dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
-            extra = {"answer_id": get("answer_id"), "collected_at": get("collected_at"), "topic": get("topic"), "role": get("role"), "claim_id": get("claim_id"),
+            extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
                      **{c: _text(_value(row, col[f"meta:{c}"])) for c in m.meta}}
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
             aid = get("answer_id")
@@ -347,7 +349,8 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             if prev is not None:
                 for f in ("answer", "assistant", "model", "question"):
                     if getattr(prev, f) != getattr(a, f):
-                        raise BadRow(f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row {prev.rows[0]} with a different {f}")
+                        raise BadRow(f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row "
+                                     f"{prev.rows[0]} with a different {f}")
                 prev.rows.append(rowno); prev.cites += cites; prev.panel += panel
             else:
                 order.append(a)
@@ -372,7 +375,8 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     rule = "markers" if marked else ("all_citations" if cits else "no_citations")
     counts.update({f"marker_{k}": v for k, v in found.items() if k != "unresolved_pills" and v})
     cited = {c.url for c in cits}
-    panel = tuple(Citation(i, u, t) for i, (u, t) in enumerate(dict.fromkeys((clean_url(u), t) for u, t in a.panel if clean_url(u) not in cited), 1))
+    shown = dict.fromkeys((clean_url(u), t) for u, t in a.panel if clean_url(u) not in cited)
+    panel = tuple(Citation(i, u, t) for i, (u, t) in enumerate(shown, 1))
     e = a.extra
     pr = Prompt(e["claim_id"] or f"IMP-{stable_id(a.question or a.answer, n=10)}", e["topic"], e["role"], 0, a.question)
     conv = Conversation(a.assistant, a.model, pr.prompt_id, a.question, body, cits, segs, refused=is_refusal(body), uncited_panel_sources=panel,
