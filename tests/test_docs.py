@@ -28,7 +28,7 @@ def site(tmp_path_factory):
                                                                                 "answer": "answer", "urls": "url"}]}, "settings": {}}
     (tmp / "r.yaml").write_text(yaml.safe_dump(spec))
     groundbench("run", tmp / "r.yaml", "--runs-dir", tmp / "runs", check=True)
-    out = tmp / "_docs"
+    out = ROOT / "_docs"  # the real build folder (never committed): the screenshots stay there for a person to look at
     t0 = time.time()
     r = subprocess.run([sys.executable, ROOT / "scripts" / "build_docs.py", "--out", out, "--src", tmp / "src",
                         "--figures-from", tmp / "runs" / "docs-run" / "report"], capture_output=True, text=True, cwd=ROOT, timeout=600)
