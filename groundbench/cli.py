@@ -235,6 +235,7 @@ class RunSpec:
     path: Path | None = None
     worker: tuple[int, int] | None = None   # (k, n): run only the collection of worker k of n (notebook 20)
     only: list[str] = field(default_factory=list)  # run only these of `stages` (parameters are still checked against all)
+    description: str = ""                  # what the run is (shown in its report)
 
 def stage_notebook(stage: str) -> Path:
     "The notebook of `stage` in the project's nbs/ folder."
@@ -255,7 +256,8 @@ def load_run_spec(path: str | Path) -> RunSpec:
         if not stage_notebook(str(s)).exists(): raise RecordError(f"{path}: field 'stages': no notebook {stage_notebook(str(s))}")
     for k in ("parameters", "settings"):
         if not isinstance(d.get(k) or {}, dict): raise RecordError(f"{path}: field {k!r}: expected a mapping")
-    return RunSpec(str(d.get("run_id") or path.stem), [str(s) for s in stages], d.get("parameters") or {}, d.get("settings") or {}, path)
+    return RunSpec(str(d.get("run_id") or path.stem), [str(s) for s in stages], d.get("parameters") or {}, d.get("settings") or {}, path,
+                   description=str(d.get("description") or ""))
 
 # %% ../nbs/90_cli.ipynb #72037f3f
 class StageFailed(RuntimeError):
@@ -280,7 +282,8 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
     run = Run.open(spec.run_id, runs_dir, parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
-                                                       "parameters": spec.parameters, "settings": spec.settings})
+                                                       "parameters": spec.parameters, "settings": spec.settings,
+                                                       "description": spec.description})
     kernel = kernel or default_kernel()
     stages = [s for s in spec.stages if not spec.only or s in spec.only]
     if spec.worker:

@@ -279,6 +279,9 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
     parts.append(f"<p>Runs: {e(', '.join(o.run_ids))}. Conversations: {len(o.conversations)}"
                  + (f" ({o.duplicate_conversations} present in more than one run, counted once)" if o.duplicate_conversations else "") + ".</p>")
     if models: parts.append("<p>Models: " + e("; ".join(models)) + "</p>")
+    descs = [(r, str((m.get("parameters") or {}).get("description") or "")) for r, m in o.manifests.items()]
+    if any(d for _, d in descs):  # what each run is, from its parameter file (e.g. imported answers to other questions than the paper's)
+        parts.append("<ul class='runs'>" + "".join(f"<li><b>{e(r)}</b>: {e(d)}</li>" for r, d in descs if d) + "</ul>")
     for i in items:
         parts.append(f"<section id='{i.name}'><h2>{e(short(i.caption))}</h2><p class='caption'>{e(i.caption)}</p>")
         if i.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")

@@ -142,7 +142,9 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     assert f"{cr.a_pct:.2f} ± {cr.a_ci95:.2f}" == t1.loc["Overall", "ChatGPT Search CR"]
     assert round(cr.diff_pp, 2) == round(cr.b_pct - cr.a_pct, 2)
     assert cr.within_ci == ("yes" if abs(cr.diff_pp) <= (cr.a_ci95 ** 2 + cr.b_ci95 ** 2) ** 0.5 else "no")
-    assert "Comparison 1: Perplexity vs ChatGPT Search" in (run / "report" / "index.html").read_text()
+    page = (run / "report" / "index.html").read_text()
+    assert "Comparison 1: Perplexity vs ChatGPT Search" in page
+    assert "not the paper&#x27;s misinformation claims" in page                  # the run says what it is, on the report
     nc = cmp[(cmp.metric == "NCR") & (cmp.group == "Overall")].iloc[0]
     said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
             f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")
