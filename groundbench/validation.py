@@ -37,9 +37,9 @@ def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
     kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
     return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
 
-def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> pd.DataFrame:
-    "Confusion matrix: rows = human labels, columns = judge labels."
-    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"], colnames=["judge"], dropna=False)
+def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str], predicted: str = "judge") -> pd.DataFrame:
+    "Confusion matrix: rows = human labels, columns = the `predicted` labels (the judge's, or a baseline's)."
+    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"], colnames=[predicted], dropna=False)
 
 # %% ../nbs/70_validation.ipynb #3ba47d8c
 SUPPORT = {"Complete": "supported", "Partial": "not_fully_supported", "Incomplete": "not_fully_supported"}

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .collect.table import _text, _value, find_column, read_rows
 from .core import RecordError, Unit
+from .validation import agreement, confusion
 
 # %% auto #0
 __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREEMENT_COLUMNS', 'parse_label_map', 'PairColumns',
@@ -97,32 +98,22 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
     return df, counts
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0011
-def _kappa(g: np.ndarray, p: np.ndarray) -> float:
-    acc = float((g == p).mean())
-    pe = sum(float((g == l).mean()) * float((p == l).mean()) for l in LABELS)
-    return (acc - pe) / (1 - pe) if pe < 1 else float("nan")
-
 def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 1000, seed: int = 0) -> dict:
     "n, accuracy, balanced accuracy, macro-F1, Cohen's kappa and its 95% bootstrap interval of `pred` against `gold`."
     g, p = np.asarray(gold, dtype=object), np.asarray(pred, dtype=object)
-    n = len(g)
-    nan = float("nan")
-    if n == 0: return {"n": 0, "accuracy": nan, "balanced_accuracy": nan, "macro_f1": nan, "kappa": nan, "kappa_low": nan, "kappa_high": nan}
-    f1s, recalls = [], []
-    for l in LABELS:
-        tp, fp, fn = int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()), int(((p != l) & (g == l)).sum())
-        f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
-        if (g == l).any(): recalls.append(tp / int((g == l).sum()))
+    n, nan = len(g), float("nan")
+    base = agreement(g, p, LABELS)                       # n, accuracy, macro-F1 and kappa as the ExpertQA validation computes them
+    if n == 0: return {**base, "balanced_accuracy": nan, "kappa_low": nan, "kappa_high": nan}
+    recalls = [float((p[g == l] == l).mean()) for l in LABELS if (g == l).any()]
     rng = np.random.default_rng(seed)
-    boots = [_kappa(g[i], p[i]) for i in (rng.integers(0, n, n) for _ in range(n_boot))] if n_boot else []
+    boots = [agreement(g[i], p[i], LABELS)["kappa"] for i in (rng.integers(0, n, n) for _ in range(n_boot))] if n_boot else []
     boots = [b for b in boots if b == b]
     lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))) if boots else (nan, nan)
-    return {"n": n, "accuracy": float((g == p).mean()), "balanced_accuracy": float(np.mean(recalls)), "macro_f1": float(np.mean(f1s)),
-            "kappa": _kappa(g, p), "kappa_low": lo, "kappa_high": hi}
+    return {**base, "balanced_accuracy": float(np.mean(recalls)), "kappa_low": lo, "kappa_high": hi}
 
 def confusion_table(gold: Sequence[str], pred: Sequence[str]) -> pd.DataFrame:
     "Rows: human labels; columns: predicted labels (both labels always present)."
-    return pd.crosstab(pd.Categorical(gold, LABELS), pd.Categorical(pred, LABELS), rownames=["human"], colnames=["predicted"], dropna=False)
+    return confusion(gold, pred, LABELS, predicted="predicted")
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0014
 _STOP = set("a an and are as at be been but by for from has have he her his i in is it its of on or she that the their them they this "
