@@ -25,8 +25,8 @@ from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, writ
 
 # %% auto #0
 __all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'paper_vs_run', 'compare_sides', 'report_items', 'usage_table',
-           'render_html', 'write_report']
+           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'compare_sides', 'report_items',
+           'usage_table', 'render_html', 'write_report']
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -118,6 +118,11 @@ def run_values(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | Non
                              run_ci95=100 * getattr(r, f"{m}_ci95"), run_n=r.responses_scored))
     return pd.DataFrame(rows, columns=["metric", "group", "run_assistant", "run_pct", "run_ci95", "run_n"])
 
+def within_ci(diff: pd.Series, h1: pd.Series, h2: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    "The combined 95% half-width sqrt(h1^2 + h2^2) and, per row, whether |diff| lies within it (yes, no, n/a when unknown)."
+    tol = np.sqrt(h1 ** 2 + h2 ** 2)
+    return tol, np.where(tol.notna() & diff.notna(), (diff.abs() <= tol).map({True: "yes", False: "no"}), "n/a")
+
 def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None = None) -> pd.DataFrame:
     "Rows where the run has the paper's assistant and group: both values, difference (run - paper, points) and agreement within the combined 95% interval."
     cols = ["metric", "group", "assistant", "run_assistant", "paper_pct", "paper_ci95", "run_pct", "run_ci95", "run_n", "diff_pp", "within_ci"]
@@ -125,8 +130,7 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     m = paper.merge(v, on=["metric", "group", "assistant"], how="inner")
     if m.empty: return pd.DataFrame(columns=cols)
     m["diff_pp"] = m.run_pct - m.paper_pct
-    tol = np.sqrt(m.paper_ci95 ** 2 + m.run_ci95 ** 2)
-    m["within_ci"] = np.where(tol.notna() & m.run_pct.notna(), (m.diff_pp.abs() <= tol).map({True: "yes", False: "no"}), "n/a")
+    m["within_ci"] = within_ci(m.diff_pp, m.paper_ci95, m.run_ci95)[1]
     order = {g: i for i, g in enumerate(paper.group.unique())}
     m = m.sort_values(["metric", "assistant", "group"], key=lambda s: s.map(order) if s.name == "group" else s)
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
@@ -163,9 +167,7 @@ def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataF
     sb = v[v.run_assistant == b].drop(columns="run_assistant").rename(columns={"run_pct": "b_pct", "run_ci95": "b_ci95", "run_n": "b_n"})
     m = sa.merge(sb, on=["metric", "group"], how="inner")
     m["diff_pp"] = m.b_pct - m.a_pct
-    m["combined_ci95"] = np.sqrt(m.a_ci95 ** 2 + m.b_ci95 ** 2)
-    ok = m.combined_ci95.notna() & m.diff_pp.notna()
-    m["within_ci"] = np.where(ok, (m.diff_pp.abs() <= m.combined_ci95).map({True: "yes", False: "no"}), "n/a")
+    m["combined_ci95"], m["within_ci"] = within_ci(m.diff_pp, m.a_ci95, m.b_ci95)
     order = {k: i for i, k in enumerate(dict.fromkeys(v.group))}
     m = m.sort_values(["metric", "group"], key=lambda s: s.map(order) if s.name == "group" else s.map({"CR": 0, "NCR": 1, "GS": 2, "NCG": 3, "CG": 4}))
     return m[cols].round({"a_pct": 2, "a_ci95": 2, "b_pct": 2, "b_ci95": 2, "diff_pp": 2, "combined_ci95": 2}).reset_index(drop=True)
