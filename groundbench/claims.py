@@ -21,7 +21,8 @@ from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['ROLES', 'PLACEHOLDERS', 'read_csv_rows', 'Template', 'load_templates', 'load_questions', 'load_claims',
-           'make_prompts', 'prompts_from_files', 'QuestionRewrite', 'rewrite_questions']
+           'make_prompts', 'prompts_from_files', 'QuestionRewrite', 'rewrite_sample', 'rewrite_requests',
+           'rewrite_questions']
 
 # %% ../nbs/10_claims.ipynb #f375c442
 def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (), aliases: dict | None = None) -> list[tuple[int, dict]]:
@@ -158,11 +159,19 @@ def prompts_from_files(claims: str | Path | None = None, templates: str | Path |
 class QuestionRewrite(pydantic.BaseModel):
     question: str = pydantic.Field(min_length=3, max_length=400)
 
+def rewrite_sample(claims: list[Claim], n: int) -> list[Claim]:
+    "The claims the stage rewrites: the first `n` (-1: all, 0: none)."
+    return claims if n < 0 else claims[:n]
+
+def rewrite_requests(claims: list[Claim], llm: LLM, prompt_version: int | None = None) -> list:
+    "The question-rewrite requests of `claims` (also what `groundbench estimate` counts)."
+    pt = load_prompt("question_rewrite", prompt_version)
+    return [request(llm, pt.render(claim=c.claim), max_tokens=160) for c in claims]
+
 def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None = None, progress: bool = True) -> pd.DataFrame:
     "LLM question rewrites of `claims` as a table: claim_id, claim, question, parse_status, error, prompt_version."
     pt = load_prompt("question_rewrite", prompt_version)
-    reqs = [request(llm, pt.render(claim=c.claim), max_tokens=160) for c in claims]
-    res = complete_json(llm, reqs, QuestionRewrite, step="question_rewrite", progress=progress)
+    res = complete_json(llm, rewrite_requests(claims, llm, prompt_version), QuestionRewrite, step="question_rewrite", progress=progress)
     return pd.DataFrame({"claim_id": [c.claim_id for c in claims], "claim": [c.claim for c in claims],
                          "question": [r.value["question"] if r.value else "" for r in res],
                          "parse_status": [r.parse_status for r in res], "error": [r.error for r in res],

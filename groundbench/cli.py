@@ -26,10 +26,10 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 
 # %% auto #0
 __all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file',
-           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'cache_merge_cmd',
-           'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel', 'declared_parameters',
-           'run_study', 'run_summary', 'parse_worker', 'parse_params', 'run_cmd', 'status_cmd', 'parse_cmd',
-           'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'estimate_cmd',
+           'cache_merge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel',
+           'declared_parameters', 'estimate_into_run', 'run_study', 'run_summary', 'parse_worker', 'parse_params',
+           'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -205,6 +205,33 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     outside = cmp[cmp.within_ci == "no"]
     typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval" + (f" -> {out}" if out else ""))
 
+@app.command("estimate")
+def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (papermill_params/*.yaml)"),
+                 runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders: this run's outputs and earlier runs' "
+                                                         "measurements (default: settings.ini [paths] runs_dir)"),
+                 run_id: Optional[str] = typer.Option(None, help="run id (default: the file's run_id)"),
+                 param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
+                 setting: Optional[List[str]] = typer.Option(None, "--setting", help="section.key=value over the file's settings, "
+                                                             "e.g. llm.backend=openai llm.model=gpt-4o (repeat)"),
+                 out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file")):
+    "Before a run: per LLM step, requests, cache hits, duplicates, prompt tokens, calls and completion ranges, cost (no model loaded)."
+    from groundbench.estimate import estimate_run, format_estimate
+    if out is not None and out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv")
+    try:
+        spec = load_run_spec(params)
+        spec.parameters = {**spec.parameters, **parse_params(param or [])}
+        declared = {s: declared_parameters(s) for s in spec.stages}
+        if unknown := set(spec.parameters) - set().union(*declared.values()):
+            raise RecordError(f"{params}: parameters {sorted(unknown)}: declared by none of the stages {spec.stages}")
+        extra = parse_params(setting or [])
+        if bad := [k for k in extra if "." not in k]: raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
+        settings = load_settings(overrides={**spec.settings, **extra})
+        rd = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
+        est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
+        if out is not None: write_table(est.table, out)
+    except (RecordError, OSError, ValueError, KeyError) as e: fail(e)
+    typer.echo(format_estimate(est))
+
 # %% ../nbs/90_cli.ipynb #c14e0032
 cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
@@ -273,8 +300,24 @@ def declared_parameters(stage: str) -> set[str]:
     import papermill
     return set(papermill.inspect_notebook(str(stage_notebook(stage))))
 
-def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False) -> Run:
-    "Execute the stages of `spec` in order into runs/<run_id>/; returns the run."
+def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):
+    """Print the run's estimate (notebook 88) and keep it as estimate.csv/.json for the report's estimate-vs-actual table.
+    An estimate never stops a run: an error is printed and kept in the manifest (`estimate_error`), and no stale table is kept."""
+    from groundbench.estimate import estimate_run, format_estimate, write_estimate
+    try:
+        est = estimate_run(stages, spec.parameters, settings, run.dir, runs_dir)
+        write_estimate(est, run.dir)
+        typer.echo(format_estimate(est), err=True)
+        run.update_manifest(lambda m: m.pop("estimate_error", None))
+    except Exception as e:
+        msg = f"{type(e).__name__}: {e}"
+        for f in ("estimate.csv", "estimate.json"): (run.dir / f).unlink(missing_ok=True)
+        typer.echo(f"[{spec.run_id}] estimate skipped: {msg}", err=True)
+        run.update_manifest(lambda m: m.__setitem__("estimate_error", msg))
+
+def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False,
+              estimate: bool = True) -> Run:
+    "Execute the stages of `spec` in order into runs/<run_id>/ (after printing the estimate, unless `estimate` is False); returns the run."
     import papermill
     declared = {s: declared_parameters(s) for s in spec.stages}
     if unknown := set(spec.parameters) - set().union(*declared.values()):
@@ -289,6 +332,7 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     if spec.worker:
         if "20_collect" not in spec.stages: raise RecordError(f"{spec.path}: --worker splits the 20_collect stage, which this file does not run")
         stages = ["20_collect"]
+    if estimate and not spec.worker: estimate_into_run(spec, stages, settings, run, runs_dir)
     for stage in stages:
         params = {k: v for k, v in spec.parameters.items() if k in declared[stage]}
         params["run_dir"] = str(run.dir.resolve())
@@ -338,14 +382,14 @@ def parse_params(items: Sequence[str]) -> dict:
     return out
 
 def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool,
-             worker: tuple[int, int] | None = None, extra: dict | None = None, only: Sequence[str] = ()) -> str:
+             worker: tuple[int, int] | None = None, extra: dict | None = None, only: Sequence[str] = (), estimate: bool = True) -> str:
     spec = load_run_spec(path)
     if run_id: spec.run_id = run_id
     if bad := [x for x in only if x not in spec.stages]: raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
     spec.only = list(only)
     spec.worker = worker
     spec.parameters = {**spec.parameters, **(extra or {})}
-    return run_summary(run_study(spec, runs_dir, kernel, log_output))
+    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate))
 
 # %% ../nbs/90_cli.ipynb #8ae3c17f
 @app.command("run")
@@ -354,6 +398,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
             runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders (default: settings.ini [paths] runs_dir)"),
             kernel: Optional[str] = typer.Option(None, help="Jupyter kernel (default: groundbench)"),
             parallel: int = typer.Option(1, help="run several parameter files in this many processes"),
+            no_estimate: bool = typer.Option(False, "--no-estimate", help="do not print and keep the estimate first"),
             log_output: bool = typer.Option(False, help="stream the notebooks' output"),
             worker: Optional[str] = typer.Option(None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
             param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
@@ -365,7 +410,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         w, extra = parse_worker(worker), parse_params(param or [])
         for p in params: load_run_spec(p)
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
-        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only) for p in params]
+        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only, not no_estimate) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(_run_one, *zip(*args)))
         else: summaries = [_run_one(*a) for a in args]

@@ -23,18 +23,20 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import httpx
+import pandas as pd
 import pydantic
 from tqdm.auto import tqdm
 
 from .core import load_settings, now_iso, resolve_path, sha256_file, stable_id
 
 # %% auto #0
-__all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
-           'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision', 'LlamaCppBackend',
-           'LLMHTTPError', 'retry_after_seconds', 'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key',
-           'LLMCache', 'merge_caches', 'BudgetExceeded', 'approx_tokens', 'Budget', 'LLM', 'Structured',
-           'parse_json_answer', 'repair_request', 'complete_json', 'budget_from_settings', 'llm_from_settings',
-           'request', 'PromptTemplate', 'load_prompt']
+__all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'CACHE_TABLES', 'PRICE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion',
+           'Backend', 'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision',
+           'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'post_with_retries', 'OpenAIBackend',
+           'VLLMBackend', 'cache_key', 'LLMCache', 'merge_caches', 'BudgetExceeded', 'load_prices', 'model_price',
+           'approx_tokens', 'Budget', 'LLM', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
+           'complete_json', 'prices_from_settings', 'budget_from_settings', 'llm_from_settings', 'request',
+           'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -130,12 +132,14 @@ class LlamaCppBackend(Backend):
     "llama-cpp-python in process; JSON schemas enforced by llama.cpp's grammar."
     name = "llamacpp"
     preferred_batch = 1  # requests run one by one anyway: cache each answer as soon as it exists
-    def __init__(self, model: str = SMOLLM2, n_ctx: int = 8192, n_threads: int | None = None, revision: str = "", **kw):
+    def __init__(self, model: str = SMOLLM2, n_ctx: int = 8192, n_threads: int | None = None, revision: str = "",
+                 load: bool = True, **kw):
         path = bundled_gguf() if model == SMOLLM2 else Path(model)
         if not path.exists(): raise FileNotFoundError(f"llamacpp model {model!r}: no GGUF file at {path}")
         super().__init__(model, revision or file_revision(path), n_ctx=n_ctx)
+        self.path, self.llm = path, None
+        if not load: return  # described (cache keys, estimates) without loading the weights
         from llama_cpp import Llama
-        self.path = path
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), seed=0, verbose=False)
     def describe(self): return {**super().describe(), "n_ctx": self.settings["n_ctx"]}
     def generate(self, requests):
@@ -269,7 +273,7 @@ class VLLMBackend(Backend):
     preferred_batch = 4096  # large batches keep the GPU busy; answers are cached after each
     def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  max_model_len: int | None = None, gpu_memory_utilization: float = 0.9, distributed_executor_backend: str | None = None,
-                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1, **kw):
+                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1, load: bool = True, **kw):
         super().__init__(model, revision, max_model_len=max_model_len or n_ctx, quantization=quantization)
         args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size), pipeline_parallel_size=int(pipeline_parallel_size),
                     enable_prefix_caching=True, gpu_memory_utilization=gpu_memory_utilization, seed=0)
@@ -279,6 +283,7 @@ class VLLMBackend(Backend):
         if quantization: args["quantization"] = quantization
         self.engine_args, self.data_parallel_size, self.workers = args, int(data_parallel_size or 1), []
         if self.data_parallel_size < 1: raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
+        if not load: return  # described (cache keys, estimates) without starting an engine
         if self.data_parallel_size == 1:
             import vllm
             self._vllm = vllm
@@ -416,9 +421,35 @@ class BudgetExceeded(RuntimeError):
     "A budget would be exceeded by the next call; `info` names it, its limit and what was spent (recorded in the manifest)."
     def __init__(self, info: dict):
         self.info = info
-        super().__init__(f"{info['scope']} budget {info['budget']}={info['limit']} reached: {info['spent']} spent "
+        super().__init__(f"{info['scope']} budget {info['budget']}={info['limit']} reached: {_amount(info['spent'])} spent "
                          f"({info['calls_made']} calls made in this stage, {info['blocked']} more needed in step {info['step']!r}); "
                          f"everything made so far is cached: rerun with a larger budget to go on")
+
+def _amount(x) -> str: return f"{x:.4f}" if isinstance(x, float) else str(x)
+
+PRICE_COLUMNS = ("model", "input_usd_per_mtok", "output_usd_per_mtok", "source", "checked")
+
+def load_prices(path: str | Path) -> pd.DataFrame:
+    "The price table at `path`, checked: every row names a model and gives two non-negative prices (errors name row and field)."
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"{path}: no price table (columns: {', '.join(PRICE_COLUMNS)})")
+    t = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if miss := [c for c in PRICE_COLUMNS if c not in t.columns]: raise ValueError(f"{path}: missing column(s) {miss}")
+    for i, r in enumerate(t.itertuples(index=False), start=2):
+        if not r.model.strip(): raise ValueError(f"{path}: row {i}: field 'model' is empty")
+        for c in ("input_usd_per_mtok", "output_usd_per_mtok"):
+            try: ok = float(getattr(r, c)) >= 0
+            except ValueError: ok = False
+            if not ok: raise ValueError(f"{path}: row {i}: field {c!r} = {getattr(r, c)!r}: give a price >= 0 in USD per million tokens")
+    return t.assign(input_usd_per_mtok=t.input_usd_per_mtok.astype(float), output_usd_per_mtok=t.output_usd_per_mtok.astype(float))
+
+def model_price(prices: pd.DataFrame, model: str) -> dict | None:
+    "The row pricing `model`: exact name, then case-insensitive, then the part after the last '/'; None if not priced."
+    m = str(model)
+    for key in (lambda s: s, lambda s: s.lower(), lambda s: s.lower().rsplit("/", 1)[-1]):
+        hit = prices[prices.model.map(key) == key(m)]
+        if len(hit): return hit.iloc[0].to_dict()
+    return None
 
 def approx_tokens(r: ChatRequest) -> int:
     "An upper bound used before a call: prompt characters / 4 (rounded up) plus the request's max_tokens."
@@ -431,10 +462,22 @@ class Budget:
     max_tokens: int = 0
     stage_max_calls: int = 0
     stage_max_tokens: int = 0
+    max_cost: float = 0.0       # US dollars, at `price` (input, output per million tokens)
+    stage_max_cost: float = 0.0
+    price: tuple[float, float] | None = None
     run_calls: int = 0          # spent by the run's other stages (their last execution) before this stage
     run_tokens: int = 0
+    run_cost: float = 0.0
     calls: int = 0              # spent by this client (this stage execution)
     tokens: int = 0
+    cost: float = 0.0
+
+    def __post_init__(self):
+        if (self.max_cost or self.stage_max_cost) and self.price is None: raise ValueError("a cost budget needs the model's price")
+
+    def cost_of(self, prompt_tokens: int, completion_tokens: int) -> float:
+        "US dollars of these tokens at the budget's price (0 without one)."
+        return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6 if self.price else 0.0
 
     def limits(self) -> list[tuple[str, str, int, int]]:
         "(scope, budget, limit, spent) of every set limit."
@@ -443,15 +486,18 @@ class Budget:
         if self.max_tokens: out.append(("run", "max_tokens", self.max_tokens, self.run_tokens + self.tokens))
         if self.stage_max_calls: out.append(("stage", "stage_max_calls", self.stage_max_calls, self.calls))
         if self.stage_max_tokens: out.append(("stage", "stage_max_tokens", self.stage_max_tokens, self.tokens))
+        if self.max_cost: out.append(("run", "max_cost", self.max_cost, self.run_cost + self.cost))
+        if self.stage_max_cost: out.append(("stage", "stage_max_cost", self.stage_max_cost, self.cost))
         return out
 
     def admit(self, requests: Sequence[ChatRequest]) -> tuple[int, tuple | None]:
         "How many of `requests` (in order) fit every limit, and the limit that stops the next one (None: all fit)."
-        n, calls, toks = 0, 0, 0
+        n, calls, toks, usd = 0, 0, 0, 0.0
         for r in requests:
             calls, toks = calls + 1, toks + approx_tokens(r)
+            usd += self.cost_of(approx_tokens(r) - int(r.max_tokens), int(r.max_tokens))
             for scope, name, limit, spent in self.limits():
-                extra = calls if "calls" in name else toks
+                extra = calls if "calls" in name else usd if "cost" in name else toks
                 if spent + extra > limit: return n, (scope, name, limit, spent)
             n += 1
         return n, None
@@ -460,6 +506,7 @@ class Budget:
         "Count calls made and their tokens (as the backend reports them)."
         self.calls += len(outs)
         self.tokens += sum(o.prompt_tokens + o.completion_tokens for o in outs)
+        self.cost += sum(self.cost_of(o.prompt_tokens, o.completion_tokens) for o in outs)
 
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:
@@ -553,11 +600,15 @@ def repair_request(r: ChatRequest, bad: str, error: str) -> ChatRequest:
     msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and nothing else:\n{r.schema}")
     return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature, r.seed)
 
+def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel]) -> list[ChatRequest]:
+    "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them."
+    schema = json.dumps(model.model_json_schema(), sort_keys=True)
+    return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature, r.seed) for r in requests]
+
 def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydantic.BaseModel], step: str = "default",
                   progress: bool = True) -> list[Structured]:
     "Structured answers for `requests`, validated as `model`, with one batched repair round."
-    schema = json.dumps(model.model_json_schema(), sort_keys=True)
-    requests = [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature, r.seed) for r in requests]
+    requests = with_schema(requests, model)
     outs = llm.complete(requests, step, progress)
     parsed = [parse_json_answer(o.text, model) for o in outs]
     bad = [i for i, (v, _) in enumerate(parsed) if v is None]
@@ -573,27 +624,45 @@ def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydanti
     return res
 
 # %% ../nbs/01_llm.ipynb #fcfa4d98
+def prices_from_settings(settings: dict) -> tuple[pd.DataFrame, Path]:
+    "The price table named by settings [budget] prices (data/llm_prices.csv by default) and its path."
+    p = resolve_path(settings, (settings.get("budget") or {}).get("prices") or "data/llm_prices.csv")
+    return load_prices(p), p
+
 def budget_from_settings(settings: dict, run=None) -> Budget | None:
     "The [budget] limits (None when none is set), with what the run's other stages spent in their last execution."
     from groundbench.core import stage_usage
     b = settings.get("budget") or {}
-    def lim(k):
+    def lim(k, cast=int):
         v = b.get(k, 0)
-        try: v = int(float(v or 0))
-        except (TypeError, ValueError): raise ValueError(f"settings [budget] {k} = {v!r}: give a whole number (0: no limit)") from None
+        try: v = cast(float(v or 0))
+        except (TypeError, ValueError):
+            raise ValueError(f"settings [budget] {k} = {v!r}: give a {'whole ' if cast is int else ''}number (0: no limit)") from None
         if v < 0: raise ValueError(f"settings [budget] {k} = {v}: a budget cannot be negative (0: no limit)")
         return v
-    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")))
+    costs = {k: lim(k, float) for k in ("max_cost", "stage_max_cost")}
+    price = None
+    if any(costs.values()):
+        model = (settings.get("llm") or {}).get("model", "")
+        table, path = prices_from_settings(settings)
+        row = model_price(table, model)
+        if row is None:
+            raise ValueError(f"settings [budget] max_cost/stage_max_cost: model {model!r} has no price in {path}: add a row "
+                             f"({', '.join(PRICE_COLUMNS)}) or point [budget] prices to your own table; or use max_tokens")
+        price = (float(row["input_usd_per_mtok"]), float(row["output_usd_per_mtok"]))
+    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")), **costs, price=price)
     if not budget.limits(): return None
-    if run is not None and (budget.max_calls or budget.max_tokens):
+    if run is not None and (budget.max_calls or budget.max_tokens or budget.max_cost):
         current = getattr(run, "current_stage", None)
         for u in stage_usage(run.manifest()):
             if u["stage"] == current or u["status"] == "running": continue
             budget.run_calls += int(u["llm_calls"]); budget.run_tokens += int(u["prompt_tokens"] + u["completion_tokens"])
+            budget.run_cost += budget.cost_of(int(u["prompt_tokens"]), int(u["completion_tokens"]))
     return budget
 
-def llm_from_settings(settings: dict | None = None, run=None, **overrides) -> LLM:
-    "The LLM client configured in settings ([llm] section, with `overrides`), its cache, and its manifest entry."
+def llm_from_settings(settings: dict | None = None, run=None, load: bool = True, **overrides) -> LLM:
+    """The LLM client configured in settings ([llm] section, with `overrides`), its cache, and its manifest entry.
+    `load=False`: the client describes its model (cache keys, estimates) without loading weights or an engine."""
     settings = settings or load_settings()
     cfg = {**settings["llm"], **overrides}
     name = cfg.pop("backend")
@@ -605,6 +674,7 @@ def llm_from_settings(settings: dict | None = None, run=None, **overrides) -> LL
         kw = {k: cfg[k] for k in ("model", "base_url", "api_key_env", "revision", "concurrency", "timeout_s", "max_retries", "structured") if k in cfg and cfg[k] != ""}
     else:
         kw = {k: v for k, v in cfg.items() if k not in ("temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries") and v != ""}
+    if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)
     cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
     llm = LLM(backend, cache, smoke=str(cfg.get("model")) in smoke_models, budget=budget_from_settings(settings, run))

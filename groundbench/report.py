@@ -19,6 +19,7 @@ import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
 from .credibility.metrics import conversation_table, credibility_outputs
+from .estimate import estimate_vs_actual
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile, profile_table, rate_parts
 from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, write_output
@@ -43,6 +44,7 @@ class RunOutputs:
     rules_effect: pd.DataFrame | None = None      # 40_credibility/rules_effect.csv + run_id
     manifests: dict = field(default_factory=dict)
     duplicate_conversations: int = 0
+    estimates: pd.DataFrame | None = None        # estimate-vs-actual per run and LLM step (estimate.csv beside the manifest)
 
     @property
     def smoke(self) -> bool:
@@ -59,12 +61,13 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
 
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
-    convs, cits, resps, sbs, scs, profs, auds, effs, mans = [], [], [], [], [], [], [], [], {}
+    convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans = [], [], [], [], [], [], [], [], [], {}
     for d in map(Path, run_dirs):
         c20 = d / "20_collect" / "conversations.jsonl"
         if not c20.exists(): raise RecordError(f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
         rid = d.name
         mans[rid] = Run(d).manifest()
+        if (f := d / "estimate.csv").exists(): ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
         cv = conversation_table(read_records(c20, Conversation), read_records(d / "20_collect" / "prompts.parquet", Prompt))
         convs.append(cv.assign(run_id=rid))
         if (f := d / "40_credibility" / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
@@ -80,7 +83,8 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     def own(df):  # rows of a conversation only from the run it is counted in
         return None if df is None else df[[k in keep for k in zip(df.run_id, df.conversation_id)]].reset_index(drop=True)
     return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)), _stack(sbs),
-                      _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans, len(allc) - len(conversations))
+                      _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans, len(allc) - len(conversations),
+                      _stack(ests))
 
 # %% ../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -233,6 +237,11 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                         smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
     if pv.empty: missing.append("Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
                                 "Qwen Chat in the browser), so there is nothing to compare")
+    if o.estimates is not None and len(o.estimates):
+        items.append(Output("estimate_vs_actual", "Estimate vs actual, per run and LLM step: calls and completion tokens against the "
+                            "ranges `groundbench run` printed before the run (low, expected, high), prompt tokens against the expected "
+                            "figure; within_range: both inside the ranges (n/a: the stage did not finish)", o.estimates))
+    else: missing.append("Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before estimates)")
     for k, (a, b) in enumerate(compare, 1):
         cmp = compare_sides(o, a, b, n_boot)
         items.append(Output(f"comparison_{k}", f"Comparison {k}: {b} vs {a}: CR and NCR (per-conversation mean, 1.96 SE) and, where "
@@ -288,8 +297,9 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
         parts.append(f"<section id='{i.name}'><h2>{e(short(i.caption))}</h2><p class='caption'>{e(i.caption)}</p>")
         if i.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
         if i.table is not None:
-            rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table["within_ci"]]
-                    if "within_ci" in i.table.columns else None)  # paper vs run: a difference outside the interval, coloured
+            flag = next((c for c in ("within_ci", "within_range") if c in i.table.columns), None)
+            rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
+                    if flag else None)  # paper vs run: a difference outside the interval, coloured
             parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
             parts.append("<p class='files'>Files: " + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
         else:

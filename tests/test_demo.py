@@ -39,15 +39,34 @@ def cached(db):
     except sqlite3.Error: return 0
 
 
-def model_calls(manifest, after=""):
-    "Model calls of the stage executions that started after `after` (ISO time), embeddings excluded."
-    return sum(v.get("calls", 0) for st in manifest["stages"].values() for e in st["history"] if e["started_at"] > after
+def model_calls(manifest, earlier=None):
+    """Model calls of the stage executions recorded after those in `earlier` (an older copy of the same manifest; the
+    history is append-only), embeddings excluded. Not by start time: the manifest's times have whole seconds, so a stage
+    started in the second of the kill would compare as earlier than the kill."""
+    seen = {k: len(st["history"]) for k, st in ((earlier or {}).get("stages") or {}).items()}
+    return sum(v.get("calls", 0) for name, st in manifest["stages"].items() for e in st["history"][seen.get(name, 0):]
                for k, v in e["llm"].items() if k != "embedding")
 
 
 def tables(run):
     return {p.relative_to(run).as_posix(): pd.read_csv(p).drop(columns=["run_id"], errors="ignore")  # the report names its run
-            for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts}
+            for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts and p.name != "estimate_vs_actual.csv"}  # the
+    # estimate depends on what the cache held when each run started: checked on its own below
+
+
+def check_estimate(run, manifest, exact):
+    """Issue 17: the estimate printed before the run, beside what each step spent (the report's table): every step's calls and
+    completion tokens inside the printed ranges; with a fresh cache, the built steps' requests were all made, and where no
+    answer needed the repair round their prompt tokens are exactly what llama.cpp reported (the model's own tokenizer)."""
+    assert (run / "estimate.csv").exists() and "estimate_error" not in manifest
+    t = pd.read_csv(run / "report" / "estimate_vs_actual.csv")
+    assert {"question_rewrite", "extract_units", "decontextualise", "judge", "sourcebench_content", "sourcecheckup"} <= set(t.step)
+    assert (t.within_range == "yes").all(), t.to_string()
+    if not exact: return
+    for r in t[t.basis == "built"].itertuples():
+        st = manifest["stages"][r.stage]["llm"][r.step]
+        if st["parse_repaired"] + st["parse_failed"] == 0:
+            assert (r.calls, r.prompt_tokens) == (r.calls_low, r.prompt_tokens_expected), (r.stage, r.step)
 
 
 @pytest.mark.timeout(2400)  # two demo runs with the CPU smoke model: well over the default 900 s on a busy machine
@@ -58,6 +77,7 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(t
     ma = json.loads((runs / "a" / "manifest.json").read_text())
     calls_a = model_calls(ma)
     assert calls_a > 0 and cached(db_a) == calls_a  # every call made once and kept
+    check_estimate(runs / "a", ma, exact=True)
 
     b, db_b = spec(tmp_path, "b")
     delay = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED", time.time_ns()) % 1000)).uniform(0, 60)
@@ -69,12 +89,14 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(t
     time.sleep(delay)
     assert proc.poll() is None, "run b finished before it could be killed: raise the sample sizes"
     os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-    killed_at = pd.Timestamp.now(tz="UTC").isoformat()
     before = cached(db_b)
+    mfile = runs / "b" / "manifest.json"
+    left = json.loads(mfile.read_text()) if mfile.exists() else {}  # what the killed run recorded
     groundbench("run", b, "--runs-dir", runs, check=True, timeout=1800)
     mb = json.loads((runs / "b" / "manifest.json").read_text())
-    assert before + model_calls(mb, after=killed_at) == calls_a, (before, model_calls(mb, after=killed_at), calls_a)
+    assert before + model_calls(mb, left) == calls_a, (before, model_calls(mb, left), calls_a)
 
+    check_estimate(runs / "b", mb, exact=False)   # estimated at the rerun, with run a's measurements as history
     ta, tb = tables(runs / "a"), tables(runs / "b")
     assert set(ta) == set(tb) and any(k.startswith("report/") for k in ta)
     for k in ta: pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=False, rtol=1e-9, obj=k)

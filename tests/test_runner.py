@@ -159,3 +159,31 @@ def test_a_budget_stops_the_run_before_the_call_past_it_and_a_larger_one_finishe
     assert st["status"] == "done" and st["stopped_by_budget"] is None
     assert again["cache_hits"] >= 1 and again["calls"] + 1 == cached_completions(cache / "llm.sqlite")  # zero repeated calls
     assert again["calls"] >= 2
+
+
+def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_is_refused(tmp_path):
+    """Issue 17: stage_max_cost in dollars at the price table's price (a table of our own pricing the smoke model at
+    $1,000 per million tokens both ways, so one question rewrite costs well under a cent): the stage stops before the call
+    past the budget, names it, keeps what was paid; a larger budget finishes with zero repeated calls. A cost budget for a
+    model the table does not price is refused before any call, naming the table and the model."""
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    prices = tmp_path / "prices.csv"
+    prices.write_text("model,input_usd_per_mtok,output_usd_per_mtok,source,checked\n"
+                      "smollm2-135m-instruct,1000,1000,a test price,2026-11-30\n")
+    # a rewrite request is bounded at about 1,050 prompt characters / 4 + 160 max tokens = 420 tokens ($0.42) before it is
+    # made, and costs about $0.3 once made: $0.60 admits the first call, not the second
+    spec = write_spec(tmp_path / "c.yaml", "cost", cache, sample=3, **{"budget.stage_max_cost": 0.60, "budget.prices": str(prices)})
+    p = groundbench("run", spec, "--runs-dir", runs)
+    assert p.returncode != 0 and "stage budget stage_max_cost=0.6 reached" in p.stderr, p.stderr
+    st = manifest(runs, "cost")["stages"]["10_claims"]
+    assert st["stopped_by_budget"]["budget"] == "stage_max_cost" and 0 < st["stopped_by_budget"]["spent"] <= 0.60
+    paid = cached_completions(cache / "llm.sqlite")
+    assert paid == llm_usage({"stages": {"10_claims": st}})["calls"] >= 1
+    write_spec(spec, "cost", cache, sample=3, **{"budget.stage_max_cost": 50, "budget.prices": str(prices)})
+    groundbench("run", spec, "--runs-dir", runs, check=True)
+    again = llm_usage({"stages": {"10_claims": manifest(runs, "cost")["stages"]["10_claims"]}})
+    assert again["cache_hits"] == paid and again["calls"] + paid == cached_completions(cache / "llm.sqlite")  # nothing paid twice
+    write_spec(spec, "unpriced", tmp_path / "cache2", sample=3, **{"budget.max_cost": 1})
+    p = groundbench("run", spec, "--runs-dir", runs)
+    assert p.returncode != 0 and "has no price in" in p.stderr and "llm_prices.csv" in p.stderr, p.stderr
+    assert cached_completions(tmp_path / "cache2" / "llm.sqlite") == 0

@@ -15,10 +15,17 @@ import pandas as pd
 from ..core import Conversation, Prompt
 
 # %% auto #0
-__all__ = ['conversations_with_text']
+__all__ = ['conversations_with_text', 'select_conversations']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
     "Conversations with at least one cited source that has text."
     ok = set(sources[sources.text.fillna("").str.strip() != ""].conversation_id)
     return [c for c in convs if c.conversation_id in ok]
+
+def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0, pick: str = "first") -> list[Conversation]:
+    "The conversations the stage scores: those with source text; with `max_conversations`, the first N or the N shortest."
+    if pick not in ("first", "shortest"): raise ValueError(f"50_groundedness: parameter pick={pick!r}: use 'first' or 'shortest'")
+    convs = conversations_with_text(convs, sources)
+    if not max_conversations: return convs
+    return (sorted(convs, key=lambda c: (len(c.answer_text.split()), c.conversation_id)) if pick == "shortest" else convs)[:max_conversations]

@@ -16,7 +16,7 @@ from ..llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'UnitItem', 'UnitList', 'Decontextualised', 'answer_context',
-           'extract_units', 'decontextualise']
+           'extract_requests', 'extract_units', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -52,9 +52,9 @@ def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tu
 def _count(stats: dict | None, key: str, n: int = 1):
     if stats is not None: stats[key] = stats.get(key, 0) + n
 
-def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
-                  progress: bool = True, stats: dict | None = None) -> list[Unit]:
-    "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
+def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
+                     stats: dict | None = None) -> tuple[list, list]:
+    "The extraction jobs (conversation, segment index, segment) and their requests: one per segment (what the estimate counts)."
     pt = load_prompt("extract_units", prompt_version)
     jobs = [(c, i, s) for c in convs for i, s in enumerate(c.segments)]
     reqs = []
@@ -62,6 +62,12 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=384))
+    return jobs, reqs
+
+def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
+                  progress: bool = True, stats: dict | None = None) -> list[Unit]:
+    "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
+    jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats)
     res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
