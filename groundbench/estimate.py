@@ -20,14 +20,16 @@ import pandas as pd
 from .claims import QuestionRewrite, load_claims, load_templates, make_prompts, rewrite_requests, rewrite_sample
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
-from .groundedness.units import MAX_UNITS, UnitList, extract_requests
-from .llm import (LLM, ChatRequest, cache_key, llm_from_settings, load_prompt, model_price, prices_from_settings,
+from .groundedness.units import (MAX_UNITS, VERIFIED, Decontextualised, UnitList, decontext_requests, extract_requests,
+                                            extract_units)
+from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, model_price, prices_from_settings,
                              repair_request, with_schema)
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
-           'usage_history', 'History', 'Context', 'stage_defaults', 'Inputs', 'plan_inputs', 'Estimate', 'add_costs',
-           'estimate_run', 'format_estimate', 'write_estimate', 'estimate_vs_actual']
+           'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'stage_defaults',
+           'Inputs', 'plan_inputs', 'Estimate', 'add_costs', 'estimate_run', 'format_estimate', 'write_estimate',
+           'estimate_vs_actual']
 
 # %% ../nbs/88_estimate.ipynb #e5a10006
 STAGE_STEPS = {"10_claims": ("question_rewrite",), "50_groundedness": ("extract_units", "decontextualise", "judge"),
@@ -130,10 +132,14 @@ class History:
         v = self._find(stage, step)
         n = v["parse_ok"] + v["parse_repaired"] + v["parse_failed"] if v else 0
         return (v["parse_repaired"] + v["parse_failed"]) / n if n else None
+    @staticmethod
+    def first_round(v: Counter) -> int:
+        "Requests of a step's first round (its answers, parsed or not; `requests` also counts the repair round)."
+        return (v["parse_ok"] + v["parse_repaired"] + v["parse_failed"]) or v["requests"]
     def ratio(self, num: tuple, den: tuple) -> float | None:
-        "requests of step `num` per request of step `den` ((stage, step) each), where both were measured."
+        "First-round requests of step `num` per first-round request of step `den` ((stage, step) each), where both were measured."
         a, b = self.h.get(num), self.h.get(den)
-        return a["requests"] / b["requests"] if a and b and b["requests"] else None
+        return self.first_round(a) / self.first_round(b) if a and b and self.first_round(b) else None
     def runs(self, stage: str, step: str) -> int:
         v = self.h.get((stage, step))
         return int(v["runs"]) if v else 0
@@ -200,6 +206,26 @@ class Context:
         pt = load_prompt(PROMPTS.get(step, step))
         names = {m for _, c in pt.messages for m in __import__("re").findall(r"\{(\w+)\}", c)}
         return self.counter.count(ChatRequest.of(pt.render(**{n: values.get(n, "") for n in names})))
+
+# %% ../nbs/88_estimate.ipynb #e5a1001c
+class NotCached(RuntimeError):
+    "A cache-only client was asked for an answer the cache does not hold."
+
+class CacheOnlyBackend(Backend):
+    "Describes the configured model (same cache keys) and answers from nothing: `generate` raises NotCached."
+    name = "cache-only"
+    def __init__(self, desc: dict):
+        super().__init__(str(desc.get("model", "")), str(desc.get("revision", "")))
+        self._desc = dict(desc)
+    def describe(self) -> dict: return dict(self._desc)
+    def generate(self, requests): raise NotCached(f"{len(requests)} request(s) not cached")
+
+def cached_units(convs: Sequence[Conversation], ctx: "Context", context_chars: int) -> list | None:
+    "The units `extract_units` would make from `convs`, when every answer it needs is cached; else None."
+    llm = LLM(CacheOnlyBackend(ctx.desc), ctx.llm.cache)
+    llm.defaults = dict(getattr(ctx.llm, "defaults", {}))
+    try: return extract_units(convs, llm, context_chars, progress=False)
+    except NotCached: return None
 
 # %% ../nbs/88_estimate.ipynb #e5a1000f
 def stage_defaults(stage: str) -> dict:
@@ -306,8 +332,20 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
     verified = {}
     for c, i, s in jobs: verified[c.conversation_id] = verified.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
     nv, segs = sum(verified.values()), len(reqs)
-    rows = [ctx.built_step(stg, "extract_units", reqs, UnitList, f"{len(sel)} conversations, {segs} segments"),
-            ctx.estimated_step(stg, "decontextualise", "ratio", nv, MAX_UNITS * segs,
+    rows = [ctx.built_step(stg, "extract_units", reqs, UnitList, f"{len(sel)} conversations, {segs} segments")]
+    units = cached_units(sel, ctx, context_chars) if sel and rows[0].calls_low == 0 else None
+    if units is not None:  # the real units: decontextualisation built exactly, the judge bounded by them
+        from groundbench.sourcecheckup import STATEMENT_LABELS
+        todo, dreq = decontext_requests(units, sel, ctx.llm, context_chars)
+        others = sum(1 for u in units if u.label and u.label not in VERIFIED) if variants else 0
+        exp_j = len(todo) * r_j if r_j is not None else len(todo) * a["judge_calls_per_verified_unit"] + others
+        stmts = Counter(u.conversation_id for u in units if u.label in STATEMENT_LABELS)
+        return rows + [ctx.built_step(stg, "decontextualise", dreq, Decontextualised, f"the {len(units)} units of the cached extraction answers"),
+                       ctx.estimated_step(stg, "judge", "ratio", exp_j, 3 * len(todo) + others,
+                                          f"{len(todo)} verified and {others} other units (from the cache) x "
+                                          f"{(r_j if r_j is not None else a['judge_calls_per_verified_unit']):.2f} ({src_j}); at most "
+                                          "3 scopes a verified unit, 1 an other", judge_prompt)], sel, dict(stmts)
+    rows += [ctx.estimated_step(stg, "decontextualise", "ratio", nv, MAX_UNITS * segs,
                                f"{nv / max(segs, 1):.2f} verified units per segment ({src_v}); at most {MAX_UNITS} units a segment",
                                ctx.template_tokens("decontextualise") + (ctx_chars + UNIT_CHARS) / 4),
             ctx.estimated_step(stg, "judge", "ratio", nv * judge_per, 3 * MAX_UNITS * segs,
@@ -438,6 +476,8 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         elif s == "70_validation": rows += _validation_rows(ctx, params(s), inp)
     t = pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__))
     t, cost_note = add_costs(t, ctx)
+    t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns if c.startswith(("calls", "prompt", "completion"))})
+    t = t.round({c: 6 for c in t.columns if c.startswith(("cost", "gpu"))})
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note)
 
 # %% ../nbs/88_estimate.ipynb #e5a10015
@@ -447,6 +487,7 @@ def _n(x, d=0) -> str:
 def format_estimate(e: Estimate) -> str:
     "The estimate as text: one line per step, totals, then what it assumed."
     t = e.table
+    if t.empty: return f"Estimate for {e.model} ({e.backend}): no LLM step among these stages"
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
     head = (f"{'stage':<17} {'step':<21} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} {'calls (low-expected-high)':>27} "
             f"{'prompt tok':>11} {'completion tok (exp, range)':>30}" + (f" {'$ exp (low-high)' if cost == 'cost_usd' else 'GPU-h exp (low-high)':>25}" if cost else ""))

@@ -16,7 +16,7 @@ from ..llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'UnitItem', 'UnitList', 'Decontextualised', 'answer_context',
-           'extract_requests', 'extract_units', 'decontextualise']
+           'extract_requests', 'extract_units', 'decontext_requests', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -85,10 +85,9 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
-def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
-                    prompt_version: int | None = None, progress: bool = True,
-                    stats: dict | None = None) -> tuple[list[Unit], dict[str, str]]:
-    "Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed: original kept)."
+def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                       prompt_version: int | None = None, stats: dict | None = None) -> tuple[list[Unit], list]:
+    "The Fact and Claim units and their decontextualisation requests (what the estimate counts)."
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
@@ -97,6 +96,13 @@ def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: L
         ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
         _count(stats, "decontext_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200))
+    return todo, reqs
+
+def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                    prompt_version: int | None = None, progress: bool = True,
+                    stats: dict | None = None) -> tuple[list[Unit], dict[str, str]]:
+    "Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed: original kept)."
+    todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats)
     res = dict(zip((u.unit_id for u in todo), complete_json(llm, reqs, Decontextualised, step="decontextualise", progress=progress)))
     out, status = [], {}
     for u in units:
