@@ -17,7 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .claims import QuestionRewrite, load_claims, load_templates, make_prompts, rewrite_requests, rewrite_sample
+from .claims import QuestionRewrite, load_claims, load_templates, prompts_from_files, rewrite_requests, rewrite_sample
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
 from .groundedness.units import (MAX_UNITS, VERIFIED, Decontextualised, UnitList, decontext_requests, extract_requests,
@@ -28,8 +28,8 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
            'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'stage_defaults',
-           'Inputs', 'plan_inputs', 'Estimate', 'add_costs', 'estimate_run', 'format_estimate', 'write_estimate',
-           'estimate_vs_actual']
+           'Inputs', 'plan_inputs', 'Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate',
+           'write_estimate', 'estimate_vs_actual']
 
 # %% ../nbs/88_estimate.ipynb #e5a10006
 STAGE_STEPS = {"10_claims": ("question_rewrite",), "50_groundedness": ("extract_units", "decontextualise", "judge"),
@@ -273,10 +273,13 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
         inp.convs = sample_by_group(imp.conversations, lambda c: c.provider, int(p.get("sample") or 0), int(p.get("sample_seed") or 0))
         notes.append("conversations: your tables, imported as 20_collect imports them")
     elif "20_collect" in stages:
-        pp = p.get("prompts_path") or (run_dir / "10_claims" / "prompts.parquet" if run_dir else None)
-        if pp and Path(pp).exists(): prompts = read_records(pp, Prompt)
-        else: prompts = make_prompts(load_claims(resolve_path(settings, settings["paths"]["claims"]), resolve_path(settings, settings["paths"]["questions"]),
-                                                 require_question=True), load_templates(resolve_path(settings, settings["paths"]["templates"])))
+        pp = p.get("prompts_path")
+        pp = (Path(pp) if Path(pp).is_absolute() else project_root() / pp) if pp else (run_dir / "10_claims" / "prompts.parquet" if run_dir else None)
+        if pp and pp.exists(): prompts = read_records(pp, Prompt)
+        elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
+        else:  # the prompts 10_claims will make
+            p10 = params("10_claims")
+            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"))
         inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0), int(p.get("sample_seed") or 0)))
         notes.append(f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before the run")
     if d30 and (d30 / "sources.parquet").exists():
@@ -321,7 +324,8 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
         segs = n * a["answer_words"] / a["words_per_segment"]
         verified = segs * per_seg(a["words_per_segment"])
         rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None, f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
-                                   "segments (settings [estimate]: paper-like answers)")]
+                                   "segments (settings [estimate]: paper-like answers)",
+                                   ctx.template_tokens("extract_units") + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
         return rows + [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None, f"verified units per segment ({src_v})",
                                           ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
                        ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
@@ -414,7 +418,13 @@ def _validation_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
             rows.append(ctx.estimated_step(stg, "sourcecheckup", "counted", len(has), len(has), f"{len(has)} (claim, evidence page) pairs",
                                            ctx.template_tokens("sourcecheckup") + evid / 4))
     if p.get("pairs_path"):
-        rows.append(ctx.estimated_step(stg, "judge", "ratio", NAN, None, "your labelled pairs: not estimated (one judge call a test row)"))
+        from groundbench.validation_pairs import PairColumns, load_pairs
+        pairs, _ = load_pairs(resolve_path(ctx.settings, p["pairs_path"]), PairColumns(**(p.get("pairs_columns") or {})),
+                              p.get("pairs_label_map"), float(p.get("pairs_dev_fraction") or 0.5))
+        n = int((pairs.split == "test").sum())
+        evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        rows.append(ctx.estimated_step(stg, "judge", "counted", n, n, f"your labelled pairs: {n} test rows, one judge call each",
+                                       ctx.template_tokens("judge") + evid / 4))
     return rows
 
 # %% ../nbs/88_estimate.ipynb #e5a10013
@@ -456,11 +466,22 @@ def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
                  cost_usd_high=(t.prompt_tokens_high * pi + t.completion_high * po) / 1e6)
     return t, f"{ctx.model}: ${pi} in / ${po} out per million tokens ({row['source']}, {row['checked']})"
 
+def merge_same_steps(t: pd.DataFrame) -> pd.DataFrame:
+    "One row per (stage, step), as the manifest counts them (validation's judge on ExpertQA and on your pairs is one step)."
+    if not t.duplicated(["stage", "step"]).any(): return t
+    def one(g):
+        out = {"basis": "+".join(dict.fromkeys(g.basis)), "note": " | ".join(x for x in g.note if x), "max_tokens": g.max_tokens.max()}
+        for c in g.columns.drop(["basis", "note", "max_tokens"]):
+            out[c] = NAN if c.endswith("high") and g[c].isna().any() else g[c].sum(min_count=1)
+        return pd.Series(out)
+    return t.groupby(["stage", "step"], sort=False).apply(one, include_groups=False).reset_index()[t.columns]
+
 def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_dir: str | Path | None = None,
                  runs_dir: str | Path | None = None) -> Estimate:
     "The estimate of every LLM step of `stages` with `parameters` (as a parameter file gives them) and `settings`."
     run_dir = Path(run_dir) if run_dir else None
     defaults = {s: stage_defaults(s) for s in stages if s in STAGE_STEPS or s == "20_collect"}
+    if "20_collect" in stages and "10_claims" not in defaults: defaults["10_claims"] = {}
     params = lambda s: {**defaults.get(s, {}), **{k: v for k, v in parameters.items() if k in defaults.get(s, {})}}
     ctx = Context(settings, runs_dir)
     need = any(s in stages for s in ("50_groundedness", "60_sourcebench", "65_sourcecheckup"))
@@ -474,7 +495,7 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         elif s == "60_sourcebench": rows += _sourcebench_rows(ctx, params(s), inp)
         elif s == "65_sourcecheckup": rows += _sourcecheckup_rows(ctx, params(s), inp, scored, verified)
         elif s == "70_validation": rows += _validation_rows(ctx, params(s), inp)
-    t = pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__))
+    t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
     t, cost_note = add_costs(t, ctx)
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns if c.startswith(("calls", "prompt", "completion"))})
     t = t.round({c: 6 for c in t.columns if c.startswith(("cost", "gpu"))})
