@@ -554,4 +554,9 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
                      "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else NAN, "completion_low": r.completion_low,
                      "completion_expected": r.completion_expected, "completion_high": r.completion_high, "completion_tokens": comp,
                      "within_range": ok})
-    return pd.DataFrame(rows)
+    t = pd.DataFrame(rows)
+    whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
+    for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
+        if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
+        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)   # counts as whole numbers in tables (never 3.52e+03), NaN left empty
+    return t
