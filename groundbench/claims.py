@@ -21,8 +21,8 @@ from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['ROLES', 'PLACEHOLDERS', 'read_csv_rows', 'Template', 'load_templates', 'load_questions', 'load_claims',
-           'make_prompts', 'prompts_from_files', 'QuestionRewrite', 'rewrite_sample', 'rewrite_requests',
-           'rewrite_questions']
+           'make_prompts', 'claims_and_templates', 'prompts_from_files', 'QuestionRewrite', 'rewrite_sample',
+           'rewrite_requests', 'rewrite_questions']
 
 # %% ../nbs/10_claims.ipynb #f375c442
 def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (), aliases: dict | None = None) -> list[tuple[int, dict]]:
@@ -148,12 +148,19 @@ def make_prompts(claims: list[Claim], templates: list[Template]) -> list[Prompt]
             out.append(Prompt(c.claim_id, c.topic, t.role, t.template_id, t.template.format(claim=c.claim, question=c.question)))
     return out
 
-def prompts_from_files(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None) -> list[Prompt]:
-    "Prompts from a claims CSV, a templates CSV and (optionally) a questions CSV; defaults from settings.ini."
-    s = load_settings()
+def claims_and_templates(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
+                         settings: dict | None = None) -> tuple[list[Claim], list[Template]]:
+    """The claims (with their question rewrites, required when a template needs them) and the templates; paths not given come
+    from `settings` (settings.ini by default): the claims' own questions file only with the default claims."""
+    s = settings or load_settings()
     tpls = load_templates(templates or resolve_path(s, s["paths"]["templates"]))
     if claims is None: claims, questions = resolve_path(s, s["paths"]["claims"]), questions or resolve_path(s, s["paths"]["questions"])
-    return make_prompts(load_claims(claims, questions, require_question=any(t.needs_question for t in tpls)), tpls)
+    return load_claims(claims, questions, require_question=any(t.needs_question for t in tpls)), tpls
+
+def prompts_from_files(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
+                       settings: dict | None = None) -> list[Prompt]:
+    "Prompts from a claims CSV, a templates CSV and (optionally) a questions CSV; defaults from settings.ini."
+    return make_prompts(*claims_and_templates(claims, templates, questions, settings))
 
 # %% ../nbs/10_claims.ipynb #ba4a35e1
 class QuestionRewrite(pydantic.BaseModel):

@@ -7,9 +7,9 @@ Docs: https://groundbench.github.io/groundbench/estimate.html.md"""
 # %% ../nbs/88_estimate.ipynb #e5a10003
 from __future__ import annotations
 
-import ast
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,7 +17,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from .claims import QuestionRewrite, load_claims, load_templates, prompts_from_files, rewrite_requests, rewrite_sample
+from .claims import QuestionRewrite, claims_and_templates, prompts_from_files, rewrite_requests, rewrite_sample
+from .cli import stage_parameters
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
 from .groundedness.units import (MAX_UNITS, VERIFIED, Decontextualised, UnitList, decontext_requests, extract_requests,
@@ -27,8 +28,8 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
-           'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'stage_defaults',
-           'Inputs', 'plan_inputs', 'Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate',
+           'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs',
+           'plan_inputs', 'Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate',
            'write_estimate', 'estimate_vs_actual']
 
 # %% ../nbs/88_estimate.ipynb #e5a10006
@@ -201,10 +202,18 @@ class Context:
         if measured is None and prompt_per_call is not None: row.note += "; prompt tokens approximated from the prompt and its input size"
         return row
 
+    def verified_per_segment(self) -> tuple:
+        """Expected verified (Fact, Claim) units of a segment of `words` words, as a function, and where that comes from:
+        the ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""
+        stg, a = "50_groundedness", self.assume
+        r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
+        if r is not None: return (lambda words: r), f"measured on {self.history.runs(stg, 'decontextualise')} earlier run(s) of {self.model}"
+        return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
+
     def template_tokens(self, step: str, **values) -> int:
         "Prompt tokens of the step's prompt with `values` filled in (missing ones empty)."
         pt = load_prompt(PROMPTS.get(step, step))
-        names = {m for _, c in pt.messages for m in __import__("re").findall(r"\{(\w+)\}", c)}
+        names = {m for _, c in pt.messages for m in re.findall(r"\{(\w+)\}", c)}
         return self.counter.count(ChatRequest.of(pt.render(**{n: values.get(n, "") for n in names})))
 
 # %% ../nbs/88_estimate.ipynb #e5a1001c
@@ -228,17 +237,6 @@ def cached_units(convs: Sequence[Conversation], ctx: "Context", context_chars: i
     except NotCached: return None
 
 # %% ../nbs/88_estimate.ipynb #e5a1000f
-def stage_defaults(stage: str) -> dict:
-    "A stage notebook's parameters with their default values (its cell tagged `parameters`, read as papermill reads it)."
-    nb = json.loads((project_root() / "nbs" / f"{stage}.ipynb").read_text(encoding="utf-8"))
-    cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    out = {}
-    for node in ast.parse("".join(cell["source"])).body if cell else []:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try: out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError: out[node.targets[0].id] = None
-    return out
-
 @dataclass
 class Inputs:
     "What the run will work on, as far as it is known before the run."
@@ -246,6 +244,7 @@ class Inputs:
     n_prompts: int = 0               # browser/api: conversations to collect
     sources: pd.DataFrame | None = None  # conversation_id, citation_index, url, text, valid
     expertqa: object = None
+    expertqa_systems_limited: bool = False   # 20_collect imports only some ExpertQA systems (validation then imports all)
     notes: tuple = ()
 
 def _sources_of(convs, texts: dict, assume_fetched: bool) -> pd.DataFrame:
@@ -279,7 +278,7 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
         elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
         else:  # the prompts 10_claims will make
             p10 = params("10_claims")
-            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"))
+            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"), settings)
         inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0), int(p.get("sample_seed") or 0)))
         notes.append(f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before the run")
     if d30 and (d30 / "sources.parquet").exists():
@@ -298,21 +297,16 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
 def _claims_rows(ctx: Context, p: dict) -> list[StepEstimate]:
     n = int(p.get("question_rewrite_sample") or 0)
     if not n: return []
-    s = ctx.settings
-    tpls = load_templates(p.get("templates_path") or resolve_path(s, s["paths"]["templates"]))
-    cp, qp = p.get("claims_path"), p.get("questions_path")
-    if cp is None: cp, qp = resolve_path(s, s["paths"]["claims"]), qp or resolve_path(s, s["paths"]["questions"])
-    claims = rewrite_sample(load_claims(cp, qp, require_question=any(t.needs_question for t in tpls)), n)
+    claims, _ = claims_and_templates(p.get("claims_path"), p.get("templates_path"), p.get("questions_path"), ctx.settings)
+    claims = rewrite_sample(claims, n)
     return [ctx.built_step("10_claims", "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
 
 def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     "Rows of 50_groundedness, the conversations it scores and per conversation its expected verified units."
     a, h, stg = ctx.assume, ctx.history, "50_groundedness"
     context_chars = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
-    r_v = h.ratio((stg, "decontextualise"), (stg, "extract_units"))
+    per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
-    src_v = f"measured on {h.runs(stg, 'decontextualise')} earlier run(s) of {ctx.model}" if r_v is not None else "settings [estimate]"
-    per_seg = lambda words: r_v if r_v is not None else words / a["words_per_unit"] * a["verified_share"]
     variants = p.get("variants", True) is not False
     judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"] + (
         (1 - a["verified_share"]) / a["verified_share"] if variants else 0.0)
@@ -383,10 +377,9 @@ def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verifi
     todo = [c for c in inp.convs if c.conversation_id in keep and c.conversation_id not in with_units]
     sourceless = set(resp.conversation_id[resp.sourceless])
     jobs, reqs = extract_requests(todo, ctx.llm)
-    a, r_v = ctx.assume, ctx.history.ratio(("50_groundedness", "decontextualise"), ("50_groundedness", "extract_units"))
-    per_seg = lambda s: r_v if r_v is not None else len(s.text.split()) / a["words_per_unit"] * a["verified_share"]
-    exp, high = dict(verified), {}
-    for c, i, s in jobs: exp[c.conversation_id] = exp.get(c.conversation_id, 0.0) + per_seg(s)
+    per_seg, _ = ctx.verified_per_segment()
+    exp = dict(verified)
+    for c, i, s in jobs: exp[c.conversation_id] = exp.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
     segs = Counter(c.conversation_id for c, _, _ in jobs)
     dec = sum(v for k, v in exp.items() if k in {c.conversation_id for c in todo} - sourceless)
     nval = dict(zip(resp.conversation_id, resp.n_valid_sources))
@@ -480,7 +473,7 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
                  runs_dir: str | Path | None = None) -> Estimate:
     "The estimate of every LLM step of `stages` with `parameters` (as a parameter file gives them) and `settings`."
     run_dir = Path(run_dir) if run_dir else None
-    defaults = {s: stage_defaults(s) for s in stages if s in STAGE_STEPS or s == "20_collect"}
+    defaults = {s: stage_parameters(s) for s in stages if s in STAGE_STEPS or s == "20_collect"}
     if "20_collect" in stages and "10_claims" not in defaults: defaults["10_claims"] = {}
     params = lambda s: {**defaults.get(s, {}), **{k: v for k, v in parameters.items() if k in defaults.get(s, {})}}
     ctx = Context(settings, runs_dir)

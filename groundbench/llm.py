@@ -494,8 +494,8 @@ class Budget:
         "How many of `requests` (in order) fit every limit, and the limit that stops the next one (None: all fit)."
         n, calls, toks, usd = 0, 0, 0, 0.0
         for r in requests:
-            calls, toks = calls + 1, toks + approx_tokens(r)
-            usd += self.cost_of(approx_tokens(r) - int(r.max_tokens), int(r.max_tokens))
+            bound, mt = approx_tokens(r), int(r.max_tokens)
+            calls, toks, usd = calls + 1, toks + bound, usd + self.cost_of(bound - mt, mt)
             for scope, name, limit, spent in self.limits():
                 extra = calls if "calls" in name else usd if "cost" in name else toks
                 if spent + extra > limit: return n, (scope, name, limit, spent)
