@@ -1,5 +1,8 @@
-"""Shared fixtures: free ports, the llama.cpp server, isolated caches."""
+"""Shared fixtures: free ports, the llama.cpp server, isolated caches, one demo run shared by the tests that read it, and
+the components tests need (marks `chromium`, `jupyterlab`, `llama_server`): missing outside CI, the test is skipped
+with the reason; missing in CI (CI=true), it fails."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,6 +48,26 @@ def groundbench(*args, cwd=ROOT, check=False, timeout=600, env=None):
     return p
 
 
+def _missing(component: str) -> str | None:
+    "Why `component` cannot run on this machine, or None when it can."
+    if component == "chromium":
+        if not (shutil.which("chromium") and shutil.which("chromedriver")):
+            return "needs Debian's chromium and chromium-driver (bash setup.sh installs them)"
+    elif component == "jupyterlab":
+        if not (BIN / "jupyter-lab").exists(): return f"needs JupyterLab in {BIN} (bash setup.sh installs it)"
+    elif component == "llama_server":
+        try: import llama_cpp.server  # noqa: F401
+        except ImportError as e: return f"needs llama.cpp's server (pip install 'llama-cpp-python[server]'): {e}"
+    return None
+
+
+def pytest_runtest_setup(item):
+    for component in ("chromium", "jupyterlab", "llama_server"):
+        if item.get_closest_marker(component) and (why := _missing(component)):
+            if os.environ.get("CI"): pytest.fail(f"{component} missing in CI: {why}", pytrace=False)
+            pytest.skip(f"{component}: {why}")
+
+
 @pytest.fixture(scope="session")
 def gguf_path():
     from groundbench.llm import bundled_gguf
@@ -53,7 +76,10 @@ def gguf_path():
 
 @pytest.fixture(scope="session")
 def llama_server(gguf_path, tmp_path_factory):
-    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the bundled SmolLM2 model."""
+    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the bundled SmolLM2 model, one per test run."""
+    if why := _missing("llama_server"):
+        if os.environ.get("CI"): pytest.fail(f"llama_server missing in CI: {why}", pytrace=False)
+        pytest.skip(why)
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with open(log, "w") as f:
@@ -81,3 +107,32 @@ def isolated_settings(tmp_path):
     """Settings whose caches and runs live in a temporary folder."""
     from groundbench.core import load_settings
     return load_settings(overrides={"paths.cache_dir": str(tmp_path / "cache"), "paths.runs_dir": str(tmp_path / "runs")})
+
+
+# The main job, small: the demo's stages and models with smaller samples (a model call in every kind of LLM stage).
+SMALL_DEMO = {"question_rewrite_sample": 2, "sample": 8, "max_conversations": 1, "max_pages": 1,
+              "sourcecheckup_conversations": 1, "claims_per_system": 1, "n_boot": 200}
+
+
+def small_demo_spec(folder: Path, name: str) -> tuple[Path, Path]:
+    "A parameter file of the small demo named `name` with its own empty LLM cache; returns it and the cache's file."
+    import yaml
+    d = yaml.safe_load((ROOT / "papermill_params" / "demo.yaml").read_text())
+    d["run_id"] = name
+    d["parameters"].update(SMALL_DEMO)
+    d["settings"] = {**(d.get("settings") or {}), "paths.cache_dir": str(folder / f"cache-{name}")}
+    p = folder / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return p, folder / f"cache-{name}" / "llm.sqlite"
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory):
+    """The small demo run once per test run, straight through with an empty cache; tests that only read a run's outputs
+    share it (a test that changes a run works on a copy). Returns (runs folder, parameter file, LLM cache file)."""
+    tmp = tmp_path_factory.mktemp("small-demo")
+    spec, db = small_demo_spec(tmp, "a")
+    t0 = time.time()
+    groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=1800)
+    print(f"small demo run: {time.time() - t0:.0f} s")
+    return tmp / "runs", spec, db

@@ -5,7 +5,11 @@
 #   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
-# Run after setup.sh:  bash setup.sh && bash tests/run.sh
+# Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests.
+# Run after setup.sh:  bash setup.sh && bash tests/run.sh          (extra arguments go to pytest)
+# A part:  .venv/bin/python -m pytest -m "not slow"     (all but the end-to-end runs: a few minutes)
+#          .venv/bin/python -m pytest tests/test_credibility.py -k paper
+#          .venv/bin/nbdev-test nbs/41_credibility_ratings.ipynb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${GROUNDBENCH_VENV:-.venv}
@@ -33,7 +37,10 @@ echo "== README in sync with nbs/index.ipynb"
 python scripts/make_readme.py --check
 
 echo "== notebook tests (nbdev-test)"
-nbdev-test --n-workers 2 --timing
+start=$SECONDS
+# two notebooks at once on two cores: one llama.cpp thread each (llm.llama_threads says why)
+GROUNDBENCH_LLAMA_THREADS=1 nbdev-test --n-workers 2 --timing
+echo "nbdev-test: $((SECONDS - start)) s"
 
 echo "== pytest"
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -18,6 +18,8 @@ from groundbench.collect.perplexity import PerplexityBrowserCollector
 from groundbench.collect.qwen import QwenCollector
 from groundbench.core import Prompt
 
+pytestmark = [pytest.mark.slow, pytest.mark.chromium]
+
 PROMPT = Prompt("H1", "Health", "fact_checker", 1, "Fact-check: mRNA vaccines alter human DNA, with evidence")
 
 

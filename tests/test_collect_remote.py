@@ -11,9 +11,12 @@ import time
 import httpx
 import pandas as pd
 import yaml
+import pytest
 
 from conftest import BIN, free_port, groundbench
 from fixture_site import FixtureSite
+
+pytestmark = [pytest.mark.slow, pytest.mark.chromium]
 
 
 def test_two_remote_workers_split_the_prompts_and_survive_a_kill(tmp_path):

@@ -5,12 +5,14 @@ import sys
 
 import pandas as pd
 import yaml
+import pytest
 
 from conftest import groundbench
 from fixture_site import FixtureSite
 from groundbench.core import Conversation, read_records
 
 
+@pytest.mark.slow
 def test_expertqa_full_import(tmp_path):
     spec = tmp_path / "eqa.yaml"
     spec.write_text(yaml.safe_dump({"run_id": "eqa", "stages": ["20_collect"], "parameters": {"source": "expertqa", "sample": 0}}))
@@ -32,6 +34,8 @@ def test_expertqa_full_import(tmp_path):
     assert len(src) == 1417
 
 
+@pytest.mark.chromium
+@pytest.mark.slow
 def test_browser_collection_stage_on_fixture(tmp_path):
     with FixtureSite("perplexity") as site:
         spec = tmp_path / "p.yaml"

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 import yaml
 
 from conftest import BIN, ROOT, groundbench
@@ -33,6 +34,7 @@ def test_cli_json_lines():
     assert groundbench("credibility", "--table", "nope", "https://a.org").returncode == 2
 
 
+@pytest.mark.slow
 def test_stage_on_expertqa_sample(tmp_path):
     spec = tmp_path / "c.yaml"
     spec.write_text(yaml.safe_dump({"run_id": "c", "stages": ["20_collect", "40_credibility"], "parameters": {"source": "expertqa", "sample": 40, "n_boot": 200}}))

@@ -1,6 +1,7 @@
 """The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
-test takes minutes): run A goes straight through; run B, with its own caches, is killed with SIGKILL at a random moment
-(seeded: the moment is printed, so a failure can be replayed) after its first model call, then rerun to the end.
+test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with its
+own caches, is killed with SIGKILL at a random moment (seeded: the moment is printed, so a failure can be replayed) after
+its first model call, then rerun to the end.
 
 Checks: B's tables equal A's (every stage's CSV tables and the report's), no model call was paid twice (the calls B had
 cached when it was killed plus the calls its rerun made equal the calls A made), the report folder has its tables,
@@ -15,22 +16,10 @@ import time
 
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import BIN, ROOT, groundbench
+from conftest import BIN, ROOT, groundbench, small_demo_spec
 
-SMALL = {"question_rewrite_sample": 2, "sample": 8, "max_conversations": 1, "max_pages": 1, "sourcecheckup_conversations": 1,
-         "claims_per_system": 1, "n_boot": 200}
-
-
-def spec(tmp_path, name):
-    d = yaml.safe_load((ROOT / "papermill_params" / "demo.yaml").read_text())
-    d["run_id"] = name
-    d["parameters"].update(SMALL)
-    d["settings"] = {**(d.get("settings") or {}), "paths.cache_dir": str(tmp_path / f"cache-{name}")}
-    p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return p, tmp_path / f"cache-{name}" / "llm.sqlite"
+pytestmark = pytest.mark.slow
 
 
 def cached(db):
@@ -69,17 +58,17 @@ def check_estimate(run, manifest, exact):
             assert (r.calls, r.prompt_tokens) == (r.calls_low, r.prompt_tokens_expected), (r.stage, r.step)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(2400)  # two demo runs with the CPU smoke model: well over the default 900 s on a busy machine
-def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(tmp_path):
-    runs = tmp_path / "runs"
-    a, db_a = spec(tmp_path, "a")
-    groundbench("run", a, "--runs-dir", runs, check=True, timeout=1800)
-    ma = json.loads((runs / "a" / "manifest.json").read_text())
+def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(small_demo, tmp_path):
+    runs_a, _, db_a = small_demo
+    runs = runs_a  # b beside a: b's estimate reads a's measurements as history
+    ma = json.loads((runs_a / "a" / "manifest.json").read_text())
     calls_a = model_calls(ma)
     assert calls_a > 0 and cached(db_a) == calls_a  # every call made once and kept
-    check_estimate(runs / "a", ma, exact=True)
+    check_estimate(runs_a / "a", ma, exact=True)
 
-    b, db_b = spec(tmp_path, "b")
+    b, db_b = small_demo_spec(tmp_path, "b")
     delay = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED", time.time_ns()) % 1000)).uniform(0, 60)
     print(f"killing run b {delay:.1f} s after its first model call")
     proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,

@@ -16,6 +16,8 @@ import yaml
 
 from conftest import ROOT, groundbench
 
+pytestmark = [pytest.mark.slow, pytest.mark.chromium]
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):

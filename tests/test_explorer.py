@@ -13,6 +13,8 @@ import yaml
 
 from conftest import BIN, ROOT, free_port, groundbench
 
+pytestmark = [pytest.mark.slow, pytest.mark.chromium]
+
 SHOTS = ROOT / "_screenshots"
 
 
@@ -59,6 +61,7 @@ def test_explorer_runs_in_a_moved_run_folder(small_run, tmp_path):
     assert "Sources" in "\n".join(outputs_text(c) for c in nb["cells"])
 
 
+@pytest.mark.jupyterlab
 def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
     from selenium.webdriver.common.by import By
     from groundbench.collect.browser import make_driver

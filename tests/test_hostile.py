@@ -123,6 +123,7 @@ def hostile():
     for s in servers: s.shutdown()
 
 
+@pytest.mark.slow
 def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
     base, allow = hostile
     paths = ["/ok", "/gzip-gzip", "/gzip-bomb", "/deflate", "/br", "/corrupt-gzip", "/tables", "/bomb.pdf", "/charset-undefined",
@@ -183,6 +184,7 @@ def test_transient_failures_are_retried_on_rerun_and_settings_key_the_cache(host
     assert json.loads(allowed.stdout)["valid"]
 
 
+@pytest.mark.chromium
 @pytest.mark.parametrize("page", ["/nav-script", "/nav-meta"])
 def test_browser_rendering_cannot_reach_a_refused_address(hostile, page):
     from groundbench.sources.browser import render_with_browser
@@ -197,6 +199,7 @@ def test_browser_rendering_cannot_reach_a_refused_address(hostile, page):
     with pytest.raises(Refused): check_url(f"http://127.0.0.1:{Hostile.secret_port}/secret", [allow])
 
 
+@pytest.mark.chromium
 def test_browser_subresources_to_refused_addresses_are_blocked_but_the_page_renders(hostile):
     from groundbench.sources.browser import render_with_browser
     base, allow = hostile
@@ -206,6 +209,8 @@ def test_browser_subresources_to_refused_addresses_are_blocked_but_the_page_rend
     assert rd.reason == "" and "Rendered text about garlic" in rd.html and rd.refused
 
 
+@pytest.mark.chromium
+@pytest.mark.slow
 def test_stage_browser_fetch_records_refused_navigation(hostile, tmp_path):
     import pandas as pd
     import yaml
@@ -259,6 +264,7 @@ def test_prompts_errors(tmp_path):
     assert "'=HYPERLINK" in (tmp_path / "safe.csv").read_text()
 
 
+@pytest.mark.slow
 def test_run_errors(tmp_path):
     one_error(groundbench("run", tmp_path / "none.yaml"), "no such parameter file")
     (tmp_path / "bad.yaml").write_text("stages: [10_claims\n")

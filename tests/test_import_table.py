@@ -27,6 +27,7 @@ def awkward_csv(path):
             "urls": "Cited URL", "collected_at": "Collected on", "meta": ["Notes, etc."]}
 
 
+@pytest.mark.slow
 def test_awkward_spreadsheet_runs_through_collect_and_credibility_with_a_mapping_only(tmp_path):
     spec = {"run_id": "mine", "stages": ["20_collect", "40_credibility"],
             "parameters": {"source": "table", "sample": 0, "import_tables": [awkward_csv(tmp_path / "answers.csv")]},
@@ -108,6 +109,7 @@ def _readme_row(label):
     return [c.strip() for c in line.strip("|").split("|")][1:]
 
 
+@pytest.mark.slow
 def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp_path):
     spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"]}      # the sources stage changes nothing here
     (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))

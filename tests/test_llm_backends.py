@@ -23,7 +23,7 @@ PROMPT = "Is water wet? Reply as JSON with a short label and a short rationale."
 def test_llamacpp_in_process_structured_and_cached(isolated_settings):
     llm = llm_from_settings(isolated_settings)
     assert llm.smoke and llm.backend.describe()["revision"]  # sha256 of the GGUF
-    reqs = [request(llm, PROMPT, max_tokens=120), request(llm, PROMPT, max_tokens=120), request(llm, "Say hello as JSON.", max_tokens=120)]
+    reqs = [request(llm, PROMPT, max_tokens=80), request(llm, PROMPT, max_tokens=80), request(llm, "Say hello as JSON.", max_tokens=80)]
     res = complete_json(llm, reqs, Verdict, step="judge", progress=False)
     assert all(r.parse_status in ("ok", "repaired", "failed") for r in res)
     for r in res:  # a value exactly when parsing succeeded; never a default label
@@ -50,11 +50,12 @@ def test_temperature_zero_is_deterministic(isolated_settings):
     assert a == b and a
 
 
+@pytest.mark.llama_server
 def test_openai_backend_against_llama_server(llama_server, isolated_settings, tmp_path):
     llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="json_object")
     out = llm.complete([request(llm, "Say hi.", max_tokens=16)], progress=False)
     assert out[0].text and out[0].completion_tokens > 0 and out[0].prompt_tokens > 0
-    res = complete_json(llm, [request(llm, PROMPT, max_tokens=120)], Verdict, progress=False)
+    res = complete_json(llm, [request(llm, PROMPT, max_tokens=80)], Verdict, progress=False)
     assert res[0].parse_status in ("ok", "repaired", "failed")
     assert (res[0].value is None) == (res[0].parse_status == "failed")
     # the server's cache entries are its own: the same prompt on the in-process backend is a new call
@@ -63,10 +64,11 @@ def test_openai_backend_against_llama_server(llama_server, isolated_settings, tm
     assert local.stats["default"]["calls"] == 1
 
 
+@pytest.mark.llama_server
 def test_openai_backend_auto_structured_mode(llama_server, isolated_settings):
     """auto: OpenAI's json_schema form first; a server that refuses it (400) gets llama.cpp's json_object form."""
     llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="auto")
-    res = complete_json(llm, [request(llm, PROMPT, max_tokens=120)], Verdict, progress=False)
+    res = complete_json(llm, [request(llm, PROMPT, max_tokens=80)], Verdict, progress=False)
     assert res[0].parse_status in ("ok", "repaired", "failed")
     assert llm.backend.structured in ("auto", "json_object")
 
@@ -180,3 +182,33 @@ def test_unknown_backend_and_missing_base_url():
         make_backend("nope", model="x")
     with pytest.raises(ValueError, match="llm.base_url"):
         make_backend("openai", model="x")
+
+
+@pytest.mark.slow
+def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
+    """The in-process backend checks the grammar lazily (llm.greedy_grammar_check), which changes no token, and an answer
+    does not depend on the request before it. Four of the study's own prompts (judge, SourceCheckup twice, SourceBench
+    layout) under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our backend
+    answering them in one order and in the reverse order, give byte-identical answers and token counts (the notebook
+    01_llm compares one more with one thread)."""
+    from llama_cpp import Llama
+    from groundbench.llm import LlamaCppBackend, bundled_gguf, llama_threads, load_prompt
+    page = "Measles vaccines are safe and effective, according to the WHO. They do not change DNA. " * 12
+    schema = {"type": "object", "properties": {"supported": {"type": "boolean"}, "justification": {"type": "string"}},
+              "required": ["supported", "justification"]}
+    reqs = [load_prompt("sourcecheckup_support").render(statement="Vaccines change human DNA", source=page),
+            load_prompt("sourcecheckup_support").render(statement="Measles vaccines are safe", source=page),
+            load_prompt("judge").render(statement="Vaccines change human DNA", evidence=page),
+            load_prompt("sourcebench_layout").render(url="https://example.org/a", text=page, length=len(page))]
+    chat = [ChatRequest.of(m, schema, max_tokens=80, temperature=0.0, seed=0) for m in reqs]
+    stock = Llama(model_path=str(bundled_gguf()), n_ctx=4096, n_threads=llama_threads(), seed=0, verbose=False)
+    fresh = []
+    for r in chat:
+        stock.reset()
+        r = stock.create_chat_completion(messages=r.message_dicts(), max_tokens=80, temperature=0.0, seed=0,
+                                         response_format={"type": "json_object", "schema": r.schema_dict()})
+        fresh.append((r["choices"][0]["message"]["content"], r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]))
+    ours = LlamaCppBackend(n_ctx=4096)
+    forward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat)]
+    backward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat[::-1])][::-1]
+    assert fresh == forward == backward and all(a[0] for a in fresh)

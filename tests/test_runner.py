@@ -9,6 +9,7 @@ import time
 
 import pandas as pd
 import yaml
+import pytest
 
 from conftest import BIN, ROOT, groundbench
 
@@ -33,6 +34,7 @@ def llm_usage(m, stage="10_claims"):
     return m["stages"][stage]["llm"]["question_rewrite"]
 
 
+@pytest.mark.slow
 def test_run_writes_manifest_and_prompts_then_resumes_from_cache(tmp_path):
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     spec = write_spec(tmp_path / "study.yaml", "study", cache)
@@ -63,6 +65,8 @@ def test_run_writes_manifest_and_prompts_then_resumes_from_cache(tmp_path):
     assert "10_claims" in s.stdout and "llm calls      0" in s.stdout
 
 
+@pytest.mark.llama_server
+@pytest.mark.slow
 def test_switching_the_model_makes_new_calls(tmp_path, llama_server):
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     groundbench("run", write_spec(tmp_path / "a.yaml", "a", cache, sample=2), "--runs-dir", runs, check=True)
@@ -75,6 +79,7 @@ def test_switching_the_model_makes_new_calls(tmp_path, llama_server):
     assert m["models"]["llm"]["base_url"] == llama_server
 
 
+@pytest.mark.slow
 def test_killed_run_resumes(tmp_path):
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     spec = write_spec(tmp_path / "k.yaml", "k", cache, sample=8)
@@ -96,6 +101,7 @@ def test_killed_run_resumes(tmp_path):
     assert len(pd.read_parquet(runs / "k/10_claims/prompts.parquet")) == 600
 
 
+@pytest.mark.slow
 def test_bad_parameter_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("stages: [10_claims]\nparameters: {question_rewrite_smaple: 0}\n")
@@ -105,6 +111,7 @@ def test_bad_parameter_file(tmp_path):
     assert p.returncode == 1 and "no such parameter file" in p.stderr
 
 
+@pytest.mark.slow
 def test_failing_stage_names_stage_and_notebook(tmp_path):
     claims = tmp_path / "claims.csv"
     claims.write_text("id,topic,claim\nX1,T,foo\n")  # no question: the Claim Believer template 3 cannot be filled
@@ -116,6 +123,7 @@ def test_failing_stage_names_stage_and_notebook(tmp_path):
     assert manifest(tmp_path / "runs", "f")["stages"]["10_claims"]["status"] == "failed"
 
 
+@pytest.mark.slow
 def test_several_parameter_files_in_parallel_processes(tmp_path):
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     specs = [write_spec(tmp_path / f"{name}.yaml", name, cache, sample=0) for name in ("p1", "p2")]
@@ -142,6 +150,7 @@ def test_every_shipped_parameter_file_is_valid():
         assert set(spec.parameters) <= declared, (f.name, set(spec.parameters) - declared)
 
 
+@pytest.mark.slow
 def test_a_budget_stops_the_run_before_the_call_past_it_and_a_larger_one_finishes_it_paying_nothing_twice(tmp_path):
     "Issue 17: max_calls below what the run needs stops it with the budget named; the rerun pays only for what is left."
     runs, cache = tmp_path / "runs", tmp_path / "cache"
@@ -161,6 +170,7 @@ def test_a_budget_stops_the_run_before_the_call_past_it_and_a_larger_one_finishe
     assert again["calls"] >= 2
 
 
+@pytest.mark.slow
 def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_is_refused(tmp_path):
     """Issue 17: stage_max_cost in dollars at the price table's price (a table of our own pricing the smoke model at
     $1,000 per million tokens both ways, so one question rewrite costs well under a cent): the stage stops before the call

@@ -2,8 +2,11 @@
 same tables as the same run made whole."""
 import pandas as pd
 import yaml
+import pytest
 
 from conftest import groundbench
+
+pytestmark = [pytest.mark.slow]
 
 ANSWERS = pd.DataFrame({
     "tool": ["A", "A", "A", "B", "B", "B", "A", "B"],

@@ -147,6 +147,8 @@ def make_run(tmp_path, urls, run_id="s"):
     write_jsonl([conv], tmp_path / "runs" / run_id / "20_collect" / "conversations.jsonl")
 
 
+@pytest.mark.chromium
+@pytest.mark.slow
 def test_stage_with_browser_fetch_for_js_pages(site, tmp_path):
     base, allow = site
     make_run(tmp_path, [base + "/article", base + "/js", base + "/404"])
@@ -160,6 +162,7 @@ def test_stage_with_browser_fetch_for_js_pages(site, tmp_path):
     assert val.valid.sum() == 2 and val.citations.sum() == 3
 
 
+@pytest.mark.slow
 def test_killed_fetch_stage_resumes_without_refetching(site, tmp_path):
     base, allow = site
     urls = [f"{base}/page/{i}" for i in range(24)]

@@ -1,0 +1,48 @@
+"""Benchmark: the README's main job (`groundbench run papermill_params/demo.yaml`) with an empty LLM and embedding cache,
+in a temporary runs folder: wall time, each stage's seconds, model calls, prompt and completion tokens, and where the
+bundled model's time goes (prompt tokens read per second, completion tokens per second). Target (issue 27): at most
+5 minutes on an idle 2-core machine, after set-up. One JSON line.
+
+    python benchmarks/bench_demo.py [--params papermill_params/demo.yaml]"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+ap = argparse.ArgumentParser()
+ap.add_argument("--params", type=Path, default=ROOT / "papermill_params" / "demo.yaml")
+args = ap.parse_args()
+
+with tempfile.TemporaryDirectory() as tmp:
+    tmp = Path(tmp)
+    spec = yaml.safe_load(args.params.read_text())
+    spec["settings"] = {**(spec.get("settings") or {}), "paths.cache_dir": str(tmp / "cache")}
+    (tmp / "p.yaml").write_text(yaml.safe_dump(spec))
+    t0 = time.perf_counter()
+    p = subprocess.run([str(Path(sys.executable).parent / "groundbench"), "run", str(tmp / "p.yaml"), "--runs-dir",
+                        str(tmp / "runs")], capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0: sys.exit(f"the demo failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
+    m = json.loads((tmp / "runs" / spec["run_id"] / "manifest.json").read_text())
+
+stages, llm = {}, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+for name, st in m["stages"].items():
+    stages[name] = round(st["seconds"], 1)
+    for step, v in (st.get("llm") or {}).items():
+        if step == "embedding": continue
+        for k in llm: llm[k] += v.get(k, 0)
+print(json.dumps({
+    "benchmark": "demo", "params": str(args.params.relative_to(ROOT)), "wall_s": round(wall, 1),
+    "stage_s": stages, "llm_calls": llm["calls"], "prompt_tokens": llm["prompt_tokens"],
+    "completion_tokens": llm["completion_tokens"], "llm_s": round(llm["seconds"], 1),
+    "llm_threads": os.environ.get("GROUNDBENCH_LLAMA_THREADS", "1"),
+    "target": "<= 300 s wall on an idle 2-core machine, cold cache",
+    "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}"}))
