@@ -537,7 +537,8 @@ def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or
 def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to rate"),
                     from_file: Optional[str] = typer.Option(None, "--from", help="a file with one URL per line, or - for standard input"),
                     table: Optional[str] = typer.Option(None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)"),
-                    rules: Optional[str] = typer.Option(None, help="full | authors | table | families, e.g. full,-fimi (default: settings.ini)"),
+                    rules: Optional[str] = typer.Option(None, help="paper (the seed authors' code, exactly) | full | authors | table | families, e.g. full,-fimi "
+                                               "(default: settings.ini)"),
                     satire_category_as_satire: Optional[bool] = typer.Option(None, "--satire-category-as-satire/--no-satire-category",
                                                                             help="score MBFC's satire-category pages -1")):
     "Rate URLs' domains and print one JSON line per URL."

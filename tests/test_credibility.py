@@ -34,6 +34,36 @@ def test_cli_json_lines():
     assert groundbench("credibility", "--table", "nope", "https://a.org").returncode == 2
 
 
+
+def test_paper_rules_give_the_authors_code_label_for_every_oracle_row():
+    """Issue 25: the `paper` rule set rates every URL of authors_code_labels.csv (what the authors' unchanged src/eval.py
+    returns for 10,739 URLs) with the same key, the same classified/unclassified decision and the same score, except the
+    URLs of the listed, table-proven exceptions (data/credibility/paper_exceptions.csv); disagreements are printed."""
+    import math
+    from groundbench.credibility.paper import PaperRater, paper_exceptions
+    oracle = pd.read_csv(ROOT / "data/credibility/vykopal2025/authors_code_labels.csv", keep_default_na=False, dtype=str)
+    assert len(oracle) == 10739
+    rated = PaperRater().rate_many(oracle.url)
+    exc = set(paper_exceptions().host)
+    bad = []
+    for o, r in zip(oracle.itertuples(), rated.itertuples()):
+        if str(r.host).removeprefix("www.") in exc: continue
+        same = (r.matched_key == o.authors_key if o.authors_label else r.decided_by == "unrated") and (
+            math.isnan(r.score) if o.authors_score == "" else r.score == float(o.authors_score))
+        if not same: bad.append((o.url, o.authors_key, o.authors_label, o.authors_score, r.matched_key, r.label, r.score))
+    assert not bad, "\n".join(map(str, bad[:50]))
+    assert (oracle.authors_label == "").sum() > 1000 and (oracle.authors_label == "NOT RATED").sum() > 0  # both kinds occur
+
+
+def test_cli_rates_with_the_paper_rules():
+    urls = ["https://www.sportsmole.co.uk/f/x.html", "https://en.iz.ru/en/1", "https://iz.ru/1", "https://numpy.org/doc/"]
+    rows = [json.loads(l) for l in groundbench("credibility", "--rules", "paper", *urls, check=True).stdout.splitlines()]
+    assert [(r["matched_key"], r["label"], r["score"]) for r in rows] == [
+        ("co.uk", "not rated", 0.0), ("en.iz.ru", "very low", -1.0), ("iz.ru", "mixed", 0.0), ("", "not rated", None)]
+    assert rows[1]["decided_by"] == "paper exception (seed 000 Table 12)"
+    bad = groundbench("credibility", "--rules", "full,paper", "https://a.org")
+    assert bad.returncode == 2 and "paper is a rule set of its own" in bad.stderr
+
 @pytest.mark.slow
 def test_stage_on_expertqa_sample(tmp_path):
     spec = tmp_path / "c.yaml"

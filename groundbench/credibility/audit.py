@@ -12,7 +12,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .ratings import LABEL_SCORES, RULE_FAMILIES, Rater, parse_rules
+from .ratings import LABEL_SCORES, RULE_FAMILIES, Rater, is_paper, make_rater, parse_rules
 
 # %% auto #0
 __all__ = ['AUDIT_VIEWS', 'rules_audit', 'rules_effect']
@@ -38,7 +38,7 @@ def rules_audit(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path 
     "Every cited host whose label differs between the table alone, the authors' lists and the run's rules."
     u, n = _distinct(urls)
     views = {v: _rated(Rater(table, root, r, satire_category_as_satire), u) for v, r in AUDIT_VIEWS.items()}
-    views["run_rules"] = _rated(Rater(table, root, rules, satire_category_as_satire), u)
+    views["run_rules"] = _rated(make_rater(table, root, rules, satire_category_as_satire), u)
     df = pd.DataFrame({"host": views["run_rules"].host, "citations": n})
     for v, r in views.items(): df[v], df[f"{v}_by"] = r.label, r.decided_by
     diff = df[(df.table_only != df.authors) | (df.authors != df.run_rules) | (df.table_only != df.run_rules)]
@@ -62,9 +62,10 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
                  satire_category_as_satire: bool = False) -> pd.DataFrame:
     "Per rule family: citations whose label it changes added alone to the table, and removed alone from the run's rules."
     u, n = _distinct(urls)
-    mk = lambda r: _rated(Rater(table, root, r, satire_category_as_satire), u)
-    base, run_rules = mk("table"), parse_rules(rules)
-    run = mk(run_rules)
+    mk = lambda r: _rated(make_rater(table, root, r, satire_category_as_satire), u)
+    paper = is_paper(rules)  # the authors' code: no family of ours in the run
+    base, run_rules = mk("table"), (() if paper else parse_rules(rules))
+    run = mk("paper" if paper else run_rules)
     rows = []
     for fam, (whose, what) in RULE_FAMILIES.items():
         alone = _moves(base, mk((fam,)), n)
@@ -73,6 +74,6 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
         row["citations_without"] = _moves(run, mk(tuple(f for f in run_rules if f != fam)), n)["citations"] if fam in run_rules else 0
         rows.append(row)
     total = _moves(base, run, n)
-    rows.append({"family": "all run rules", "whose": "", "in_run": True, "what": ", ".join(run_rules) or "none",
+    rows.append({"family": "all run rules", "whose": "", "in_run": True, "what": "paper" if paper else ", ".join(run_rules) or "none",
                  **{f"{k}_vs_table": v for k, v in total.items()}, "citations_without": 0})
     return pd.DataFrame(rows)
