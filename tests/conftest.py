@@ -80,11 +80,13 @@ def llama_server(gguf_path, tmp_path_factory):
     if why := _missing("llama_server"):
         if os.environ.get("CI"): pytest.fail(f"llama_server missing in CI: {why}", pytrace=False)
         pytest.skip(why)
-    port = free_port()
+    from groundbench.llm import llama_threads
+    port, threads = free_port(), llama_threads()  # one thread under tests/run.sh's two workers
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with open(log, "w") as f:
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path), "--host", "127.0.0.1",
-                                 "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2-server"], stdout=f, stderr=subprocess.STDOUT)
+                                 "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2-server",
+                                 "--n_threads", str(threads), "--n_threads_batch", str(threads)], stdout=f, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.time() + 120

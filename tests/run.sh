@@ -5,7 +5,7 @@
 #   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
-# Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests.
+# Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests; pytest runs on two workers.
 # Run after setup.sh:  bash setup.sh && bash tests/run.sh          (extra arguments go to pytest)
 # A part:  .venv/bin/python -m pytest -m "not slow"     (all but the end-to-end runs: a few minutes)
 #          .venv/bin/python -m pytest tests/test_credibility.py -k paper
@@ -43,4 +43,6 @@ GROUNDBENCH_LLAMA_THREADS=1 nbdev-test --n-workers 2 --timing
 echo "nbdev-test: $((SECONDS - start)) s"
 
 echo "== pytest"
-python -m pytest -q -p no:cacheprovider --durations=25 "$@"
+# two workers (pytest-xdist), each test file on one worker (module fixtures and the shared small demo made once);
+# one llama.cpp thread per process, as for nbdev-test
+GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile "$@"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, groundbench
+from conftest import groundbench
 from fixture_site import FixtureSite
 from groundbench.collect.base import Archive, CollectionError
 from groundbench.collect.chatgpt import ChatGPTCollector

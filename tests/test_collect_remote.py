@@ -9,7 +9,6 @@ import subprocess
 import time
 
 import httpx
-import pandas as pd
 import yaml
 import pytest
 

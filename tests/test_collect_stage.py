@@ -1,7 +1,6 @@
 """The 20_collect stage through `groundbench run`: the full ExpertQA import offline, and browser collection
 of seed prompts through a local fixture site (real headless Chromium)."""
 import json
-import sys
 
 import pandas as pd
 import yaml

@@ -1,7 +1,9 @@
 """The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
 test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with its
 own caches, is killed with SIGKILL at a random moment (seeded: the moment is printed, so a failure can be replayed) after
-its first model call, then rerun to the end.
+its first model call, then rerun to the end. The groundedness stage of the same shared run is checked, and rerun on a
+copy without a model call (all tests of the shared run live in this file: pytest-xdist's loadfile keeps them on one
+worker, so the run is made once).
 
 Checks: B's tables equal A's (every stage's CSV tables and the report's), no model call was paid twice (the calls B had
 cached when it was killed plus the calls its rerun made equal the calls A made), the report folder has its tables,
@@ -9,6 +11,7 @@ figures and HTML page, and the explorer notebook ran against the run."""
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,6 +19,7 @@ import time
 
 import pandas as pd
 import pytest
+import yaml
 
 from conftest import BIN, ROOT, groundbench, small_demo_spec
 
@@ -103,3 +107,31 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     assert "<h1>Run b</h1>" in "".join("".join(o.get("data", {}).get("text/html", "")) for o in ex["cells"][0].get("outputs", []))
     nb = json.loads((runs / "b" / "notebooks" / "85_explorer.ipynb").read_text())
     assert any("Sources" in "".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", []))
+
+
+def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, tmp_path):
+    """The groundedness stage of the session's small demo (real bundled model, empty cache at its start): calls made,
+    failures recorded as such; the stage rerun on a copy of the run makes no model call and encodes nothing."""
+    runs, spec, db = small_demo
+    out = runs / "a" / "50_groundedness"
+    m = json.loads((runs / "a" / "manifest.json").read_text())
+    first = m["stages"]["50_groundedness"]["history"][0]["llm"]
+    assert first["extract_units"]["calls"] > 0 and m["smoke_run"] is True
+    units = [json.loads(l) for l in (out / "units.jsonl").read_text().splitlines()]
+    judgments = [json.loads(l) for l in (out / "judgments.jsonl").read_text().splitlines()]
+    assert units and all(u["parse_status"] in ("ok", "repaired", "failed") for u in units)
+    assert all((u["label"] == "") == (u["parse_status"] == "failed") for u in units)  # failures are recorded, never a default label
+    for j in judgments:
+        assert j["label"] in ("Supported", "Contradicted", "Unverifiable", "")
+        assert (j["label"] == "") == (j["parse_status"] == "failed")
+    assert "SMOKE RUN" in (out / "table_4.md").read_text() and (out / "figure_3.png").exists() and (out / "table_14.csv").exists()
+    copy = tmp_path / "runs"  # the shared run stays as it was: the rerun works on a copy of the run and of its cache
+    shutil.copytree(runs / "a", copy / "a")
+    shutil.copytree(db.parent, tmp_path / "cache")
+    d = yaml.safe_load(spec.read_text())
+    d["settings"]["paths.cache_dir"] = str(tmp_path / "cache")
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(d))
+    groundbench("run", tmp_path / "a.yaml", "--runs-dir", copy, "--stages", "50_groundedness", check=True, timeout=900)
+    again = json.loads((copy / "a" / "manifest.json").read_text())["stages"]["50_groundedness"]["llm"]
+    assert sum(again[s]["calls"] for s in ("extract_units", "decontextualise", "judge")) == 0
+    assert again["embedding"]["encoded"] == 0

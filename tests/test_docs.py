@@ -3,7 +3,6 @@ MkDocs Material), and a real headless Chromium opens it from the local folder (f
 loads without console errors, every internal href resolves (file and anchor), the search box finds "Agresti-Coull" and
 lands on the credibility metrics page, and screenshots of the index, a stage page and the search result are left in the
 build folder (_screenshots/) for a person to look at."""
-import re
 import subprocess
 import sys
 import time
@@ -59,7 +58,6 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
 def test_site_in_chromium_pages_links_search(site):
     from groundbench.collect.browser import make_driver
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
     shots = site / "_screenshots"; shots.mkdir(exist_ok=True)
     t0 = time.time()
     driver = make_driver(None, headless=True, window=(1280, 900))

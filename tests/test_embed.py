@@ -1,7 +1,7 @@
 """Embeddings with the bundled all-MiniLM-L6-v2 (offline) and exact Faiss search."""
 import numpy as np
 
-from groundbench.embed import Embedder, EmbeddingCache, VectorIndex, chunk_text, embedder_from_settings, top_k_chunks
+from groundbench.embed import VectorIndex, chunk_text, embedder_from_settings, top_k_chunks
 
 
 def test_bundled_model_offline_cache_and_search(isolated_settings, tmp_path):

@@ -6,7 +6,6 @@ import gzip
 import io
 import json
 import os
-import resource
 import subprocess
 import threading
 import time

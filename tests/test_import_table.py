@@ -2,7 +2,6 @@
 we write here and on the shipped real ChatGPT Search and Perplexity answers; the parser's agreement with the hand-checked
 sentence labels is the figure the README prints."""
 import json
-import re
 
 import pandas as pd
 import pytest
