@@ -111,8 +111,10 @@ def isolated_settings(tmp_path):
     return load_settings(overrides={"paths.cache_dir": str(tmp_path / "cache"), "paths.runs_dir": str(tmp_path / "runs")})
 
 
-# The main job, small: the demo's stages and models with smaller samples (a model call in every kind of LLM stage).
-SMALL_DEMO = {"question_rewrite_sample": 2, "sample": 8, "max_conversations": 1, "max_pages": 1,
+# The main job, small: the demo's stages, models and answers (the shortest of 24), one conversation, page and claim per
+# system where the demo has more: a model call in every LLM step (question rewrite, extraction, decontextualisation,
+# judge, SourceBench's three, SourceCheckup, validation's two), about 90 s of model time on 2 cores.
+SMALL_DEMO = {"question_rewrite_sample": 2, "sample": 24, "max_conversations": 1, "max_pages": 1,
               "sourcecheckup_conversations": 1, "claims_per_system": 1, "n_boot": 200}
 
 
