@@ -61,6 +61,11 @@ def _missing(component: str) -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    "The shared small demo's file first: the longest file of the suite, so pytest-xdist's other worker takes the rest."
+    items.sort(key=lambda it: it.path.name != "test_demo.py")
+
+
 def pytest_runtest_setup(item):
     for component in ("chromium", "jupyterlab", "llama_server"):
         if item.get_closest_marker(component) and (why := _missing(component)):

@@ -187,8 +187,8 @@ def test_unknown_backend_and_missing_base_url():
 @pytest.mark.slow
 def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
     """The in-process backend checks the grammar lazily (llm.greedy_grammar_check), which changes no token, and an answer
-    does not depend on the request before it. Four of the study's own prompts (judge, SourceCheckup twice, SourceBench
-    layout) under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our backend
+    does not depend on the request before it. Three of the study's own prompts (judge, SourceCheckup, SourceBench layout)
+    under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our backend
     answering them in one order and in the reverse order, give byte-identical answers and token counts (the notebook
     01_llm compares one more with one thread)."""
     from llama_cpp import Llama
@@ -197,7 +197,6 @@ def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
     schema = {"type": "object", "properties": {"supported": {"type": "boolean"}, "justification": {"type": "string"}},
               "required": ["supported", "justification"]}
     reqs = [load_prompt("sourcecheckup_support").render(statement="Vaccines change human DNA", source=page),
-            load_prompt("sourcecheckup_support").render(statement="Measles vaccines are safe", source=page),
             load_prompt("judge").render(statement="Vaccines change human DNA", evidence=page),
             load_prompt("sourcebench_layout").render(url="https://example.org/a", text=page, length=len(page))]
     chat = [ChatRequest.of(m, schema, max_tokens=80, temperature=0.0, seed=0) for m in reqs]
