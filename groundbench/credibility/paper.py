@@ -137,9 +137,10 @@ class PaperRater:
             r = self.rate(u[i]); rows[i] = (r.host, r.matched_key, r.label, r.score, r.category, r.decided_by)
         out = {"url": np.where(isstr, u, "")}
         parts = dict(zip(("host", "matched_key", "label", "score", "category", "decided_by"), zip(*rows)))
+        parts["domain"] = parts["matched_key"]  # as `rate`: the domain is the authors' key, the outlet the key or host
+        parts["outlet"] = [k or h for k, h in zip(parts["matched_key"], parts["host"])]
         for c in cols[1:]:
-            vals = np.asarray(parts["matched_key" if c in ("domain",) else c] if c != "outlet" else
-                              [k or h for k, h in zip(parts["matched_key"], parts["host"])], dtype=object)
+            vals = np.asarray(parts[c], dtype=object)
             if c == "score": out[c] = vals.astype(float)
             elif c == "host": out[c] = vals
             else:
