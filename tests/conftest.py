@@ -62,7 +62,8 @@ def _missing(component: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    "The shared small demo's file first: the longest file of the suite, so pytest-xdist's other worker takes the rest."
+    """The shared small demo's file first: the longest file of the suite, so pytest-xdist's other worker takes the rest
+    (tests/run.sh passes --no-loadscope-reorder, which keeps this order)."""
     items.sort(key=lambda it: it.path.name != "test_demo.py")
 
 

@@ -43,6 +43,7 @@ GROUNDBENCH_LLAMA_THREADS=1 nbdev-test --n-workers 2 --timing
 echo "nbdev-test: $((SECONDS - start)) s"
 
 echo "== pytest"
-# two workers (pytest-xdist), each test file on one worker (module fixtures and the shared small demo made once);
+# two workers (pytest-xdist), each test file on one worker (module fixtures and the shared small demo made once), files
+# in collection order (conftest puts the longest, test_demo.py, first; xdist would otherwise order files by test count);
 # one llama.cpp thread per process, as for nbdev-test
-GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile "$@"
+GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"
