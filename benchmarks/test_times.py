@@ -22,7 +22,7 @@ def parse(log: str) -> dict:
             "nbdev_test_s": num(r"^nbdev-test: (\d+) s"),
             "notebooks": re.findall(r"^(\S+\.ipynb): (\d+) secs$", log, re.M),
             "slowest": re.findall(r"^([\d.]+)s (call|setup|teardown) +(\S+)$", log, re.M),
-            "pytest": summary[-1].strip("= ") if summary else None}
+            "pytest": " + ".join(l.strip("= ") for l in summary) if summary else None}
 
 
 def section(f: dict, source: str) -> str:

@@ -46,4 +46,7 @@ echo "== pytest"
 # two workers (pytest-xdist), each test file on one worker (module fixtures and the shared small demo made once), files
 # in collection order (conftest puts the longest, test_demo.py, first; xdist would otherwise order files by test count);
 # one llama.cpp thread per process, as for nbdev-test
-GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"
+GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder \
+  -m "not serial" "$@"
+# then, alone, the tests whose bounds are measured on the whole machine (exit 5: none selected by the arguments)
+python -m pytest -q -p no:cacheprovider -m serial "$@" || [ $? -eq 5 ]

@@ -122,6 +122,7 @@ def hostile():
     for s in servers: s.shutdown()
 
 
+@pytest.mark.serial  # its peak-RSS bound failed once (1,070 MiB) beside the demo on pytest-xdist's other worker
 @pytest.mark.slow
 def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
     base, allow = hostile
