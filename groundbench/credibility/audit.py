@@ -74,6 +74,7 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
         row["citations_without"] = _moves(run, mk(tuple(f for f in run_rules if f != fam)), n)["citations"] if fam in run_rules else 0
         rows.append(row)
     total = _moves(base, run, n)
-    rows.append({"family": "all run rules", "whose": "", "in_run": True, "what": "paper" if paper else ", ".join(run_rules) or "none",
+    what = "paper" if paper else ", ".join(run_rules) or "none"
+    rows.append({"family": "all run rules", "whose": "", "in_run": True, "what": what,
                  **{f"{k}_vs_table": v for k, v in total.items()}, "citations_without": 0})
     return pd.DataFrame(rows)
