@@ -378,6 +378,11 @@ def run_summary(run: Run) -> str:
     if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
         lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
                      f"{c.get('model_mismatches', 0)} answers by another model than asked")
+    if (f := run.dir / "40_credibility" / "corrections.csv").exists():
+        import pandas as pd
+        from groundbench.credibility.audit import corrections_headline
+        rs = (((m.get("stages") or {}).get("40_credibility") or {}).get("counts") or {}).get("rule_set", "?")
+        lines += ["  credibility " + printable(s) for s in corrections_headline(pd.read_csv(f), str(rs))]
     return "\n".join(lines)
 
 def parse_worker(text: str | None) -> tuple[int, int] | None:

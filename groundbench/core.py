@@ -110,6 +110,7 @@ class Conversation:
     rejected_urls: tuple[str, ...] = ()  # cited links that are not absolute http(s) URLs (javascript:, data:, relative): text only
     unresolved_pills: int = 0            # citation pills shown whose URL the collector could not find (counted, never dropped silently)
     segment_rule: str = ""               # how sentences were paired with citations: markers, all_citations, no_citations (imports)
+    reasoning_tokens: int = -1           # reasoning tokens the answer spent, where an API reports them (-1: not reported)
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 

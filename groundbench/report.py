@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
+from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .estimate import estimate_vs_actual
 from .groundedness.metrics import groundedness_outputs
@@ -26,8 +27,8 @@ from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, writ
 
 # %% auto #0
 __all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'compare_sides', 'report_items',
-           'usage_table', 'render_html', 'write_report']
+           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set', 'compare_sides',
+           'report_items', 'usage_table', 'render_html', 'write_report']
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -139,6 +140,20 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     m = m.sort_values(["metric", "assistant", "group"], key=lambda s: s.map(order) if s.name == "group" else s)
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
 
+# %% ../nbs/80_report.ipynb #82252ce0
+def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
+    """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation estimator's
+    convention for it, and a note when the runs used different rule sets (then: ours, and the note names each run's)."""
+    sets = {rid: str(((m.get("stages") or {}).get("40_credibility") or {}).get("counts", {}).get("rule_set") or "full")
+            for rid, m in o.manifests.items()
+            if o.citations is not None and rid in set(o.citations.run_id)}
+    kinds = sorted(set(sets.values()))
+    if len(kinds) == 1: return kinds[0], "zero" if kinds[0] == "paper" else "skip", ""
+    named = "; ".join(f"{r}: {s}" for r, s in sets.items())
+    return ("mixed (" + named + ")", "skip",
+            f"Credibility: these runs were rated with different rule sets ({named}); rerun 40_credibility with one rule set "
+            "to compare them like with like")
+
 # %% ../nbs/80_report.ipynb #c80c0002
 def _side(o: RunOutputs, name: str) -> pd.Series:
     "Conversations of side `name` (a boolean mask over o.conversations)."
@@ -161,7 +176,7 @@ def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataF
     cred = ground = None
     if o.citations is not None and o.citations.conversation_id.isin(label).any():
         cit = o.citations[o.citations.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
-        cred = table_1(cit, n_boot)[0]
+        cred = table_1(cit, n_boot, report_rule_set(o)[1])[0]
     if o.responses is not None and len(r := o.responses[(o.responses.method == "ours") & o.responses.conversation_id.isin(label)]):
         ground = breakdowns(r.drop(columns=["run_id"]), meta, n_boot=n_boot)
     v = run_values(cred, ground)
@@ -186,12 +201,23 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     cred_rates = ground_rates = None
     sm = o.smoke
     if o.citations is not None and len(o.citations):
-        cred = credibility_outputs(o.citations, o.conversations, n_boot)
+        rule_set, uc, note = report_rule_set(o)
+        if note: missing.append(note)
+        cred = credibility_outputs(o.citations, o.conversations, n_boot, rules=rule_set, unrated_conversations=uc)
         cred_rates = next(i.table for i in cred if i.name == "rates")
         shown = [i for i in cred if "csv" in i.formats and len(i.formats) > 1 or i.figure is not None]
         no_thinking = [i for i in shown if i.name == "table_3" and list(i.table.columns) == ["Group"]]
         if no_thinking: missing.append("Table 3: no assistant of these runs recorded thinking mode")
-        items += [i for i in shown if not any(i is j for j in no_thinking)]
+        shown = [i for i in shown if not any(i is j for j in no_thinking)]
+        corr = corrections(o.citations)
+        at = next(k for k, i in enumerate(shown) if i.name == "table_1_pooled") + 1   # right after Table 1
+        shown[at:at] = [Output("corrections_summary", "Table 1's Overall beside it: CR and NCR (%) per assistant under the "
+                               "authors' code (paper) and under our full rules, per conversation and pooled",
+                               corrections_summary(corr)),
+                        Output("corrections", "From the authors' code to our full rules, one correction at a time: "
+                               "citations each step moves, CR and NCR (%) after it, the hosts it moves most",
+                               corr.drop(columns="what"))]
+        items += shown
     else: missing.append("Tables 1, 2, 3, 11, 12, 13 and Figures 2, 9: no 40_credibility outputs in these runs")
     if o.rules_effect is not None:
         items += [Output("rules_effect", "Citations each credibility rule family moves, per run: added alone to the rating table "

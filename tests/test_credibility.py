@@ -59,7 +59,7 @@ def test_cli_rates_with_the_paper_rules():
     urls = ["https://www.sportsmole.co.uk/f/x.html", "https://en.iz.ru/en/1", "https://iz.ru/1", "https://numpy.org/doc/"]
     rows = [json.loads(l) for l in groundbench("credibility", "--rules", "paper", *urls, check=True).stdout.splitlines()]
     assert [(r["matched_key"], r["label"], r["score"]) for r in rows] == [
-        ("co.uk", "not rated", 0.0), ("en.iz.ru", "very low", -1.0), ("iz.ru", "mixed", 0.0), ("", "not rated", None)]
+        ("co.uk", "not rated", 0.0), ("en.iz.ru", "very low", -1.0), ("iz.ru", "mixed", 0.0), ("", "unrated", None)]
     assert rows[1]["decided_by"] == "paper exception (seed 000 Table 12)"
     bad = groundbench("credibility", "--rules", "full,paper", "https://a.org")
     assert bad.returncode == 2 and "paper is a rule set of its own" in bad.stderr
@@ -216,3 +216,28 @@ def test_tricky_urls_rate_as_browsers_read_them():
               "http://infowars。com/x", "http://infowars%2ecom/"):
         assert rater.rate(u).label == "very low", u
         assert rater.rate_many([u]).label[0] == "very low", u
+
+
+@pytest.mark.slow
+def test_seed_parameter_files_rate_as_the_paper_s_code_and_show_our_rules_beside(tmp_path):
+    """The shipped real ChatGPT Search and Perplexity answers through their own parameter file (credibility.rules: paper):
+    the run prints what the authors' code gives on the same citations, and the report shows `full` beside it."""
+    for name in ("gpt-4o", "gpt-5", "chatgpt-web", "perplexity", "qwen-chat", "ai-search-benchmark"):
+        assert yaml.safe_load((ROOT / "papermill_params" / f"{name}.yaml").read_text())["settings"] == {"credibility.rules": "paper"}
+    assert not yaml.safe_load((ROOT / "papermill_params" / "demo.yaml").read_text())["settings"]  # other runs: full
+    spec = yaml.safe_load((ROOT / "papermill_params" / "ai-search-benchmark.yaml").read_text())
+    spec["stages"] = ["20_collect", "40_credibility", "80_report"]  # offline the pages cannot be fetched; credibility needs URLs
+    (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
+    out = groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True).stdout
+    assert "ChatGPT Search: paper CR 61.27 NCR 2.45 | full CR 68.75 NCR 0.00" in out
+    assert "Perplexity: paper CR 61.77 NCR 1.01 | full CR 63.79 NCR 0.25" in out and "this run's rules: paper" in out
+    run = tmp_path / "runs" / "ai-search-benchmark"
+    rates = pd.read_csv(run / "40_credibility" / "rates.csv").query("breakdown == 'overall'").set_index("assistant")
+    assert round(100 * rates.cr["ChatGPT Search"], 2) == 61.27 and round(100 * rates.ncr["Perplexity"], 2) == 1.01
+    s = pd.read_csv(run / "report" / "corrections_summary.csv", dtype=str).set_index("Assistant")
+    assert s.loc["ChatGPT Search", ["CR pooled paper", "CR pooled full"]].tolist() == ["61.27", "68.75"]
+    html = (run / "report" / "index.html").read_text()
+    assert html.index("id='table_1_pooled'") < html.index("id='corrections_summary'") < html.index("id='table_2'")
+    assert html.count("[credibility rules: paper]") >= 10 and "counted with CR = NCR = 0" in html
+    t2 = pd.read_csv(run / "40_credibility" / "table_2.csv", dtype=str).set_index("Measure")
+    assert t2.loc["Overall FC citations (%)", "ChatGPT Search"] == "10.4"   # AP News, USA Today ... by the paper's keys

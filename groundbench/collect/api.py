@@ -24,7 +24,7 @@ from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..llm import post_with_retries
 
 # %% auto #0
-__all__ = ['API_COLLECTORS', 'renumber', 'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion',
+__all__ = ['API_COLLECTORS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion',
            'parse_perplexity', 'APICollector', 'OpenAIResponsesCollector', 'PerplexityCollector']
 
 # %% ../../nbs/26_collect_api.ipynb #8487d15a
@@ -39,6 +39,13 @@ def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[s
     out = [_MARK.sub(lambda m: mark(new[int(m.group(1))]) if int(m.group(1)) in new else "", b) for b in blocks]
     cited = {c.url for c in cl.items}
     return out, cl.items, [c for c in sources if c.url not in cited and c.index not in new]
+
+# %% ../../nbs/26_collect_api.ipynb #c889a63f
+def thought(reasoning_tokens: int | None, shown_reasoning: bool) -> bool:
+    """Whether an API answer was a thinking one, from what it did: reasoning tokens spent (when the usage reports them),
+    else reasoning it returned. A reasoning item alone is no evidence: the Responses API returns one with every answer of a
+    reasoning model, even when it spent no reasoning tokens (GPT-5 at `reasoning.effort: minimal`)."""
+    return int(reasoning_tokens) > 0 if reasoning_tokens is not None else bool(shown_reasoning)
 
 # %% ../../nbs/26_collect_api.ipynb #753603c4
 def _is_link_span(span: str, url: str) -> bool:
@@ -79,8 +86,11 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
                      if a.get("type") == "url_citation"]
             off += len(texts[-1])
     p = parse_openai_text("openai-responses", "".join(texts), anns)
-    reasoned = any(item.get("type") == "reasoning" for item in data.get("output") or [])  # a reasoning model thought before answering
-    return dataclasses.replace(p, thinking=reasoned, model_shown=data.get("model", ""), model_answered=data.get("model", ""))
+    rt = ((data.get("usage") or {}).get("output_tokens_details") or {}).get("reasoning_tokens")
+    items = [i for i in data.get("output") or [] if i.get("type") == "reasoning"]
+    return dataclasses.replace(p, thinking=thought(rt, any(i.get("summary") or i.get("content") for i in items)),
+                               reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""),
+                               model_answered=data.get("model", ""))
 
 def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAnswer:
     "Parse a chat completion: OpenAI url_citation annotations, or Perplexity-style `citations` with [n] markers."
@@ -98,8 +108,10 @@ def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAn
         extra = [c for c in extra if citable_url(c.url)]
         p = ParsedAnswer(provider, text, tuple(cits), segs, False, is_refusal(text), "", tuple(Citation(i, c.url, c.title) for i, c in enumerate(extra, 1)),
                          tuple(str(c.url)[:500] for c in sources if not citable_url(c.url)))
-    thinking = bool((msg.get("reasoning_steps") or msg.get("reasoning_content")))
-    return dataclasses.replace(p, thinking=thinking, model_shown=data.get("model", ""))
+    u = data.get("usage") or {}
+    rt = u.get("reasoning_tokens", (u.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+    return dataclasses.replace(p, thinking=thought(rt, bool(msg.get("reasoning_steps") or msg.get("reasoning_content"))),
+                               reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""))
 
 def parse_perplexity(data: dict) -> ParsedAnswer:
     "Parse a Perplexity Sonar chat completion."

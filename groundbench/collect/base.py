@@ -134,6 +134,7 @@ class ParsedAnswer:
     unresolved_pills: int = 0       # citation pills whose URL could not be found (counted, never dropped silently)
     renderer: str = ""              # which of the page's answer renderers was parsed
     model_answered: str = ""        # the model the page says answered (it may differ from the one asked for)
+    reasoning_tokens: int = -1      # reasoning tokens the answer spent, where an API reports them (-1: not reported)
 
     def to_json(self) -> str:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
@@ -230,4 +231,5 @@ def conversation_from_record(rec: dict) -> Conversation:
     panel = tuple(Citation(**c) for c in p.get("uncited_panel_sources", []))
     return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""), p["answer_text"], cits, segs,
                         p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""), rec.get("source", ""),
-                        rejected_urls=tuple(p.get("rejected_urls", ())), unresolved_pills=int(p.get("unresolved_pills", 0)))
+                        rejected_urls=tuple(p.get("rejected_urls", ())), unresolved_pills=int(p.get("unresolved_pills", 0)),
+                        reasoning_tokens=int(p.get("reasoning_tokens", -1)))

@@ -10,12 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
+from .metrics import rate_breakdowns
 from .ratings import LABEL_SCORES, RULE_FAMILIES, Rater, is_paper, make_rater, parse_rules
 
 # %% auto #0
-__all__ = ['AUDIT_VIEWS', 'rules_audit', 'rules_effect']
+__all__ = ['AUDIT_VIEWS', 'rules_audit', 'rules_effect', 'correction_steps', 'corrections', 'corrections_summary',
+           'corrections_headline']
 
 # %% ../../nbs/43_credibility_audit.ipynb #b7d1a006
 AUDIT_VIEWS = {"table_only": "table", "authors": "authors"}
@@ -78,3 +81,62 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
     rows.append({"family": "all run rules", "whose": "", "in_run": True, "what": what,
                  **{f"{k}_vs_table": v for k, v in total.items()}, "citations_without": 0})
     return pd.DataFrame(rows)
+
+# %% ../../nbs/43_credibility_audit.ipynb #46756236
+def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
+    "(step, rules, unrated_conversations, what) from the authors' code to `full`: each step adds one correction."
+    steps = [("paper", "paper", "zero", "the authors' code (two-label keys, MBFC merged over their lists, the table-proven "
+              "exceptions); a conversation whose citations are all unrated counts 0"),
+             ("skip_unrated_conversations", "paper", "skip", "a conversation without a classified citation is left out of "
+              "the per-conversation mean"),
+             ("lookup", "authors", "skip", "our lookup of the authors' own lists: registrable domains, path entries only "
+              "under their path, aliases on the full host, disinformation lists first, MBFC duplicates by majority")]
+    on = list(parse_rules("authors"))
+    for fam, (whose, what) in RULE_FAMILIES.items():
+        if whose == "ours": on.append(fam); steps.append((fam, tuple(on), "skip", what))
+    return steps
+
+def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | None = None,
+                satire_category_as_satire: bool = False) -> pd.DataFrame:
+    """Per correction step (`correction_steps`) and assistant: citations it moves (newly classified, to unrated, to credible,
+    to non-credible), classified citations, CR and NCR after it (%, pooled and per conversation) and the top hosts moved."""
+    urls = cit.url.astype(str).to_numpy()
+    u, inv = np.unique(urls, return_inverse=True)
+    meta = cit[["conversation_id", "assistant", "topic", "role"]].reset_index(drop=True)
+    rows, prev = [], None
+    for step, rules, uc, what in correction_steps():
+        r = make_rater(table, root, rules, satire_category_as_satire).rate_many(u)
+        lab, host = _label(r).to_numpy()[inv], r.host.astype(str).str.removeprefix("www.").to_numpy()[inv]
+        score = np.array([LABEL_SCORES.get(l, np.nan) for l in lab])
+        c = meta.assign(score=score, classified=lab != "unrated")
+        ov = rate_breakdowns(c, 0, unrated_conversations=uc).query("breakdown == 'overall'").set_index("assistant")
+        moved = np.zeros(len(lab), bool) if prev is None else lab != prev
+        for a in sorted(meta.assistant.unique()):
+            m = meta.assistant.to_numpy() == a
+            mv = m & moved
+            top = pd.Series(host[mv]).value_counts().head(5)
+            rows.append({"step": step, "what": what, "assistant": a, "citations": int(m.sum()),
+                         "moved": int(mv.sum()), "newly_classified": int((mv & (prev == "unrated")).sum()) if prev is not None else 0,
+                         "to_unrated": int((mv & (lab == "unrated")).sum()), "to_credible": int((mv & (score > 0)).sum()),
+                         "to_noncredible": int((mv & (score < 0)).sum()), "classified": int(ov.classified[a]),
+                         "cr": 100 * ov.cr[a], "ncr": 100 * ov.ncr[a], "cr_conv": 100 * ov.cr_conv[a],
+                         "ncr_conv": 100 * ov.ncr_conv[a], "top_hosts": "; ".join(f"{h} ({n})" for h, n in top.items())})
+        prev = lab
+    return pd.DataFrame(rows).round({"cr": 2, "ncr": 2, "cr_conv": 2, "ncr_conv": 2})
+
+def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
+    "Per assistant: CR and NCR (%) under the authors' code (`paper`) and under `full`, both estimators, and the differences."
+    first, last = corr.groupby("assistant").head(1).set_index("assistant"), corr.groupby("assistant").tail(1).set_index("assistant")
+    out = pd.DataFrame(index=first.index)
+    for m, name in (("cr_conv", "CR"), ("ncr_conv", "NCR"), ("cr", "CR pooled"), ("ncr", "NCR pooled")):
+        out[f"{name} paper"], out[f"{name} full"] = first[m], last[m]
+        out[f"{name} full - paper"] = (last[m] - first[m]).round(2)
+    out["label changes (all steps)"] = corr.groupby("assistant").moved.sum()
+    for c in out.columns[:-1]: out[c] = out[c].map(lambda v: "-" if v != v else f"{v:.2f}")
+    return out.reset_index().rename(columns={"assistant": "Assistant"})
+
+def corrections_headline(corr: pd.DataFrame, rule_set: str) -> list[str]:
+    "One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full`."
+    first, last = corr.groupby("assistant").head(1), corr.groupby("assistant").tail(1).set_index("assistant")
+    return [f"{a}: paper CR {r.cr:.2f} NCR {r.ncr:.2f} | full CR {last.cr[a]:.2f} NCR {last.ncr[a]:.2f} "
+            f"(pooled over classified citations; this run's rules: {rule_set})" for a, r in zip(first.assistant, first.itertuples())]

@@ -18,10 +18,11 @@ from ..core import Conversation, Prompt
 from ..tables import Output, pm
 
 # %% auto #0
-__all__ = ['PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER',
-           'assistant_name', 'citation_table', 'conversation_table', 'agresti_coull', 'bootstrap_ratio', 'mean_ci95',
-           'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1', 'table_2_values', 'table_2', 'table_3',
-           'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2', 'figure_9', 'credibility_outputs']
+__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'LABEL_ORDER', 'LABEL_COLORS',
+           'CATEGORY_ORDER', 'assistant_name', 'citation_table', 'conversation_table', 'agresti_coull',
+           'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1',
+           'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2',
+           'figure_9', 'table_3_sides', 'credibility_outputs']
 
 # %% ../../nbs/42_credibility_metrics.ipynb #f9cdde55
 def assistant_name(c: Conversation) -> str:
@@ -83,8 +84,15 @@ def mean_ci95(x: np.ndarray) -> tuple[float, float]:
     if len(x) == 1: return (float(x[0]), float("nan"))
     return float(x.mean()), float(1.96 * x.std(ddof=1) / np.sqrt(len(x)))
 
-def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    "CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96 SE)."
+UNRATED_CONVERSATIONS = {"skip": "left out of the per-conversation mean (ours: no classified citation, no rate)",
+                         "zero": "counted with CR = NCR = 0 (the authors' code: `... if sources else 0.0`)"}
+
+def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0,
+                      unrated_conversations: str = "skip") -> pd.DataFrame:
+    """CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96 SE);
+    a conversation whose citations are all unrated is skipped or counted as 0 in the mean (`UNRATED_CONVERSATIONS`)."""
+    if unrated_conversations not in UNRATED_CONVERSATIONS:
+        raise ValueError(f"unrated_conversations {unrated_conversations!r}: use {' or '.join(UNRATED_CONVERSATIONS)}")
     cls = cit.classified.to_numpy(bool)
     score = cit.score.to_numpy(float)
     c = pd.DataFrame({**{b: cit[b].to_numpy() for b in by}, "conversation_id": cit.conversation_id.to_numpy(),
@@ -101,10 +109,11 @@ def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, 
         row["ncr_ac_low"], row["ncr_ac_high"] = agresti_coull(k_ncr, n)
         row["cr_boot_low"], row["cr_boot_high"] = bootstrap_ratio(g.cr.values, g.n.values, n_boot, seed)
         row["ncr_boot_low"], row["ncr_boot_high"] = bootstrap_ratio(g.ncr.values, g.n.values, n_boot, seed)
-        rated = g[g.n > 0]
+        rated = g[g.n > 0] if unrated_conversations == "skip" else g
         row["conversations_rated"] = len(rated)
-        row["cr_conv"], row["cr_conv_ci95"] = mean_ci95(rated.cr / rated.n)
-        row["ncr_conv"], row["ncr_conv_ci95"] = mean_ci95(rated.ncr / rated.n)
+        den = rated.n.where(rated.n > 0)                 # counted as 0: 0 of 0 is a rate of 0, as the authors' code has it
+        row["cr_conv"], row["cr_conv_ci95"] = mean_ci95((rated.cr / den).fillna(0.0))
+        row["ncr_conv"], row["ncr_conv_ci95"] = mean_ci95((rated.ncr / den).fillna(0.0))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,18 +127,35 @@ def _order(values, first: Sequence[str]) -> list:
     vals = [v for v in dict.fromkeys(values) if v not in ("", None) and v == v]
     return [v for v in first if v in vals] + sorted(v for v in vals if v not in first)
 
-def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] = ()) -> pd.DataFrame:
-    "CR/NCR (both estimators) by topic, by role and overall per assistant (and `extra` columns): tidy, paper order."
-    parts = []
+def _role_mean(parts: list[pd.DataFrame], o: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    "Overall per-conversation rates as the printed Table 1 has them: the mean of the two role rows, where both exist."
+    roles = next((p for p in parts if p.breakdown.iloc[0] == "role"), None)
+    if roles is None: return o.assign(conv_overall="all conversations")
+    o = o.copy(); o["conv_overall"] = "all conversations"
+    for i, r in o.iterrows():
+        g = roles[np.logical_and.reduce([roles[k] == r[k] for k in keys])]
+        if set(g.group) != set(ROLE_NAMES) or len(g) != 2: continue
+        for m in ("cr", "ncr"):
+            o.at[i, f"{m}_conv"] = g[f"{m}_conv"].mean()
+            o.at[i, f"{m}_conv_ci95"] = float(np.sqrt((g[f"{m}_conv_ci95"] ** 2).sum()) / 2)
+        o.at[i, "conv_overall"] = "mean of the two role rows"
+    return o
+
+def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] = (),
+                    unrated_conversations: str = "skip") -> pd.DataFrame:
+    """CR/NCR (both estimators) by topic, by role and overall per assistant (and `extra` columns): tidy, paper order.
+    The Overall per-conversation rate is the mean of the two role rows where both exist (`conv_overall` says which)."""
+    parts, uc = [], unrated_conversations
     for kind in ("topic", "role"):
         c = cit[cit[kind].fillna("").astype(str).ne("")]
         if len(c) == 0: continue
-        t = credibility_rates(c, ["assistant", *extra, kind], n_boot).rename(columns={kind: "group"})
+        t = credibility_rates(c, ["assistant", *extra, kind], n_boot, unrated_conversations=uc).rename(columns={kind: "group"})
         order = _order(t.group, PAPER_TOPICS if kind == "topic" else list(ROLE_NAMES))
         t["_o"] = t.group.map({g: i for i, g in enumerate(order)})
         t.insert(0, "breakdown", kind); parts.append(t.sort_values(["_o", "assistant", *extra]).drop(columns="_o"))
-    o = credibility_rates(cit, ["assistant", *extra], n_boot); o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall")
-    parts.append(o)
+    o = credibility_rates(cit, ["assistant", *extra], n_boot, unrated_conversations=uc)
+    o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall")
+    parts.append(_role_mean(parts, o, ["assistant", *extra]))
     return pd.concat(parts, ignore_index=True)
 
 def _cell(r, m: str, estimator: str) -> str:
@@ -148,9 +174,10 @@ def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") ->
     w.columns = [f"{a} {m}" for a, m in w.columns]
     return w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
 
-def table_1(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def table_1(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip"
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     "Table 1: (tidy rates with both estimators, paper layout per conversation as printed, paper layout pooled)."
-    tidy = rate_breakdowns(cit, n_boot)
+    tidy = rate_breakdowns(cit, n_boot, unrated_conversations=unrated_conversations)
     return tidy, wide_rates(tidy, "conversation"), wide_rates(tidy, "pooled")
 
 TABLE_2_ROWS = {"conversations": "Conversations", "total_sources": "Total sources", "unique_domains": "Unique domains",
@@ -187,7 +214,7 @@ def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({a: [_t2fmt(m, v.loc[a, m]) for m in TABLE_2_ROWS] for a in v.index},
                         index=pd.Index(list(TABLE_2_ROWS.values()), name="Measure")).reset_index()
 
-def table_3(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table_3(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip") -> tuple[pd.DataFrame, pd.DataFrame]:
     "Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was recorded."
     with_thinking = cit.groupby("assistant").thinking.any()
     c = cit[cit.assistant.isin(with_thinking[with_thinking].index)].copy()
@@ -195,7 +222,7 @@ def table_3(cit: pd.DataFrame, n_boot: int = 2000) -> tuple[pd.DataFrame, pd.Dat
         return pd.DataFrame(columns=["breakdown", "assistant", "mode", "group", "citations", "conversations", "classified", "cr",
                                      "ncr", "cr_conv", "ncr_conv"]), pd.DataFrame(columns=["Group"])
     c["mode"] = c.thinking.map({True: "Thinking", False: "Non-Thinking"})
-    tidy = rate_breakdowns(c, n_boot, extra=["mode"])
+    tidy = rate_breakdowns(c, n_boot, extra=["mode"], unrated_conversations=unrated_conversations)
     tidy.loc[tidy.group == "Overall", "group"] = "Average"
     one = c.assistant.nunique() == 1
     tidy["column"] = tidy["mode"] if one else tidy.assistant + " " + tidy["mode"]
@@ -280,29 +307,45 @@ def figure_9(cit: pd.DataFrame):
     return fig, share.reset_index()
 
 # %% ../../nbs/42_credibility_metrics.ipynb #5e1c2b02
-def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None) -> list[Output]:
-    "Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s."
+def table_3_sides(cit: pd.DataFrame) -> str:
+    "What Table 3's caption must say when a side is empty: assistants whose recorded conversations are all one mode."
+    notes = []
+    for a, g in cit.groupby("assistant", sort=True):
+        t = g.thinking.fillna(False).astype(bool)
+        if t.any() and t.all(): notes.append(f"{a}: every conversation recorded thinking, so its Non-Thinking side is empty")
+    return "; ".join(notes)
+
+def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None,
+                        rules: str = "", unrated_conversations: str = "skip") -> list[Output]:
+    """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names the
+    credibility rule set in every caption, `unrated_conversations` the per-conversation estimator's convention."""
     names = outlet_names() if names is None else names
-    tidy, t1, t1p = table_1(cit, n_boot)
-    t3_tidy, t3 = table_3(cit, n_boot)
+    uc = unrated_conversations
+    tidy, t1, t1p = table_1(cit, n_boot, uc)
+    t3_tidy, t3 = table_3(cit, n_boot, uc)
     f2, f2d = figure_2(cit)
     f9, f9d = figure_9(cit)
+    rs = f" [credibility rules: {rules}]" if rules else ""
+    conv_est = ESTIMATORS["conversation"] + f"; a conversation whose citations are all unrated is {UNRATED_CONVERSATIONS[uc]}"
+    sides = table_3_sides(cit)
     return [Output("table_1", "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % by topic, role and overall: "
-                   + ESTIMATORS["conversation"], t1),
-            Output("table_1_pooled", "Table 1 (pooled): CR and NCR, % by topic, role and overall: " + ESTIMATORS["pooled"], t1p),
-            Output("rates", "CR and NCR with both estimators and a conversation bootstrap (proportions)", tidy, formats=("csv",)),
-            Output("table_2", "Table 2: citation volume, responses, fact-checking and disinformation exposure (FC: fact-checking)",
-                   table_2(cit, conv)),
-            Output("table_2_values", "Table 2's numbers, unrounded", table_2_values(cit, conv), formats=("csv",)),
+                   + conv_est + rs, t1),
+            Output("table_1_pooled", "Table 1 (pooled): CR and NCR, % by topic, role and overall: " + ESTIMATORS["pooled"] + rs,
+                   t1p),
+            Output("rates", "CR and NCR with both estimators and a conversation bootstrap (proportions)" + rs, tidy,
+                   formats=("csv",)),
+            Output("table_2", "Table 2: citation volume, responses, fact-checking and disinformation exposure (FC: fact-checking)"
+                   + rs, table_2(cit, conv)),
+            Output("table_2_values", "Table 2's numbers, unrounded" + rs, table_2_values(cit, conv), formats=("csv",)),
             Output("table_3", "Table 3: CR and NCR (%) with and without thinking mode, for assistants where it was recorded: "
-                   + ESTIMATORS["conversation"], t3),
-            Output("table_3_rates", "Table 3's rates with both estimators (proportions)", t3_tidy, formats=("csv",)),
-            Output("table_11", "Table 11: top 10 cited outlets per assistant, with citation counts",
+                   + conv_est + (f" ({sides})" if sides else "") + rs, t3),
+            Output("table_3_rates", "Table 3's rates with both estimators (proportions)" + rs, t3_tidy, formats=("csv",)),
+            Output("table_11", "Table 11: top 10 cited outlets per assistant, with citation counts" + rs,
                    wide_ranks(top_outlets(cit, 10, names=names))),
-            Output("table_12", "Table 12: top 5 non-credible domains per assistant, with citation counts",
+            Output("table_12", "Table 12: top 5 non-credible domains per assistant, with citation counts" + rs,
                    wide_ranks(top_outlets(cit, 5, noncredible=True), site="outlet")),
-            Output("table_13", "Table 13: disinformation sources cited per topic", table_13(cit)),
-            Output("figure_2", "Figure 2: credibility labels of cited sources per assistant", figure=f2),
+            Output("table_13", "Table 13: disinformation sources cited per topic" + rs, table_13(cit)),
+            Output("figure_2", "Figure 2: credibility labels of cited sources per assistant" + rs, figure=f2),
             Output("figure_2_data", "Figure 2's shares (%)", f2d, formats=("csv",)),
-            Output("figure_9", "Figure 9: categories of cited sources per assistant", figure=f9),
+            Output("figure_9", "Figure 9: categories of cited sources per assistant" + rs, figure=f9),
             Output("figure_9_data", "Figure 9's shares (%)", f9d, formats=("csv",))]

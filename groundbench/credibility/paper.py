@@ -111,7 +111,7 @@ class PaperRater:
         if key in self.table:
             label, by, cat = self.table[key]
             return (host, key, label, _SCORES.get(label, 0.0), cat, by)
-        return (host, "", "not rated", math.nan, "other", "unrated")
+        return (host, "", "unrated", math.nan, "other", "unrated")
 
     def rate(self, url: str) -> DomainRating:
         "The rating of one URL: the authors' key and label; a URL whose key is not in their table is unrated (score NaN)."

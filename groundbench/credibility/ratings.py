@@ -23,10 +23,11 @@ import pandas as pd
 from ..core import DomainRating, browser_host, load_settings, resolve_path
 
 # %% auto #0
-__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'CATEGORIES', 'TABLES',
-           'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes', 'split_url',
-           'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts', 'section_paths',
-           'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi', 'build_derived_tables',
+__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'STATE_LISTS', 'CATEGORIES',
+           'TABLES', 'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes',
+           'split_url', 'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts',
+           'section_paths', 'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi',
+           'disinformation_hosts', 'disinformation_overrides', 'government_suffixes', 'build_derived_tables',
            'parse_rules', 'Entry', 'credibility_root', 'Rater', 'is_paper', 'make_rater', 'rater_from_settings']
 
 # %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
@@ -222,6 +223,49 @@ def build_fimi(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]
     f = fimi[~bad].sort_values(["key", "operation"]).drop_duplicates("key")
     return f[["key", "operation", "source", "riskLevel"]], dropped
 
+
+# %% ../../nbs/41_credibility_ratings.ipynb #2ee11995
+STATE_LISTS = {"RUSSIA_GOV_PAGES": "Russia"}  # the authors' lists of one state's government sites
+
+def disinformation_hosts(cats: pd.DataFrame, fimi: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    "Every key a disinformation list we load names: key, whose (authors, ours), list (which list and what), state."
+    rows = [{"key": r.key, "whose": "authors", "list": f"authors {r.upstream_list}",
+             "state": STATE_LISTS.get(r.upstream_list, "")} for r in cats[cats.category == "disinformation"].itertuples()]
+    rows += [{"key": key_of(r.host), "whose": "ours", "list": f"disinformation_extra ({r.operation})", "state": ""}
+             for r in extra.itertuples()]
+    rows += [{"key": r.key, "whose": "ours", "list": f"fimi ({r.operation})", "state": ""} for r in fimi.itertuples()]
+    return pd.DataFrame(rows, columns=["key", "whose", "list", "state"])
+
+def disinformation_overrides(dis: pd.DataFrame, mbfc: pd.DataFrame) -> pd.DataFrame:
+    "Hosts a disinformation list names that MBFC rates mixed or better (at the host or a parent): both labels."
+    rated = dict(zip(mbfc.key, mbfc.label))
+    rows = []
+    for r in dis.itertuples():
+        h = r.key.split("/")[0]
+        hit = next((c for c in parent_chain(h) if c in rated), None)
+        if hit and LABEL_SCORES.get(rated[hit], -1) >= 0:
+            rows.append({"key": r.key, "whose": r.whose, "list": r.list, "mbfc_key": hit, "mbfc_label": rated[hit]})
+    return pd.DataFrame(rows, columns=["key", "whose", "list", "mbfc_key", "mbfc_label"]).sort_values(["key", "list"],
+                                                                                                       ignore_index=True)
+
+def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.DataFrame) -> pd.DataFrame:
+    """Each government suffix rule: suffix, state, credible (False where a site the state controls is on a disinformation
+    list: under the suffix, on the authors' list of its government pages, or state-controlled by ASD), evidence, why."""
+    sc = state_media[state_media.typology == "SC"]
+    sc_state = dict(zip(sc.host.astype(str).str.removeprefix("www."), sc.country))
+    def state_of(r) -> str:
+        return r.state or next((sc_state[c] for c in parent_chain(r.key.split("/")[0]) if c in sc_state), "")
+    states = [state_of(r) for r in dis.itertuples()]
+    rows = []
+    for g in gov[gov.kind == "suffix"].itertuples():
+        ev = [f"{d.key} ({d.list})" for d, st in zip(dis.itertuples(), states)
+              if d.key.split("/")[0] == g.value or d.key.split("/")[0].endswith("." + g.value) or (g.state and st == g.state)]
+        why = (f"{len(ev)} sites {g.state or g.value} controls are on a disinformation list: " + "; ".join(ev[:4])
+               + (" ..." if len(ev) > 4 else "")) if ev else "no site this state controls is on a disinformation list"
+        rows.append({"suffix": g.value, "state": g.state, "credible": not ev, "evidence": len(ev), "why": why})
+    return pd.DataFrame(rows, columns=["suffix", "state", "credible", "evidence", "why"])
+
+# %% ../../nbs/41_credibility_ratings.ipynb #c36b8034
 def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str, int]:
     "Write the cleaned tables of data/credibility/derived/ from the upstream files; returns row counts."
     src_root, out_root = Path(src_root), Path(out_root)
@@ -239,6 +283,15 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     _write(cats, out_root / "categories_vykopal2025.csv")
     fimi, d = build_fimi(src_root / "fimi-dima" / "DERIVED_fimi_domains.csv", platforms); dropped += d
     _write(fimi, out_root / "fimi.csv")
+    dis = disinformation_hosts(cats, fimi, pd.read_csv(src_root / "curated" / "disinformation_extra.csv"))
+    _write(disinformation_overrides(dis, mbfc), out_root / "disinformation_overrides.csv")
+    gov = pd.read_csv(src_root / "curated" / "government.csv", keep_default_na=False)
+    gs = government_suffixes(gov, dis, pd.read_csv(src_root / "state-media-asd" / "DERIVED_state_media_hosts.csv"))
+    _write(gs, out_root / "government_suffixes.csv")
+    line = {v: i for i, v in enumerate(gov.value, start=2)}
+    dropped += [{"source": f"curated/government.csv:{line[r.suffix]}", "entry": r.suffix,
+                 "reason": f"the government suffix of {r.state}, whose state sites are on a disinformation list "
+                           "(derived/government_suffixes.csv)"} for r in gs[~gs.credible].itertuples()]
     lin, th = build_lin(src_root / "lin2023" / "domain_pc1.csv", mbfc)
     _write(lin, out_root / "lin2023.csv"); _write(th, out_root / "lin2023_thresholds.csv")
     c1 = pd.read_csv(src_root / "cred1" / "cred1_current.csv")
@@ -248,8 +301,10 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     _write(c1.sort_values("key"), out_root / "cred1.csv")
     _write(pd.DataFrame(dropped, columns=["source", "entry", "reason"]), out_root / "dropped_entries.csv")
     return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "mbfc_section_paths_widened": int(sp.widened.sum()),
-            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats), "fimi": len(fimi), "lin2023": len(lin),
-            "cred1": len(c1), "dropped_entries": len(dropped)}
+            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats),
+            "fimi": len(fimi), "disinformation_overrides": int(len(disinformation_overrides(dis, mbfc))),
+            "government_suffixes_withheld": int((~gs.credible).sum()), "lin2023": len(lin), "cred1": len(c1),
+            "dropped_entries": len(dropped)}
 
 # %% ../../nbs/41_credibility_ratings.ipynb #bb29292b
 CATEGORIES = ("fact_checker", "government", "publication", "social_media", "disinformation", "news_media", "other")
@@ -364,9 +419,12 @@ class Rater:
         if "fimi" in on:
             for r in _read(der / "fimi.csv").itertuples():
                 self._add(r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
+        gs = _read(der / "government_suffixes.csv")
+        withheld = set(gs.suffix[gs.credible.astype(str) == "False"])  # states whose sites are on a disinformation list
         for name, cat in (("government", "government"), ("publications", "publication")):
             if name not in on: continue
             for r in _read(cur / f"{name}.csv").itertuples():
+                if name == "government" and r.kind == "suffix" and r.value in withheld: continue
                 e = Entry("high", cat, f"{name} ({r.kind} {r.value})", "category", name, _CAT_ORDER[cat])
                 if r.kind == "suffix": self.suffix_entries[r.value].append(e)
                 else: self._add(key_of(r.value), e)
@@ -374,6 +432,7 @@ class Rater:
             for r in _read(cur / "social_media.csv").itertuples():
                 self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
         for i, t in enumerate(self.tables): self._load_table(t, i, der)
+        self._domain_aliases = {a: c for a, c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
         self._path_index: dict[str, dict[str, list[Entry]]] = {}
         for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
             pes.sort(key=lambda pe: -len(pe[0]))
@@ -382,11 +441,12 @@ class Rater:
     def _load_table(self, t: str, order: int, der: Path):
         if t == "mbfc_vykopal2025":
             for r in _read(der / "mbfc.csv").itertuples():
-                label, by = r.label, f"mbfc_vykopal2025 ({r.mbfc_category})"
+                label, questionable = r.label, r.mbfc_category in ("fake-news", "conspiracy") and r.label in ("low", "very low")
+                explains = questionable or r.mbfc_category == "satire"  # MBFC's page named only where it explains the label
+                by = f"mbfc_vykopal2025 ({r.mbfc_category})" if explains else "mbfc_vykopal2025"
                 if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
                     label, by = "satire", by + " satire category"
-                cat = ("disinformation" if r.mbfc_category in ("fake-news", "conspiracy") and label in ("low", "very low")
-                       else "other" if r.mbfc_category == "satire" else "news_media")
+                cat = "disinformation" if questionable else "other" if r.mbfc_category == "satire" else "news_media"
                 self._add(r.key, Entry(label, cat, by, "table", t, order))
             if "section_paths" in self.rules:
                 for r in _read(der / "mbfc_section_paths.csv").itertuples():
@@ -402,9 +462,13 @@ class Rater:
                 self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
 
     def canonical_host(self, host: str) -> str:
-        "The host after prefix stripping and host aliases (x.com -> twitter.com)."
+        """The host after prefix stripping and host aliases (x.com -> twitter.com); an alias of one registrable domain for
+        another covers its subdomains too (news.bbc.co.uk -> news.bbc.com)."""
         h = strip_prefixes(host, self.prefixes)
-        return self.aliases.get(h, h)
+        if h in self.aliases: return self.aliases[h]
+        for p in parent_chain(h)[1:]:
+            if p in self._domain_aliases: return h[: -len(p)] + self._domain_aliases[p]
+        return h
 
     def _chain(self, host: str) -> tuple[str, ...]: return parent_chain(host)
 
@@ -440,7 +504,7 @@ class Rater:
         if cat:
             _, key, e = cat[0]
             return (key, e.label, LABEL_SCORES[e.label], e.category, e.decided_by, outlet)
-        return ("", "not rated", float("nan"), "other", "unrated", outlet)
+        return ("", "unrated", float("nan"), "other", "unrated", outlet)
 
     def _path_dependent(self, host: str) -> bool:
         "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
@@ -474,7 +538,7 @@ class Rater:
         "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
         try: host, path = split_url(url)
         except ValueError as e:
-            return DomainRating(url if isinstance(url, str) else "", "", "", "", "not rated", float("nan"), "other", f"invalid URL: {e}")
+            return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other", f"invalid URL: {e}")
         key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
         return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
 
