@@ -140,7 +140,7 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     m = m.sort_values(["metric", "assistant", "group"], key=lambda s: s.map(order) if s.name == "group" else s)
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
 
-# %% ../nbs/80_report.ipynb #82252ce0
+# %% ../nbs/80_report.ipynb #618cf44b
 def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
     """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation estimator's
     convention for it, and a note when the runs used different rule sets (then: ours, and the note names each run's)."""

@@ -42,8 +42,9 @@ def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame, responses: 
     ok = pairs[pairs.parse_status != "failed"]
     sup = ok.groupby("unit_id").supported.any()
     failed_only = set(pairs.unit_id) - set(ok.unit_id)
-    st = statements.merge(responses[["conversation_id", "sourceless"]], on="conversation_id", how="left")
+    st = statements.merge(responses[["conversation_id", "sourceless", "n_sources"]], on="conversation_id", how="left")
     st["sourceless"] = st.sourceless.fillna(False).astype(bool)
+    st["uncited"] = st.pop("n_sources").fillna(0).eq(0)   # the response cites no source at all (seed 003's "source-less")
     st["supported"] = st.unit_id.map(sup).fillna(False).astype(bool) & ~st.sourceless
     st["undecided"] = st.unit_id.isin(failed_only) & ~st.supported & ~st.sourceless  # every pair failed to parse
     r = st[~st.undecided].groupby("conversation_id").supported.agg(["all", "size"])
@@ -66,13 +67,13 @@ def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) 
         rows.append({"assistant": a, "urls": int(v.citations.sum()),
                      "url_validity_pct": round(100 * v.valid.sum() / max(v.citations.sum(), 1), 1),
                      "statements": len(s), "statement_support_pct": _pct(s.supported),
-                     "statement_support_excl_sourceless_pct": _pct(s[~s.sourceless].supported),
+                     "statement_support_excl_sourceless_pct": _pct(s[~s.uncited].supported),
                      "statements_undecided": int(st[(st.assistant == a) & st.undecided].shape[0]),
                      "responses": len(rc), "responses_without_citations": int((r.n_sources == 0).sum()),
-                     "responses_without_valid_sources": int(r.sourceless.sum()),
+                     "responses_all_cited_pages_failed": int((r.sourceless & r.n_sources.gt(0)).sum()),
                      "responses_without_statements": int((~r.counted).sum()),
                      "response_support_pct": _pct(rc.supported),
-                     "response_support_excl_sourceless_pct": _pct(rc[~rc.sourceless].supported)})
+                     "response_support_excl_sourceless_pct": _pct(rc[rc.n_sources.gt(0)].supported)})
     return pd.DataFrame(rows)
 
 # %% ../nbs/65_sourcecheckup.ipynb #626fbba1

@@ -40,7 +40,7 @@ def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[s
     cited = {c.url for c in cl.items}
     return out, cl.items, [c for c in sources if c.url not in cited and c.index not in new]
 
-# %% ../../nbs/26_collect_api.ipynb #c889a63f
+# %% ../../nbs/26_collect_api.ipynb #c0cedd57
 def thought(reasoning_tokens: int | None, shown_reasoning: bool) -> bool:
     """Whether an API answer was a thinking one, from what it did: reasoning tokens spent (when the usage reports them),
     else reasoning it returned. A reasoning item alone is no evidence: the Responses API returns one with every answer of a

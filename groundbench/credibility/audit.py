@@ -82,7 +82,7 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
                  **{f"{k}_vs_table": v for k, v in total.items()}, "citations_without": 0})
     return pd.DataFrame(rows)
 
-# %% ../../nbs/43_credibility_audit.ipynb #46756236
+# %% ../../nbs/43_credibility_audit.ipynb #68db2b4f
 def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
     "(step, rules, unrated_conversations, what) from the authors' code to `full`: each step adds one correction."
     steps = [("paper", "paper", "zero", "the authors' code (two-label keys, MBFC merged over their lists, the table-proven "

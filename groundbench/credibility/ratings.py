@@ -224,7 +224,7 @@ def build_fimi(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]
     return f[["key", "operation", "source", "riskLevel"]], dropped
 
 
-# %% ../../nbs/41_credibility_ratings.ipynb #2ee11995
+# %% ../../nbs/41_credibility_ratings.ipynb #91e6f786
 STATE_LISTS = {"RUSSIA_GOV_PAGES": "Russia"}  # the authors' lists of one state's government sites
 
 def disinformation_hosts(cats: pd.DataFrame, fimi: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
@@ -265,7 +265,7 @@ def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.Da
         rows.append({"suffix": g.value, "state": g.state, "credible": not ev, "evidence": len(ev), "why": why})
     return pd.DataFrame(rows, columns=["suffix", "state", "credible", "evidence", "why"])
 
-# %% ../../nbs/41_credibility_ratings.ipynb #c36b8034
+# %% ../../nbs/41_credibility_ratings.ipynb #5df7c40a
 def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str, int]:
     "Write the cleaned tables of data/credibility/derived/ from the upstream files; returns row counts."
     src_root, out_root = Path(src_root), Path(out_root)
