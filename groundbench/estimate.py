@@ -324,7 +324,8 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
                                           ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
                        ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
                                           f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)], [], {}
-    sel = select_conversations(inp.convs, inp.sources, int(p.get("max_conversations") or 0), p.get("pick") or "first")
+    sel = select_conversations(inp.convs, inp.sources, int(p.get("max_conversations") or 0), p.get("pick") or "first",
+                               p.get("failed_pages") or "unverifiable")
     jobs, reqs = extract_requests(sel, ctx.llm, context_chars)
     ctx_chars = sum(min(len(c.answer_text), context_chars) for c in sel) / max(len(sel), 1)
     verified = {}

@@ -158,10 +158,13 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
     "Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s."
     from groundbench.tables import Output
     t4 = breakdowns(resp["ours"], meta, n_boot=n_boot)
+    failed = int(resp["ours"].no_page_text.sum()) if "no_page_text" in resp["ours"] else 0
+    note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
+            if failed else "")
     outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4, formats=("csv",),
                    smoke=smoke),
-            Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width",
-                   paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
+            Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width"
+                   + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
     if {"factscore", "verify"} <= set(resp):
         outs += [Output("table_14", "Table 14: factual precision (GS, %, 95% half-width) in three views: " + VIEWS_CAPTION,
                         view_table(resp, meta, "gs", ("factscore", "verify", "ours")), smoke=smoke),

@@ -15,7 +15,7 @@ import pandas as pd
 from ..core import Conversation, Prompt
 
 # %% auto #0
-__all__ = ['conversations_with_text', 'select_conversations']
+__all__ = ['FAILED_PAGES', 'conversations_with_text', 'select_conversations']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -23,9 +23,21 @@ def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) ->
     ok = set(sources[sources.text.fillna("").str.strip() != ""].conversation_id)
     return [c for c in convs if c.conversation_id in ok]
 
-def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0, pick: str = "first") -> list[Conversation]:
-    "The conversations the stage scores: those with source text; with `max_conversations`, the first N or the N shortest."
+FAILED_PAGES = {"unverifiable": "scored: their Fact and Claim units have no evidence and count as Unverifiable (GS 0)",
+                "skip": "left out of the groundedness tables (counted in the manifest)"}
+
+def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0, pick: str = "first",
+                         failed_pages: str = "unverifiable") -> list[Conversation]:
+    """The conversations the stage scores: those with source text, and (`failed_pages="unverifiable"`) those that cite
+    sources none of which could be read; with `max_conversations`, the first N or the N shortest, those with text first."""
     if pick not in ("first", "shortest"): raise ValueError(f"50_groundedness: parameter pick={pick!r}: use 'first' or 'shortest'")
-    convs = conversations_with_text(convs, sources)
-    if not max_conversations: return convs
-    return (sorted(convs, key=lambda c: (len(c.answer_text.split()), c.conversation_id)) if pick == "shortest" else convs)[:max_conversations]
+    if failed_pages not in FAILED_PAGES:
+        raise ValueError(f"50_groundedness: parameter failed_pages={failed_pages!r}: use {' or '.join(map(repr, FAILED_PAGES))}")
+    with_text = conversations_with_text(convs, sources)
+    ok = {c.conversation_id for c in with_text}
+    failed = [c for c in convs if c.citations and c.conversation_id not in ok] if failed_pages == "unverifiable" else []
+    if pick == "shortest":
+        key = lambda c: (len(c.answer_text.split()), c.conversation_id)
+        with_text, failed = sorted(with_text, key=key), sorted(failed, key=key)
+    if not max_conversations: return [c for c in convs if c.conversation_id in ok or c in failed]
+    return (with_text + failed)[:max_conversations]
