@@ -33,12 +33,15 @@ __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KE
            'write_estimate', 'estimate_vs_actual']
 
 # %% ../nbs/88_estimate.ipynb #e5a10006
-STAGE_STEPS = {"10_claims": ("question_rewrite",), "50_groundedness": ("extract_units", "decontextualise", "judge"),
+STAGE_STEPS = {"10_claims": ("question_rewrite",),
+               "50_groundedness": ("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise",
+                                   "verify_judge", "factscore_facts", "factscore_verify"),
                "60_sourcebench": ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"),
                "65_sourcecheckup": ("extract_units", "decontextualise", "sourcecheckup"), "70_validation": ("judge", "sourcecheckup")}
-MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": 300, "sourcebench_content": 350,
-              "sourcebench_metadata": 400, "sourcebench_layout": 150, "sourcecheckup": 150}
-PROMPTS = {"sourcecheckup": "sourcecheckup_support"}
+MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": 524, "sourcebench_content": 350,
+              "sourcebench_metadata": 400, "sourcebench_layout": 150, "sourcecheckup": 150, "verify_extract": 1024,
+              "verify_decontextualise": 200, "verify_judge": 524, "factscore_facts": 256, "factscore_verify": 32}
+PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise", "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
 NAN = float("nan")
 
@@ -307,9 +310,7 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
     context_chars = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
-    variants = p.get("variants", True) is not False
-    judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"] + (
-        (1 - a["verified_share"]) / a["verified_share"] if variants else 0.0)
+    judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"]
     src_j = f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None else "settings [estimate]"
     evid = int(p.get("top_k") or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
     judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
@@ -320,10 +321,11 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
         rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None, f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
                                    "segments (settings [estimate]: paper-like answers)",
                                    ctx.template_tokens("extract_units") + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
-        return rows + [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None, f"verified units per segment ({src_v})",
-                                          ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
-                       ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
-                                          f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)], [], {}
+        rows += [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None, f"verified units per segment ({src_v})",
+                                    ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+                 ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
+                                    f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)]
+        return rows + _method_rows(ctx, p, None, n, segs, verified, judge_prompt), [], {}
     sel = select_conversations(inp.convs, inp.sources, int(p.get("max_conversations") or 0), p.get("pick") or "first",
                                p.get("failed_pages") or "unverifiable")
     jobs, reqs = extract_requests(sel, ctx.llm, context_chars)
@@ -331,25 +333,61 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
     verified = {}
     for c, i, s in jobs: verified[c.conversation_id] = verified.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
     nv, segs = sum(verified.values()), len(reqs)
-    rows = [ctx.built_step(stg, "extract_units", reqs, UnitList, f"{len(sel)} conversations, {segs} segments")]
+    rows = [ctx.built_step(stg, "extract_units", reqs, None, f"{len(sel)} conversations, {segs} segments")]
     units = cached_units(sel, ctx, context_chars) if sel and rows[0].calls_low == 0 else None
     if units is not None:  # the real units: decontextualisation built exactly, the judge bounded by them
         from groundbench.sourcecheckup import STATEMENT_LABELS
         todo, dreq = decontext_requests(units, sel, ctx.llm, context_chars)
-        others = sum(1 for u in units if u.label and u.label not in VERIFIED) if variants else 0
-        exp_j = len(todo) * r_j if r_j is not None else len(todo) * a["judge_calls_per_verified_unit"] + others
+        exp_j = len(todo) * r_j if r_j is not None else len(todo) * a["judge_calls_per_verified_unit"]
         stmts = Counter(u.conversation_id for u in units if u.label in STATEMENT_LABELS)
-        return rows + [ctx.built_step(stg, "decontextualise", dreq, Decontextualised, f"the {len(units)} units of the cached extraction answers"),
-                       ctx.estimated_step(stg, "judge", "ratio", exp_j, 3 * len(todo) + others,
-                                          f"{len(todo)} verified and {others} other units (from the cache) x "
+        return rows + [ctx.built_step(stg, "decontextualise", dreq, None, f"the {len(units)} units of the cached extraction answers"),
+                       ctx.estimated_step(stg, "judge", "ratio", exp_j, 3 * len(todo),
+                                          f"{len(todo)} verified units (from the cache) x "
                                           f"{(r_j if r_j is not None else a['judge_calls_per_verified_unit']):.2f} ({src_j}); at most "
-                                          "3 scopes a verified unit, 1 an other", judge_prompt)], sel, dict(stmts)
+                                          "3 scopes a verified unit", judge_prompt)] + _method_rows(
+                           ctx, p, sel, len(sel), len(reqs), len(todo), judge_prompt), sel, dict(stmts)
     rows += [ctx.estimated_step(stg, "decontextualise", "ratio", nv, MAX_UNITS * segs,
                                f"{nv / max(segs, 1):.2f} verified units per segment ({src_v}); at most {MAX_UNITS} units a segment",
                                ctx.template_tokens("decontextualise") + (ctx_chars + UNIT_CHARS) / 4),
             ctx.estimated_step(stg, "judge", "ratio", nv * judge_per, 3 * MAX_UNITS * segs,
                                f"{judge_per:.2f} judge calls per verified unit ({src_j}); at most 3 scopes a unit", judge_prompt)]
-    return rows, sel, verified
+    return rows + _method_rows(ctx, p, sel, len(sel), segs, nv, judge_prompt), sel, verified
+
+def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float
+                 ) -> list[StepEstimate]:
+    """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one judgment
+    per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence, facts
+    per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are known."""
+    from groundbench.groundedness.methods import atomic_fact_prompt, factscore_demos, factscore_sentences, verify_requests
+    from groundbench.llm import request as _request
+    stg, a, methods, rows = "50_groundedness", ctx.assume, list(p.get("methods") or ["ours"]), []
+    if "verify" in methods:
+        if sel is not None:
+            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm), None, f"{n} responses, one request each"))
+        else:
+            rows.append(ctx.estimated_step(stg, "verify_extract", "ratio", n, n, f"{n} responses, one request each",
+                                           ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
+        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, None, "VERIFY's Fact and Claim units: as "
+                                    "many as ours (the same definitions)", ctx.template_tokens("decontextualise")
+                                    + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+                 ctx.estimated_step(stg, "verify_judge", "ratio", verified, None, "one judgment per VERIFY unit (no "
+                                    "credibility split)", judge_prompt)]
+    if "factscore" in methods:
+        demos = factscore_demos()
+        per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
+        if sel is not None:
+            jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
+            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=256) for s in jobs]
+            facts = sum(len(s.split()) for s in jobs) * per_word
+            rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
+        else:
+            facts = segs * a["words_per_segment"] * per_word
+            rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
+                                           len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
+        evid = int(p.get("top_k") or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None, f"{per_word:.2f} atomic facts a word (FActScore's "
+                                       "own demonstrations), one True/False request a fact", (evid + 200) / 4))
+    return rows
 
 def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
@@ -391,7 +429,7 @@ def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verifi
     pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
     dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
     chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
-    return [ctx.built_step(stg, "extract_units", reqs, UnitList, f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
+    return [ctx.built_step(stg, "extract_units", reqs, None, f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
             ctx.estimated_step(stg, "decontextualise", "ratio", dec, dec_high, "verified units of those answers that cite a page with text"),
             ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high, "statements x cited pages with text; statements "
                                "as verified units (Reported Claims add some)", ctx.template_tokens("sourcecheckup") + chunk / 4)]

@@ -35,18 +35,22 @@ __all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'CACHE_TABLES', 'PRICE_COLUMNS
            'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
            'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache', 'merge_caches',
            'BudgetExceeded', 'load_prices', 'model_price', 'approx_tokens', 'Budget', 'LLM', 'Structured',
-           'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'prices_from_settings',
-           'budget_from_settings', 'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
+           'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed',
+           'prices_from_settings', 'budget_from_settings', 'llm_from_settings', 'request', 'PromptTemplate',
+           'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
 class ChatRequest:
-    "One chat request: messages, an optional JSON schema for the answer, and the settings that change the output."
+    """One chat request: messages, an optional JSON schema or GBNF grammar for the answer, and the settings that change
+    the output. A grammar constrains a text format (VERIFY's unit lines, a final bracketed label) where the backend can
+    (llama.cpp, vLLM); other backends get the instructions alone, and the answer's parser decides."""
     messages: tuple[tuple[str, str], ...]
     schema: str = ""
     max_tokens: int = 512
     temperature: float = 0.0
     seed: int | None = 0
+    grammar: str = ""
 
     @classmethod
     def of(cls, messages: str | Sequence[dict], schema: dict | None = None, **kw) -> "ChatRequest":
@@ -201,19 +205,26 @@ class LlamaCppBackend(Backend):
         path = bundled_gguf() if model == SMOLLM2 else Path(model)
         if not path.exists(): raise FileNotFoundError(f"llamacpp model {model!r}: no GGUF file at {path}")
         super().__init__(model, revision or file_revision(path), n_ctx=n_ctx)
-        self.path, self.llm = path, None
+        self.path, self.llm, self._grammars = path, None, {}
         if not load: return  # described (cache keys, estimates) without loading the weights
         self.llm = _greedy_grammar_llama()(model_path=str(path), n_ctx=n_ctx, n_threads=(t := llama_threads(n_threads)),
                                            n_threads_batch=t,
                                            seed=0, verbose=False)
     def describe(self): return {**super().describe(), "n_ctx": self.settings["n_ctx"]}
+    def _grammar(self, text: str):
+        "llama.cpp's compiled grammar of a GBNF text, compiled once."
+        if text not in self._grammars:
+            from llama_cpp import LlamaGrammar
+            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
     def generate(self, requests):
         out = []
         for r in requests:
             fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
             self.llm.reset()  # no KV-cache reuse across requests: an answer depends on its request only (see above)
             res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
-                                                  temperature=r.temperature, seed=r.seed, response_format=fmt)
+                                                  temperature=r.temperature, seed=r.seed, response_format=fmt,
+                                                  grammar=self._grammar(r.grammar) if r.grammar and not r.schema else None)
             ch, u = res["choices"][0], res.get("usage") or {}
             out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
                                   ch.get("finish_reason") or ""))
@@ -308,14 +319,16 @@ register_backend("openai", "groundbench.llm:OpenAIBackend")
 # %% ../nbs/01_llm.ipynb #88e41892
 def _sampling_spec(r: ChatRequest) -> dict:
     "A request's sampling settings as plain data (sent to data-parallel workers)."
-    return {"max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed, "schema": r.schema_dict()}
+    return {"max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed, "schema": r.schema_dict(),
+            "grammar": r.grammar}
 
 def _make_sampling(vllm, spec: dict):
     sp = {k: spec[k] for k in ("max_tokens", "temperature", "seed")}
-    if spec.get("schema"):
+    if spec.get("schema") or spec.get("grammar"):
         sparams = importlib.import_module("vllm.sampling_params")
-        if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(json=spec["schema"])
-        else: sp["guided_decoding"] = sparams.GuidedDecodingParams(json=spec["schema"])
+        how = {"json": spec["schema"]} if spec.get("schema") else {"grammar": spec["grammar"]}
+        if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(**how)
+        else: sp["guided_decoding"] = sparams.GuidedDecodingParams(**how)
     return vllm.SamplingParams(**sp)
 
 def _vllm_rows(outs) -> list[tuple]:
@@ -412,7 +425,8 @@ register_backend("vllm", "groundbench.llm:VLLMBackend")
 def cache_key(backend: dict, r: ChatRequest) -> str | None:
     "The cache key of request `r` on `backend`, or None when the request must not be cached."
     if r.temperature > 0 and r.seed is None: return None
-    return stable_id(backend, r.messages, r.schema, r.max_tokens, r.temperature, r.seed, n=64)
+    extra = (r.grammar,) if r.grammar else ()   # requests without a grammar keep the keys they always had
+    return stable_id(backend, r.messages, r.schema, r.max_tokens, r.temperature, r.seed, *extra, n=64)
 
 class LLMCache:
     "Completions on disk in SQLite; safe for several processes."
@@ -661,13 +675,16 @@ def parse_json_answer(text: str, model: type[pydantic.BaseModel]) -> tuple[dict 
         where = ".".join(str(x) for x in errs[0]["loc"])
         return None, f"{errs[0]['msg']}" + (f" at '{where}'" if where else "") + (f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
 
-def repair_request(r: ChatRequest, bad: str, error: str) -> ChatRequest:
-    "A follow-up request showing the model its invalid answer and the validation error."
-    msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and nothing else:\n{r.schema}")
-    return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature, r.seed)
+def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> ChatRequest:
+    "A follow-up request showing the model its invalid answer and the error (JSON: the schema; text formats: `hint`)."
+    msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and nothing else:\n{r.schema}"
+           if r.schema else f"Your answer could not be read: {error}. Answer again. {hint}".strip())
+    return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature, r.seed,
+                       r.grammar)
 
-def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel]) -> list[ChatRequest]:
-    "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them."
+def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel] | None) -> list[ChatRequest]:
+    "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them; `model` None: as they are."
+    if model is None: return list(requests)
     schema = json.dumps(model.model_json_schema(), sort_keys=True)
     return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature, r.seed) for r in requests]
 
@@ -682,12 +699,28 @@ def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydanti
     if bad:
         rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1]) for i in bad], step, progress)
         fixed = {i: (o.text, parse_json_answer(o.text, model)) for i, o in zip(bad, rep)}
+    return _structured(llm, step, outs, parsed, fixed)
+
+def _structured(llm, step: str, outs, parsed, fixed) -> list[Structured]:
     st, res = llm.step_stats(step), []
     for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
         if v is not None: res.append(Structured(v, "ok", o.text)); st["parse_ok"] += 1
         elif fixed[i][1][0] is not None: res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
         else: res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}")); st["parse_failed"] += 1
     return res
+
+def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[str], tuple[object, str]],
+                    step: str = "default", hint: str = "", progress: bool = True) -> list[Structured]:
+    """Answers in a text format read by `parse` (text -> (value or None, error)), with one batched repair round that
+    shows the model its answer, the error and `hint`: the text-format twin of `complete_json` (same statuses, same counts)."""
+    outs = llm.complete(list(requests), step, progress)
+    parsed = [parse(o.text) for o in outs]
+    bad = [i for i, (v, _) in enumerate(parsed) if v is None]
+    fixed = {}
+    if bad:
+        rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1], hint) for i in bad], step, progress)
+        fixed = {i: (o.text, parse(o.text)) for i, o in zip(bad, rep)}
+    return _structured(llm, step, outs, parsed, fixed)
 
 # %% ../nbs/01_llm.ipynb #fcfa4d98
 def prices_from_settings(settings: dict) -> tuple[pd.DataFrame, Path]:

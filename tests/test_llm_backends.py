@@ -43,6 +43,15 @@ def test_llamacpp_in_process_structured_and_cached(isolated_settings):
     assert llm3.stats["default"]["calls"] == 1
 
 
+def test_llamacpp_holds_the_bundled_model_to_a_grammar(isolated_settings):
+    "A text format (VERIFY's final bracketed label) under a GBNF grammar: the real model's answer is in the format."
+    llm = llm_from_settings(isolated_settings)
+    g = 'root ::= [^\\[]{0,40} "[" ("Supported" | "Contradicted" | "Unverifiable") "]"'
+    out = llm.backend.generate([ChatRequest.of("Is the sky green? Think, then give your label.", max_tokens=40, grammar=g)])[0].text
+    import re
+    assert re.fullmatch(r"[^\[]{0,40}\[(Supported|Contradicted|Unverifiable)\]", out, re.S), out
+
+
 def test_temperature_zero_is_deterministic(isolated_settings):
     llm = llm_from_settings(isolated_settings)
     a = llm.backend.generate([ChatRequest.of("Name a colour.", max_tokens=16)])[0].text
@@ -211,3 +220,14 @@ def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
     forward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat)]
     backward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat[::-1])][::-1]
     assert fresh == forward == backward and all(a[0] for a in fresh)
+
+
+def test_every_grammar_of_the_package_compiles_in_llama_cpp():
+    "A grammar llama.cpp refuses can crash the process (a repetition nested in a repetition did): compile each one."
+    from llama_cpp import LlamaGrammar
+    from groundbench.groundedness.judge import judge_grammar
+    from groundbench.groundedness.methods import FACT_GRAMMAR, VERIFY_LABELS
+    from groundbench.groundedness.units import DECONTEXT_GRAMMAR, MAX_UNITS, unit_grammar
+    for g in (FACT_GRAMMAR, unit_grammar(), unit_grammar(VERIFY_LABELS, 4 * MAX_UNITS), DECONTEXT_GRAMMAR, judge_grammar(1500),
+              judge_grammar(300)):
+        assert LlamaGrammar.from_string(g, verbose=False) is not None

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/groundedness_judge.html.md"""
 # %% ../../nbs/52_groundedness_judge.ipynb #035c4ca2
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -16,10 +17,11 @@ import pydantic
 
 from ..core import Judgment, Unit
 from ..embed import Embedder, VectorIndex, chunk_text
-from ..llm import LLM, complete_json, load_prompt, request
+from ..llm import LLM, complete_json, complete_parsed, load_prompt, request
 
 # %% auto #0
-__all__ = ['SCOPES', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_units']
+__all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',
+           'judge_reasoning_chars', 'judge_units']
 
 # %% ../../nbs/52_groundedness_judge.ipynb #d50be524
 SCOPES = ("all", "credible", "non_credible")
@@ -66,9 +68,32 @@ class Verdict(pydantic.BaseModel):
     relation: str = pydantic.Field(max_length=400)
     label: Literal["Supported", "Contradicted", "Unverifiable"]
 
+JUDGE_LABELS = ("Supported", "Contradicted", "Unverifiable")
+_LABEL = re.compile(r"\[\s*(supported|contradicted|unverifiable)\s*\]", re.I)
+
+def judge_grammar(reasoning_chars: int = 1500) -> str:
+    "GBNF of VERIFY's judgment: reasoning (knowledge points cited as [1], [2]) of at most `reasoning_chars`, then [Label]."
+    labels = " | ".join(f'"{l}"' for l in JUDGE_LABELS)
+    return (f'root ::= item{{0,{reasoning_chars}}} "[" ({labels}) "]"\n'
+            'item ::= [^\\[] | "[" [0-9] [0-9]? "]"')
+
+def parse_bracket_label(text: str) -> tuple[dict | None, str]:
+    "VERIFY's judgment read from its final bracketed label; the reasoning before it kept as the summary (600 characters)."
+    found = list(_LABEL.finditer(text))
+    if not found: return None, "no final label in square brackets ([Supported], [Contradicted] or [Unverifiable])"
+    m = found[-1]
+    return {"label": m.group(1).capitalize(), "summary": text[:m.start()].strip()[:600], "relation": ""}, ""
+
+def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
+    "The judge's reasoning room: settings [groundedness] judge_reasoning_chars, or smoke_judge_reasoning_chars for a smoke model."
+    from groundbench.core import load_settings
+    g = (settings or load_settings()).get("groundedness", {})
+    return int(g.get("smoke_judge_reasoning_chars", 200) if getattr(llm, "smoke", False) else g.get("judge_reasoning_chars", 1500))
+
 def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES, prompt_version: int | None = None,
-                progress: bool = True) -> list[Judgment]:
-    "Judgments of every unit in every scope (one batched LLM step)."
+                progress: bool = True, reasoning_chars: int | None = None, step: str = "judge") -> list[Judgment]:
+    """Judgments of every unit in every scope (one batched LLM step, named `step`); prompt v2 (the default) answers in
+    VERIFY's four steps and final bracketed label, its reasoning held to `reasoning_chars` where a grammar can; v1: JSON."""
     pt = load_prompt("judge", prompt_version)
     model = llm.backend.describe().get("model", "")
     todo, out = [], {}
@@ -77,9 +102,15 @@ def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequenc
             ev = evidence.get((u.unit_id, s))
             if not ev or not ev.chunks: out[(u.unit_id, s)] = Judgment(u.unit_id, s, "Unverifiable", skipped="no evidence", model="")
             else: todo.append((u, s, ev))
+    text = pt.version >= 2
+    reasoning_chars = reasoning_chars or judge_reasoning_chars(llm)
+    kw = dict(max_tokens=reasoning_chars // 3 + 24, grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
     reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence="\n".join(f"[{i}] {c}" for i, c in enumerate(ev.chunks, 1))),
-                    max_tokens=300) for u, s, ev in todo]
-    for (u, s, ev), r in zip(todo, complete_json(llm, reqs, Verdict, step="judge", progress=progress)):
+                    **kw) for u, s, ev in todo]
+    got = (complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: [Supported], "
+                           "[Contradicted] or [Unverifiable].", progress) if text
+           else complete_json(llm, reqs, Verdict, step=step, progress=progress))
+    for (u, s, ev), r in zip(todo, got):
         v = r.value or {}
         out[(u.unit_id, s)] = Judgment(u.unit_id, s, v.get("label", ""), v.get("summary", ""), v.get("relation", ""), r.parse_status, "", model)
     return [out[(u.unit_id, s)] for u in units for s in scopes]

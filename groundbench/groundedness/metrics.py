@@ -1,4 +1,4 @@
-"""Per response: Groundedness Score (GS), Credible and Non-Credible Groundedness (CG, NCG) and Hallucination Score (HS, alpha 0.5) over the verified units; aggregated by assistant and topic, role and overall with 95% intervals; the same answers seen with every unit counted and with Reported Claims verified (Tables 14 and 15, views on our own units: not FActScore and VERIFY themselves). Parse failures and skipped calls are counted in every table.
+"""Per response: Groundedness Score (GS), Credible and Non-Credible Groundedness (CG, NCG) and Hallucination Score (HS, alpha 0.5) over the verified units; aggregated by assistant and topic, role and overall with 95% intervals; Tables 14 and 15 compare FActScore, VERIFY and ours, each scored from its own pipeline (notebook 54). Parse failures and skipped calls are counted in every table.
 
 Docs: https://groundbench.github.io/groundbench/groundedness_metrics.html.md"""
 
@@ -20,7 +20,7 @@ __all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'aggrega
            'figure_3_box', 'view_table', 'groundedness_outputs']
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #a0a070fe
-METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim", "Reported Claim"), "factscore": None}
+METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim"), "factscore": ("Fact",)}  # the units each method verifies
 
 def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method: str = "ours", alpha: float = 0.5) -> pd.DataFrame:
     "One row per conversation: units, verified, failed parses, skipped calls, GS, CG, NCG, HS for `method`."
@@ -49,7 +49,6 @@ def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method
     v = df.verified.replace(0, np.nan)
     df["gs"], df["cg"], df["ncg"] = df.supported / v, df.supported_credible / v, df.supported_non_credible / v
     df["hs"] = (df.contradicted + alpha * df.unverifiable) / np.sqrt(v)
-    if method == "factscore": df["gs"] = df.supported / df.units.replace(0, np.nan)  # factual precision over every unit
     df.insert(1, "method", method)
     return df
 
@@ -141,9 +140,10 @@ def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     return fig
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #5f0b7c02
-VIEW_NAMES = {"factscore": "all units", "verify": "with Reported Claims", "ours": "ours (Fact, Claim)"}
-VIEWS_CAPTION = ("views on our own units and judgments, not FActScore or VERIFY themselves: 'all units' counts every extracted unit "
-                 "(where the paper has FActScore), 'with Reported Claims' also verifies Reported Claims (where it has VERIFY)")
+VIEW_NAMES = {"factscore": "FActScore", "verify": "VERIFY", "ours": "ours"}
+VIEWS_CAPTION = ("three methods, each its own pipeline over the same conversations and cited sources: FActScore (its atomic facts, "
+                 "True/False verification), VERIFY (its seven-label units of the whole response, one judgment each, no "
+                 "credibility split) and ours (Fact and Claim units per sentence, judged per credibility scope)")
 
 def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str], pct: bool = True) -> pd.DataFrame:
     "Tables 14 (gs) and 15 (hs): one row per breakdown group and assistant, 'value ± 95% half-width' per view."
@@ -165,11 +165,13 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
                    smoke=smoke),
             Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width"
                    + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
-    if {"factscore", "verify"} <= set(resp):
-        outs += [Output("table_14", "Table 14: factual precision (GS, %, 95% half-width) in three views: " + VIEWS_CAPTION,
-                        view_table(resp, meta, "gs", ("factscore", "verify", "ours")), smoke=smoke),
-                 Output("table_15", "Table 15: hallucination score (95% half-width), with Reported Claims vs ours: " + VIEWS_CAPTION,
-                        view_table(resp, meta, "hs", ("verify", "ours"), pct=False), smoke=smoke)]
+    others = [m for m in ("factscore", "verify") if m in resp and len(resp[m])]
+    if others:
+        outs.append(Output("table_14", "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION,
+                           view_table(resp, meta, "gs", (*others, "ours")), smoke=smoke))
+    if "verify" in others:
+        outs.append(Output("table_15", "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION,
+                           view_table(resp, meta, "hs", ("verify", "ours"), pct=False), smoke=smoke))
     outs += [Output("figure_3", "Figure 3: histograms of per-response credible and non-credible groundedness",
                     figure=figure_3(resp["ours"], meta), smoke=smoke),
              Output("figure_3_box", "Figure 3 (box plots): per-response credible and non-credible groundedness",

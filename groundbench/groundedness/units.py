@@ -7,16 +7,18 @@ Docs: https://groundbench.github.io/groundbench/groundedness_units.html.md"""
 # %% ../../nbs/51_groundedness_units.ipynb #cb0760b3
 from __future__ import annotations
 
+import re
 from typing import Literal, Sequence
 
 import pydantic
 
 from ..core import Conversation, Unit
-from ..llm import LLM, complete_json, load_prompt, request
+from ..llm import LLM, complete_json, complete_parsed, load_prompt, request, with_schema
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'UnitItem', 'UnitList', 'Decontextualised', 'answer_context',
-           'extract_requests', 'extract_units', 'decontext_requests', 'decontextualise']
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'DECONTEXT_GRAMMAR', 'UnitItem', 'UnitList', 'Decontextualised',
+           'answer_context', 'unit_grammar', 'parse_unit_lines', 'text_format', 'extract_requests', 'extract_units',
+           'parse_code_block', 'decontext_requests', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -52,23 +54,57 @@ def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tu
 def _count(stats: dict | None, key: str, n: int = 1):
     if stats is not None: stats[key] = stats.get(key, 0) + n
 
+def unit_grammar(labels: Sequence[str] = LABELS8, max_units: int = MAX_UNITS) -> str:
+    "GBNF of VERIFY's unit lines (`- <unit>: <label>`), at most `max_units` of them, labels from `labels`."
+    alts = " | ".join(f'"{l}"' for l in labels)
+    return (f'root ::= line{{1,{max_units}}}\nline ::= "- " [^\\n]{{1,{MAX_UNIT_CHARS}}} ": " label "\\n"\n'
+            f"label ::= {alts}")
+
+def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
+    """VERIFY's unit lines read as VERIFY reads them: a line starting with `- ` starts a unit, other lines continue it;
+    the unit is split at its last `": "`. A unit whose type is not one of `labels` keeps an empty label (counted as failed)."""
+    units: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("- "): units.append(line[2:].strip())
+        elif line.strip() and units: units[-1] += " " + line.strip()
+    if not units: return None, "no unit line (a line starting with '- ')"
+    canon = {l.lower(): l for l in labels}
+    out = []
+    for u in units:
+        body, sep, lab = u.rpartition(": ")
+        body, lab = (body, canon.get(lab.strip().rstrip(".").lower(), "")) if sep else (u, "")
+        if body.strip(): out.append({"text": body.strip()[:MAX_UNIT_CHARS], "label": lab})
+    return (out, "") if out else (None, "every unit line is empty")
+
+def _unit_answer(text: str) -> tuple[dict | None, str]:
+    units, err = parse_unit_lines(text)
+    return ({"units": units}, "") if units is not None else (None, err)
+
+def text_format(name: str, prompt_version: int | None) -> bool:
+    "True when the prompt's version answers in VERIFY's text format (v2 and later), False for JSON (v1)."
+    return load_prompt(name, prompt_version).version >= 2
+
 def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
                      stats: dict | None = None) -> tuple[list, list]:
-    "The extraction jobs (conversation, segment index, segment) and their requests: one per segment (what the estimate counts)."
+    """The extraction jobs (conversation, segment index, segment) and their requests, as sent (JSON schema for v1, the
+    unit-line grammar for v2): one per segment (what the estimate counts)."""
     pt = load_prompt("extract_units", prompt_version)
     jobs = [(c, i, s) for c in convs for i, s in enumerate(c.segments)]
+    grammar = unit_grammar() if pt.version >= 2 else ""
     reqs = []
     for c, i, s in jobs:
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=384))
-    return jobs, reqs
+        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=384, grammar=grammar))
+    return jobs, (reqs if grammar else with_schema(reqs, UnitList))
 
 def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
                   progress: bool = True, stats: dict | None = None) -> list[Unit]:
     "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
     jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats)
-    res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
+    if text_format("extract_units", prompt_version):
+        res = complete_parsed(llm, reqs, _unit_answer, "extract_units", "Write one line per unit: '- <unit>: <type>'.", progress)
+    else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
         items = r.value["units"] if r.value else [{"text": s.text, "label": ""}]
@@ -85,25 +121,40 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
+DECONTEXT_GRAMMAR = 'root ::= [^`]{0,400} "```\\n" [^`\\n]{1,600} "\\n```"'
+_BLOCK = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
+
+def parse_code_block(text: str) -> tuple[dict | None, str]:
+    "The revised unit of a VERIFY decontextualisation: the content of the answer's last code block."
+    blocks = [b.strip() for b in _BLOCK.findall(text)]
+    if not blocks or not blocks[-1]: return None, "no code block with the revised unit"
+    if len(blocks[-1]) > 600: return None, "the revised unit is over 600 characters"
+    return {"decontextualised": blocks[-1]}, ""
+
 def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                        prompt_version: int | None = None, stats: dict | None = None) -> tuple[list[Unit], list]:
     "The Fact and Claim units and their decontextualisation requests (what the estimate counts)."
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
+    grammar = DECONTEXT_GRAMMAR if pt.version >= 2 else ""
     reqs = []
     for u in todo:
         ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
         _count(stats, "decontext_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200))
-    return todo, reqs
+        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200, grammar=grammar))
+    return todo, (reqs if grammar else with_schema(reqs, Decontextualised))
 
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     prompt_version: int | None = None, progress: bool = True,
-                    stats: dict | None = None) -> tuple[list[Unit], dict[str, str]]:
+                    stats: dict | None = None, step: str = "decontextualise") -> tuple[list[Unit], dict[str, str]]:
     "Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed: original kept)."
     todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats)
-    res = dict(zip((u.unit_id for u in todo), complete_json(llm, reqs, Decontextualised, step="decontextualise", progress=progress)))
+    if text_format("decontextualise", prompt_version):
+        got = complete_parsed(llm, reqs, parse_code_block, step,
+                              "End with the revised unit alone in a code block (three backticks before and after).", progress)
+    else: got = complete_json(llm, reqs, Decontextualised, step=step, progress=progress)
+    res = dict(zip((u.unit_id for u in todo), got))
     out, status = [], {}
     for u in units:
         if u.unit_id in res:
