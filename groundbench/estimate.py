@@ -358,12 +358,14 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
     """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one judgment
     per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence, facts
     per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are known."""
-    from groundbench.groundedness.methods import atomic_fact_prompt, factscore_demos, factscore_sentences, verify_requests
+    from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos, factscore_sentences,
+                                                  verify_requests)
     from groundbench.llm import request as _request
     stg, a, methods, rows = "50_groundedness", ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:
         if sel is not None:
-            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm), None, f"{n} responses, one request each"))
+            cc = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
+            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None, f"{n} responses, one request each"))
         else:
             rows.append(ctx.estimated_step(stg, "verify_extract", "ratio", n, n, f"{n} responses, one request each",
                                            ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
@@ -377,7 +379,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
         per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
         if sel is not None:
             jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
-            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=256) for s in jobs]
+            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=256, grammar=FACT_GRAMMAR) for s in jobs]
             facts = sum(len(s.split()) for s in jobs) * per_word
             rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
         else:
@@ -392,17 +394,22 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
 def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
         return [ctx.estimated_step("60_sourcebench", s, "ratio", NAN, None, "cited pages not known before collection") for s in STAGE_STEPS["60_sourcebench"]]
+    from groundbench.sourcebench import page_budget
+    sb = ctx.settings["sourcebench"]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
+    per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None else sb.get("sources_per_response", 5))
+    if per: src = src.groupby("conversation_id").head(per)
     ok = src.text.fillna("").astype(str).str.strip().ne("") & src.valid.fillna(False).astype(bool)
     mp = int(p.get("max_pages") or 0)
     n_ok, n_fail = int(ok.sum()), int((~ok).sum())
-    n = n_ok + n_fail if not mp else min(n_ok, mp - 1 if mp > 1 else 1) + min(n_fail, 1 if mp > 1 else 0)
-    tc = int(p.get("text_chars") or ctx.settings["sourcebench"].get("text_chars", 3000))
-    mc = int(p.get("metadata_chars") or ctx.settings["sourcebench"].get("metadata_chars", 1500))
+    rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
+    n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1 else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
+    tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", 32768))))
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
-    note = f"{n} pages ({n_ok} with text, {n_fail} without: technical failures are scored too)"
-    return [ctx.estimated_step("60_sourcebench", s, "counted", n, n, note,
-                               ctx.template_tokens(s) + (min(mean_chars, mc) if "metadata" in s else mean_chars) / 4) for s in STAGE_STEPS["60_sourcebench"]]
+    note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
+            "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
+    return [ctx.estimated_step("60_sourcebench", s, "counted", n, n, note, ctx.template_tokens(s) + mean_chars / 4)
+            for s in STAGE_STEPS["60_sourcebench"]]
 
 def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verified: dict) -> list[StepEstimate]:
     from groundbench.credibility.metrics import assistant_name

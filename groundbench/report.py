@@ -234,7 +234,9 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
             gouts = groundedness_outputs(by, o.meta, n_boot, sm)
             ground_rates = gouts[0].table
             items += [g for g in gouts if g.name != "groundedness_rates"]
-            if not {"verify", "factscore"} <= set(by): missing.append("Tables 14, 15: the groundedness stage ran without `variants`")
+            if not {"verify", "factscore"} <= set(by):
+                missing.append("Tables 14, 15: the groundedness stage ran without the methods "
+                               + " and ".join(m for m in ("verify", "factscore") if m not in by) + " (`methods`)")
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
     profile = o.profile
     spans = o.conversations.groupby("assistant").run_id.nunique()

@@ -19,16 +19,21 @@ from .core import Prompt
 from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
-__all__ = ['METRICS', 'FIELDS', 'TECHNICAL_FAILURE', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
-           'LayoutScores', 'score_pages', 'system_scores', 'sourcebench_prompts']
+__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'weighted_score', 'MetricScore',
+           'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget', 'score_pages', 'system_scores',
+           'sourcebench_prompts']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
 
-def weighted_score(s: dict) -> float:
-    "SourceBench's weighted page score (0-100 scale, max 100); NaN if any metric is missing."
-    if any(s.get(m) is None or s.get(m) != s.get(m) for m in METRICS): return float("nan")
-    return (3 * (s["CR"] + s["FA"] + s["NE"]) + 2 * (s["FR"] + s["AA"] + s["OA"] + s["DA"] + s["LC"])) * 100 / 95
+WEIGHTS = {"CR": 3, "FA": 3, "NE": 3, "FR": 2, "AA": 2, "OA": 2, "DA": 2, "LC": 2}
+
+def weighted_score(s: dict, missing_as_zero: bool = False) -> float:
+    """SourceBench's weighted page score (0-100 scale, max 100). A missing metric makes it NaN (ours), or, as the official
+    compute_metrics.py computes it, counts as 0 (`missing_as_zero`)."""
+    gone = [m for m in METRICS if s.get(m) is None or s.get(m) != s.get(m)]
+    if gone and not missing_as_zero: return float("nan")
+    return sum(WEIGHTS[m] * (0 if m in gone else s[m]) for m in METRICS) * 100 / 95
 
 # %% ../nbs/60_sourcebench.ipynb #37e1de8c
 class MetricScore(pydantic.BaseModel):
@@ -55,41 +60,73 @@ FIELDS = {"CR": ("content", "semantic_relevance"), "FA": ("content", "factual_ac
 
 TECHNICAL_FAILURE = "[technical failure: the cited page could not be retrieved or has no text ({error})]"
 
-def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int = 3000, progress: bool = True,
-                metadata_chars: int = 1500) -> pd.DataFrame:
-    "Scores of pages (query, url, text, published, updated, author, site_name, and optional technical_failure, error)."
+SCORING = {"script": "as SourceBench's official scripts: a page without text gets no judge call and no scores, and the weighted "
+                     "score counts a missing metric as 0",
+           "rubric": "as seed 001's rubric: a technical failure is judged and scores relevance 1; the weighted score only over "
+                     "pages with all eight metrics"}
+MAX_TOKENS = {"content": 350, "metadata": 400, "layout": 150}
+
+def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
+    """Characters of page text a judge call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len, else
+    `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated approximation)."""
+    d = llm.backend.describe()
+    ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
+    template = max(sum(len(c) for _, c in load_prompt(f"sourcebench_{k}").messages) for k in MAX_TOKENS) // 4
+    return max(1000, 4 * (ctx - template - max(MAX_TOKENS.values()) - 200))
+
+def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None, progress: bool = True,
+                scoring: str = "script") -> pd.DataFrame:
+    """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page text
+    up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way."""
+    if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
+    text_chars = text_chars or page_budget(llm)
     pc, pm, pl = load_prompt("sourcebench_content"), load_prompt("sourcebench_metadata"), load_prompt("sourcebench_layout")
     pages = pages.reset_index(drop=True)
     failed = pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages else [False] * len(pages)
+    failed = [f or not str(x).strip() for f, x in zip(failed, pages.text.fillna(""))]
     errs = pages.error.fillna("").astype(str).tolist() if "error" in pages else [""] * len(pages)
-    pages = pages.assign(text=[TECHNICAL_FAILURE.format(error=e or "no text") if f else x for x, f, e in zip(pages.text, failed, errs)])
-    t = [str(x)[:text_chars] for x in pages.text]
-    rc = [request(llm, pc.render(query=q, url=u, length=len(x), text=tt), max_tokens=350) for q, u, x, tt in zip(pages["query"], pages.url, pages.text, t)]
-    rm = [request(llm, pm.render(today=today, url=r.url, published=r.published or "unknown", updated=r.updated or "unknown", author=r.author or "unknown",
-                                 site_name=r.site_name or "unknown", text=tt[:metadata_chars]), max_tokens=400) for r, tt in zip(pages.itertuples(), t)]
-    rl = [request(llm, pl.render(url=u, length=len(x), text=tt), max_tokens=150) for u, x, tt in zip(pages.url, pages.text, t)]
+    judged = [i for i, f in enumerate(failed) if scoring == "rubric" or not f]   # the script scores no page without text
+    text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f, e in zip(pages.text.fillna(""), failed, errs)]
+    t = [x[:text_chars] for x in text]
+    day = [str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
+    q, u = pages["query"].tolist(), pages.url.tolist()
+    rc = [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=t[i]), max_tokens=MAX_TOKENS["content"]) for i in judged]
+    rm = [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=t[i]), max_tokens=MAX_TOKENS["metadata"])
+          for i in judged]
+    rl = [request(llm, pl.render(url=u[i], length=len(text[i]), text=t[i]), max_tokens=MAX_TOKENS["layout"]) for i in judged]
     res = {"content": complete_json(llm, rc, ContentScores, "sourcebench_content", progress),
            "metadata": complete_json(llm, rm, MetadataScores, "sourcebench_metadata", progress),
            "layout": complete_json(llm, rl, LayoutScores, "sourcebench_layout", progress)}
     out = pages.drop(columns=["text"]).copy()
-    for call, rs in res.items(): out[f"{call}_parse_status"] = [r.parse_status for r in rs]
+    for call, rs in res.items():
+        st = ["not scored"] * len(pages)
+        for i, r in zip(judged, rs): st[i] = r.parse_status
+        out[f"{call}_parse_status"] = st
     for m, (call, field) in FIELDS.items():
-        out[m] = [r.value[field]["score"] if r.value else np.nan for r in res[call]]
-        out[f"{m}_why"] = [r.value[field]["justification"] if r.value else "" for r in res[call]]
+        sc, why = [np.nan] * len(pages), [""] * len(pages)
+        for i, r in zip(judged, res[call]):
+            if r.value: sc[i], why[i] = r.value[field]["score"], r.value[field]["justification"]
+        out[m], out[f"{m}_why"] = sc, why
     out["technical_failure"] = failed
-    out.loc[out.technical_failure, "CR"] = 1   # the rubric: content relevance 1 for a technical failure, whatever the judge said
-    out.loc[out.technical_failure, "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
-    out["text_truncated"] = [len(str(x)) > text_chars for x in pages.text]
-    out["weighted"] = [weighted_score(dict(zip(METRICS, row))) for row in out[list(METRICS)].itertuples(index=False)]
+    if scoring == "rubric":   # the rubric: content relevance 1 for a technical failure, whatever the judge said
+        out.loc[out.technical_failure, "CR"] = 1
+        out.loc[out.technical_failure, "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
+    out["text_truncated"] = [len(x) > text_chars and not f for x, f in zip(text, failed)]
+    rows = [dict(zip(METRICS, row)) for row in out[list(METRICS)].itertuples(index=False)]
+    out["weighted_script"] = [weighted_score(r, missing_as_zero=True) for r in rows]
+    out["weighted_complete"] = [weighted_score(r) for r in rows]
+    out["weighted"] = out.weighted_script if scoring == "script" else out.weighted_complete
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
-    out["current_date"] = today
+    out["current_date"], out["scoring"], out["text_chars"] = today, scoring, text_chars
     return out
 
 def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> pd.DataFrame:
     "Mean of each metric and of the weighted score over a system's pages, with pages scored and pages missing a score."
     g = scores.groupby(list(by))
     t = g[list(METRICS) + ["weighted"]].mean().round(2)
+    for c in ("weighted_script", "weighted_complete"):   # both weighted means, whichever the run reports as `weighted`
+        if c in scores: t[c] = g[c].mean().round(2)
     t["avg8"] = g[list(METRICS)].mean().mean(axis=1).round(2)
     t["pages"] = g.size()
     if "technical_failure" in scores: t["pages_technical_failure"] = g.technical_failure.sum().astype(int)

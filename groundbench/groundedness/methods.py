@@ -56,7 +56,8 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
         items = r.value or [{"text": c.answer_text[:MAX_UNIT_CHARS], "label": ""}]
         for k, it in enumerate(items):
             start, end, seg, cits = _place(c, it["text"])
-            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, end, seg, cits, "", r.parse_status))
+            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, end, seg, cits, "",
+                              r.parse_status if it["label"] else "failed"))   # a unit without a readable type: failed
     return units
 
 def run_verify(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, top_k: int = 5,

@@ -117,7 +117,7 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
             found = it["text"] in s.text
             start = s.start + s.text.find(it["text"]) if found else s.start
             units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, start + len(it["text"]) if found else s.end,
-                              i, tuple(s.citation_indices), "", r.parse_status))
+                              i, tuple(s.citation_indices), "", r.parse_status if it["label"] else "failed"))  # no type: failed
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
