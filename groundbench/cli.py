@@ -27,11 +27,11 @@ from .core import RecordError, Run, load_settings, project_root, resolve_path, s
 
 # %% auto #0
 __all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file',
-           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'compare_cmd', 'estimate_cmd',
-           'cache_merge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed', 'default_kernel',
-           'stage_parameters', 'declared_parameters', 'check_parameters', 'estimate_into_run', 'run_study',
-           'run_summary', 'parse_worker', 'parse_params', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd',
-           'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
+           'estimate_cmd', 'cache_merge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed',
+           'default_kernel', 'stage_parameters', 'declared_parameters', 'check_parameters', 'estimate_into_run',
+           'run_study', 'run_summary', 'parse_worker', 'parse_params', 'run_cmd', 'status_cmd', 'parse_cmd',
+           'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -184,6 +184,38 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
     t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
     typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)", "parse_failures"]].to_string(index=False))
     if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
+    typer.echo(f"-> {out}")
+
+# %% ../nbs/90_cli.ipynb #f57ea461
+@app.command("validate-sourcebench")
+def validate_sourcebench_cmd(scores: Path = typer.Argument(..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
+                             out: Path = typer.Option(Path("sourcebench-validation"), "--out", help="output folder"),
+                             no_judge: bool = typer.Option(False, "--no-judge", help="the constant baseline only (no LLM)"),
+                             param_file: Optional[Path] = typer.Option(None, help="take the judge's settings from this parameter file")):
+    "Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant baseline."
+    from groundbench.llm import llm_from_settings
+    from groundbench.sourcebench import METRICS, human_scores, judge_agreement, score_pages
+    from groundbench.tables import write_table_files
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    try:
+        over = (yaml.safe_load(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
+        settings = load_settings(overrides=over)
+        human = human_scores(scores)
+        sb = settings.get("sourcebench", {})
+        judged, smoke = None, False
+        if not no_judge:
+            llm = llm_from_settings(settings)
+            judged, smoke = score_pages(human.assign(technical_failure=False), llm, str(sb.get("reference_date") or "2026-01-25"),
+                                        progress=False, scoring=sb.get("scoring", "script")), llm.smoke
+        agree = judge_agreement(human, judged)
+        out.mkdir(parents=True, exist_ok=True)
+        write_table_files(agree.round(3), out, "sourcebench_agreement", "Mean absolute error against the human graders' mean "
+                          "score, per metric (seed 001, Table 3), judge and constant baseline", smoke)
+        if judged is not None: write_table(judged, out / "judge_scores.csv")
+    except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
+    typer.echo(f"{len(human)} pages; MAE (1-5 scale) per metric:")
+    typer.echo(agree[["method", *METRICS, "Avg"]].round(3).to_string(index=False))
+    if smoke: typer.echo("SMOKE RUN: the bundled model is far too small to judge; this shows the harness, not a judge's quality.")
     typer.echo(f"-> {out}")
 
 # %% ../nbs/90_cli.ipynb #c14e0022

@@ -359,7 +359,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
     per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence, facts
     per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are known."""
     from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos, factscore_sentences,
-                                                  verify_requests)
+                                                  output_tokens, verify_requests)
     from groundbench.llm import request as _request
     stg, a, methods, rows = "50_groundedness", ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:
@@ -379,7 +379,8 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
         per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
         if sel is not None:
             jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
-            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=256, grammar=FACT_GRAMMAR) for s in jobs]
+            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", ctx.llm),
+                             grammar=FACT_GRAMMAR) for s in jobs]
             facts = sum(len(s.split()) for s in jobs) * per_word
             rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
         else:

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/sourcebench.html.md"""
 # %% ../nbs/60_sourcebench.ipynb #46918c02
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 from typing import Sequence
@@ -21,7 +22,7 @@ from .llm import LLM, complete_json, load_prompt, request
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'weighted_score', 'MetricScore',
            'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget', 'score_pages', 'system_scores',
-           'sourcebench_prompts']
+           'human_scores', 'judge_agreement', 'sourcebench_prompts']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -133,6 +134,49 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t["pages_missing_a_score"] = g.missing_metrics.apply(lambda s: int((s > 0).sum()))
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum()) if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()
+
+# %% ../nbs/60_sourcebench.ipynb #9cc2c9ed
+def human_scores(path: str | Path) -> pd.DataFrame:
+    """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a metric is
+    one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and field."""
+    from groundbench.collect.table import read_rows
+    from groundbench.core import RecordError
+    names, rows = read_rows(path)
+    for need in ("query", "url", "text"):
+        if need not in names: raise RecordError(f"{path}: no column {need!r} (have: {', '.join(names)})")
+    cols = {m: [c for c in names if c == m or re.fullmatch(rf"{m}_\w+", c)] for m in METRICS}
+    if not any(cols.values()): raise RecordError(f"{path}: no score column (CR, FA, NE, FR, AA, OA, DA, LC, or CR_1 ...)")
+    out = []
+    for n, r in rows:
+        rec = {k: str(r.get(k, "") or "") for k in ("query", "url", "text", "published", "updated")}
+        for m, cs in cols.items():
+            vals = []
+            for c in cs:
+                v = str(r.get(c, "")).strip()
+                if not v: continue
+                try: x = float(v)
+                except ValueError: x = -1
+                if not 1 <= x <= 5: raise RecordError(f"{path}: row {n}: field {c!r}: {v!r} is not a score from 1 to 5")
+                vals.append(x)
+            rec[m], rec[f"{m}_graders"] = (float(np.mean(vals)) if vals else np.nan), len(vals)
+        out.append(rec)
+    return pd.DataFrame(out)
+
+def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
+    """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row with
+    `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages compared."""
+    rows = []
+    for name, pred in (("judge", judged), ("constant baseline", None)):
+        if name == "judge" and judged is None: continue
+        row = {"method": name}
+        for m in METRICS:
+            h = human[m].to_numpy(float)
+            p = np.full(len(h), np.nanmedian(h)) if pred is None else pred[m].to_numpy(float)
+            ok = ~np.isnan(h) & ~np.isnan(p)
+            row[m], row[f"{m}_n"] = (float(np.abs(h[ok] - p[ok]).mean()) if ok.any() else np.nan), int(ok.sum())
+        row["Avg"] = float(np.nanmean([row[m] for m in METRICS])) if any(row[m] == row[m] for m in METRICS) else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 # %% ../nbs/60_sourcebench.ipynb #4c142cbc
 def sourcebench_prompts(path: str | Path | None = None) -> list[Prompt]:

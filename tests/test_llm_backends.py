@@ -228,6 +228,6 @@ def test_every_grammar_of_the_package_compiles_in_llama_cpp():
     from groundbench.groundedness.judge import judge_grammar
     from groundbench.groundedness.methods import FACT_GRAMMAR, VERIFY_LABELS
     from groundbench.groundedness.units import DECONTEXT_GRAMMAR, MAX_UNITS, unit_grammar
-    for g in (FACT_GRAMMAR, unit_grammar(), unit_grammar(VERIFY_LABELS, 4 * MAX_UNITS), DECONTEXT_GRAMMAR, judge_grammar(1500),
+    for g in (FACT_GRAMMAR, unit_grammar(), unit_grammar(VERIFY_LABELS), DECONTEXT_GRAMMAR, judge_grammar(1500),
               judge_grammar(300)):
         assert LlamaGrammar.from_string(g, verbose=False) is not None

@@ -57,3 +57,22 @@ def test_shipped_sample_baselines_and_its_build_script():
     said = (f"word overlap {wo.balanced_accuracy:.2f} and embedding cosine {ec.balanced_accuracy:.2f} balanced accuracy "
             f"(kappa {wo.kappa:.2f} [{wo.kappa_low:.2f}, {wo.kappa_high:.2f}] and {ec.kappa:.2f} [{ec.kappa_low:.2f}, {ec.kappa_high:.2f}])")
     assert said in readme, said
+
+
+def test_validate_sourcebench_with_the_smoke_judge(tmp_path):
+    """Issue 26: the SourceBench judge against human 1-5 scores (seed 001, Table 3): MAE per metric for the real bundled
+    judge and the constant baseline, graders averaged; a smoke judge, and labelled so."""
+    p = tmp_path / "human.csv"
+    pd.DataFrame({"query": ["How do vaccines work?", "Best budget laptop?"],
+                  "url": ["https://www.cdc.gov/vaccines/basics", "https://deals.example/laptops"],
+                  "text": ["Vaccines train the immune system to recognise a germ. " * 20, "BUY NOW! Best laptops! " * 30],
+                  **{f"{m}_1": [5, 2] for m in ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")},
+                  **{f"{m}_2": [4, 2] for m in ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")}}).to_csv(p, index=False)
+    r = groundbench("validate-sourcebench", p, "--out", tmp_path / "o", check=True)
+    assert "2 pages" in r.stdout and "SMOKE RUN" in r.stdout and "constant baseline" in r.stdout
+    a = pd.read_csv(tmp_path / "o" / "sourcebench_agreement.csv").set_index("method")
+    assert a.loc["constant baseline", "CR"] == 1.25          # graders' means 4.5 and 2; median 3.25 for both pages
+    judged = pd.read_csv(tmp_path / "o" / "judge_scores.csv")
+    assert len(judged) == 2
+    maes = a.loc["judge", ["CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC"]].dropna()
+    assert ((maes >= 0) & (maes <= 4)).all() and len(maes) + judged.missing_metrics.max() >= 8   # a missing score: counted

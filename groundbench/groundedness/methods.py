@@ -21,20 +21,28 @@ from .units import (MAX_UNIT_CHARS, MAX_UNITS, VERIFIED, answer_context, deconte
 from ..llm import LLM, complete_parsed, load_prompt, request
 
 # %% auto #0
-__all__ = ['VERIFY_LABELS', 'FACTSCORE_INSTRUCTION', 'FACT_GRAMMAR', 'verify_requests', 'verify_units', 'run_verify',
-           'factscore_demos', 'factscore_sentences', 'atomic_fact_prompt', 'parse_fact_lines', 'read_true_false',
-           'factscore_facts', 'factscore_verify', 'run_factscore']
+__all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACT_GRAMMAR', 'output_tokens', 'verify_requests',
+           'verify_units', 'run_verify', 'factscore_demos', 'factscore_sentences', 'atomic_fact_prompt',
+           'parse_fact_lines', 'read_true_false', 'factscore_facts', 'factscore_verify', 'run_factscore']
 
 # %% ../../nbs/54_groundedness_methods.ipynb #4759aea4
 VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
+# output budgets of the methods' extraction steps: (a real judge, the bundled smoke model, which repeats its lines until
+# the budget ends: a smaller budget runs the same code path in a fraction of the time)
+OUTPUT_TOKENS = {"verify_extract": (1024, 160), "factscore_facts": (256, 96)}
+
+def output_tokens(step: str, llm: LLM) -> int:
+    "The output budget of a method's extraction step for this model (smaller for a smoke model)."
+    return OUTPUT_TOKENS[step][1 if getattr(llm, "smoke", False) else 0]
 
 def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, stats: dict | None = None) -> list:
     "VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, counted)."
-    pt, g, reqs = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS, 4 * MAX_UNITS), []
+    pt, g, reqs = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), []
     for c in convs:
         if stats is not None and len(c.answer_text) > context_chars:
             stats["verify_context_truncated"] = stats.get("verify_context_truncated", 0) + 1
-        reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]), max_tokens=1024, grammar=g))
+        reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]), max_tokens=output_tokens("verify_extract", llm),
+                            grammar=g))
     return reqs
 
 def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
@@ -104,13 +112,14 @@ def read_true_false(answer: str) -> bool:
     return not any(w in re.sub(r"[^\w\s]", " ", a).split() for w in ("not", "cannot", "unknown", "information"))
 
 # %% ../../nbs/54_groundedness_methods.ipynb #f6a11532
-FACT_GRAMMAR = f'root ::= line{{1,{MAX_UNITS}}}\nline ::= "- " [^\\n]{{1,{MAX_UNIT_CHARS}}} "\\n"'
+FACT_GRAMMAR = 'root ::= line+\nline ::= "- " [^\\n]+ "\\n"'   # unbounded: the output budget ends it
 
 def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos=None, progress: bool = True) -> list[Unit]:
     "Atomic facts of every sentence of every response the assistant did not refuse (step `factscore_facts`)."
     demos = factscore_demos() if demos is None else demos
     jobs = [(c, i, s) for c in convs if not c.refused for i, s in factscore_sentences(c)]
-    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=256, grammar=FACT_GRAMMAR) for _, _, s in jobs]
+    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", llm), grammar=FACT_GRAMMAR)
+            for _, _, s in jobs]
     got = complete_parsed(llm, reqs, parse_fact_lines, "factscore_facts", "Write one line per fact: '- <fact>'.", progress)
     units, n = [], {}
     for (c, i, s), r in zip(jobs, got):

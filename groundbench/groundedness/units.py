@@ -54,10 +54,12 @@ def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tu
 def _count(stats: dict | None, key: str, n: int = 1):
     if stats is not None: stats[key] = stats.get(key, 0) + n
 
-def unit_grammar(labels: Sequence[str] = LABELS8, max_units: int = MAX_UNITS) -> str:
-    "GBNF of VERIFY's unit lines (`- <unit>: <label>`), at most `max_units` of them, labels from `labels`."
+def unit_grammar(labels: Sequence[str] = LABELS8) -> str:
+    """GBNF of VERIFY's unit lines (`- <unit>: <label>`), labels from `labels`. Unbounded repetitions (the output budget
+    ends the answer; units over the cap are dropped and counted): llama.cpp checks a bounded repetition of hundreds of
+    characters slowly, and a unit's text cannot hold `": "`, so the line reads one way only."""
     alts = " | ".join(f'"{l}"' for l in labels)
-    return (f'root ::= line{{1,{max_units}}}\nline ::= "- " [^\\n]{{1,{MAX_UNIT_CHARS}}} ": " label "\\n"\n'
+    return ('root ::= line+\nline ::= "- " ch+ ": " label "\\n"\nch ::= [^\\n:] | ":" [^ \\n:]\n'
             f"label ::= {alts}")
 
 def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
