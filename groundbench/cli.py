@@ -186,7 +186,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
     if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
     typer.echo(f"-> {out}")
 
-# %% ../nbs/90_cli.ipynb #f57ea461
+# %% ../nbs/90_cli.ipynb #03c04489
 @app.command("validate-sourcebench")
 def validate_sourcebench_cmd(scores: Path = typer.Argument(..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
                              out: Path = typer.Option(Path("sourcebench-validation"), "--out", help="output folder"),

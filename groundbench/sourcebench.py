@@ -135,7 +135,7 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum()) if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()
 
-# %% ../nbs/60_sourcebench.ipynb #9cc2c9ed
+# %% ../nbs/60_sourcebench.ipynb #44010e73
 def human_scores(path: str | Path) -> pd.DataFrame:
     """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a metric is
     one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and field."""
