@@ -22,10 +22,10 @@ def convs():
 
 def respond(r):
     last = r.messages[-1][1]
-    if last.startswith("Answer (context)") and "Sentence:" in last:
-        return '{"units": [{"text": "%s", "label": "Fact"}]}' % last.split("Sentence: ")[1].rstrip(".")
-    if "Unit:" in last: return '{"decontextualised": "%s"}' % last.split("Unit: ")[1]
-    return '{"summary": "s", "relation": "r", "label": "Supported"}'
+    if last.startswith("Answer (context)") and "Sentence:" in last:   # VERIFY's formats (prompts v2)
+        return "- %s: Fact" % last.split("Sentence: ")[1].rstrip(".")
+    if "Unit:" in last: return "No vague reference.\n```\n%s\n```" % last.split("Unit: ")[1]
+    return "1. Point [1] says so.\n2. It supports the statement.\n3. The statement.\n4. [Supported]"
 
 
 def test_batching_dedup_and_units_without_citations(tmp_path):
