@@ -125,6 +125,11 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
         assert j["label"] in ("Supported", "Contradicted", "Unverifiable", "")
         assert (j["label"] == "") == (j["parse_status"] == "failed")
     assert "SMOKE RUN" in (out / "table_4.md").read_text() and (out / "figure_3.png").exists() and (out / "table_14.csv").exists()
+    # issue 26: Tables 14 and 15 compare three methods, each from its own pipeline, each with its own calls in the manifest
+    assert {"FActScore", "VERIFY", "ours"} <= set(pd.read_csv(out / "table_14.csv").columns)
+    assert {"VERIFY", "ours"} <= set(pd.read_csv(out / "table_15.csv").columns)
+    assert first["verify_extract"]["calls"] > 0 and first["factscore_facts"]["calls"] > 0
+    assert (out / "verify_units.jsonl").exists() and (out / "factscore_judgments.jsonl").exists()
     copy = tmp_path / "runs"  # the shared run stays as it was: the rerun works on a copy of the run and of its cache
     shutil.copytree(runs / "a", copy / "a")
     shutil.copytree(db.parent, tmp_path / "cache")
