@@ -35,18 +35,19 @@ def output_tokens(step: str, llm: LLM) -> int:
     "The output budget of a method's extraction step for this model (smaller for a smoke model)."
     return OUTPUT_TOKENS[step][1 if getattr(llm, "smoke", False) else 0]
 
-def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, stats: dict | None = None) -> list:
+def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                    stats: dict | None = None) -> list:
     "VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, counted)."
     pt, g, reqs = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), []
     for c in convs:
         if stats is not None and len(c.answer_text) > context_chars:
             stats["verify_context_truncated"] = stats.get("verify_context_truncated", 0) + 1
-        reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]), max_tokens=output_tokens("verify_extract", llm),
-                            grammar=g))
+        reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]),
+                            max_tokens=output_tokens("verify_extract", llm), grammar=g))
     return reqs
 
 def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
-    "(start, end, segment index, citations) of a unit in its response: its sentence's, else all the response's citations."
+    "(start, end, segment index, citations) of a unit: its sentence's citations, else all the response's."
     at = c.answer_text.find(text)
     if at >= 0:
         for i, s in enumerate(c.segments):
@@ -55,7 +56,7 @@ def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
 
 def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, progress: bool = True,
                  stats: dict | None = None) -> list[Unit]:
-    "VERIFY's units of every response (step `verify_extract`); a response that cannot be read is one failed unit, counted."
+    "VERIFY's units of every response (step `verify_extract`); an unreadable response is one failed unit, counted."
     reqs = verify_requests(convs, llm, context_chars, stats)
     got = complete_parsed(llm, reqs, lambda t: parse_unit_lines(t, VERIFY_LABELS), "verify_extract",
                           "Write one line per unit: '- <unit>: <type>'.", progress)
@@ -73,10 +74,12 @@ def run_verify(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, em
                stats: dict | None = None) -> tuple[list[Unit], list[Judgment]]:
     "VERIFY end to end: its units (Fact and Claim decontextualised) and one judgment per Fact and Claim (scope `all`)."
     units = verify_units(convs, llm, context_chars, progress, stats)
-    units, _ = decontextualise(units, convs, llm, context_chars, progress=progress, stats=stats, step="verify_decontextualise")
+    units, _ = decontextualise(units, convs, llm, context_chars, progress=progress, stats=stats,
+                               step="verify_decontextualise")
     todo = [u for u in units if u.label in VERIFIED]
     ev = retrieve(todo, chunks, embedder, top_k, ("all",))
-    return units, judge_units(todo, ev, llm, ("all",), progress=progress, reasoning_chars=reasoning_chars, step="verify_judge")
+    return units, judge_units(todo, ev, llm, ("all",), progress=progress, reasoning_chars=reasoning_chars,
+                              step="verify_judge")
 
 # %% ../../nbs/54_groundedness_methods.ipynb #79d7f3b7
 FACTSCORE_INSTRUCTION = "Please breakdown the following sentence into independent facts: "
@@ -87,10 +90,12 @@ def factscore_demos(n: int = 8, path: str | Path | None = None) -> list[tuple[st
     return list(json.loads(p.read_text(encoding="utf-8")).items())[:n]
 
 def factscore_sentences(c: Conversation) -> list[tuple[int, str]]:
-    "(segment index, sentence) FActScore splits: not one starting with 'Sure', nor a last one starting with 'Please', 'I hope', 'Here are'."
+    """(segment index, sentence) FActScore splits: not one starting with 'Sure', nor a last one starting with 'Please',
+    'I hope' or 'Here are'."""
     segs = list(enumerate(c.segments))
     out = [(i, s.text) for i, s in segs if not s.text.lstrip().startswith("Sure")]
-    if out and out[-1][0] == len(segs) - 1 and out[-1][1].lstrip().startswith(("Please", "I hope", "Here are")): out.pop()
+    closing = ("Please", "I hope", "Here are")
+    if out and out[-1][0] == len(segs) - 1 and out[-1][1].lstrip().startswith(closing): out.pop()
     return out
 
 def atomic_fact_prompt(sentence: str, demos: Sequence[tuple[str, list[str]]]) -> str:
@@ -118,9 +123,10 @@ def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos=None, progres
     "Atomic facts of every sentence of every response the assistant did not refuse (step `factscore_facts`)."
     demos = factscore_demos() if demos is None else demos
     jobs = [(c, i, s) for c in convs if not c.refused for i, s in factscore_sentences(c)]
-    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", llm), grammar=FACT_GRAMMAR)
-            for _, _, s in jobs]
-    got = complete_parsed(llm, reqs, parse_fact_lines, "factscore_facts", "Write one line per fact: '- <fact>'.", progress)
+    budget = output_tokens("factscore_facts", llm)
+    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=budget, grammar=FACT_GRAMMAR) for _, _, s in jobs]
+    got = complete_parsed(llm, reqs, parse_fact_lines, "factscore_facts", "Write one line per fact: '- <fact>'.",
+                          progress)
     units, n = [], {}
     for (c, i, s), r in zip(jobs, got):
         seg = c.segments[i]
@@ -139,9 +145,11 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
     for u in facts:
         ev = evidence.get((u.unit_id, "all"))
         if not u.label: continue
-        if not ev or not ev.chunks: out[u.unit_id] = Judgment(u.unit_id, "all", "Unverifiable", skipped="no evidence"); continue
+        if not ev or not ev.chunks:
+            out[u.unit_id] = Judgment(u.unit_id, "all", "Unverifiable", skipped="no evidence"); continue
         titles = {x.index: x.title for x in by[u.conversation_id].citations}
-        blocks = "".join(f"Title: {titles.get(ci, '')}\nText: {ch}\n\n" for ch, ci in reversed(list(zip(ev.chunks, ev.citation_indices))))
+        pairs = reversed(list(zip(ev.chunks, ev.citation_indices)))  # most relevant last, as FActScore
+        blocks = "".join(f"Title: {titles.get(ci, '')}\nText: {ch}\n\n" for ch, ci in pairs)
         todo.append((u, f"Answer the question about {topics.get(u.conversation_id, '')} based on the given context.\n\n"
                         f"{blocks}Input: {u.text} True or False?\nOutput:"))
     res = llm.complete([request(llm, p, max_tokens=32) for _, p in todo], "factscore_verify", progress)
