@@ -110,7 +110,8 @@ def _readme_row(label):
 
 @pytest.mark.slow
 def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp_path):
-    spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"]}      # the sources stage changes nothing here
+    spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"],      # the sources stage changes nothing here
+            "settings": {"credibility.rules": "full"}}   # the README's table: our rules (the paper's: test_credibility.py)
     (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
     groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True)
     run = tmp_path / "runs" / ASB["run_id"]
@@ -128,7 +129,8 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
         assert _readme_row("top cited domains")[k] == top
     c = pd.read_parquet(cred / "citations.parquet")
     readme = (ROOT / "README.md").read_text()
-    assert all(f"Only {round(100 * v)}% of either" in readme for v in c.groupby("assistant").classified.mean())
+    share = c.groupby("assistant").classified.mean()
+    assert f"Only {round(100 * share['ChatGPT Search'])}% (ChatGPT Search) and {round(100 * share['Perplexity'])}% (Perplexity)" in readme
     sm = c[(c.assistant == "Perplexity") & (c.category == "social_media")]
     assert f"mostly Reddit ({(sm.domain == 'reddit.com').sum()} of {len(sm)}) and Stack Overflow ({(sm.domain == 'stackoverflow.com').sum()})" in readme
     m = json.loads((run / "manifest.json").read_text())["stages"]["20_collect"]["counts"]["table_import"]

@@ -106,13 +106,13 @@ class FlakyHandler(BaseHTTPRequestHandler):
         payload = ({"choices": [{"message": {"content": body["messages"][-1]["content"].upper()}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 3, "completion_tokens": 2}} if status == 200 else {"error": "busy"})
         data = json.dumps(payload).encode()
+        with cls.lock: cls.inflight -= 1   # before the answer leaves: a client thread may send its next request at once
         self.send_response(status)
         for k, v in headers.items(): self.send_header(k, v)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        with cls.lock: cls.inflight -= 1
 
 
 @pytest.fixture
