@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from conftest import ROOT, groundbench
 
@@ -59,6 +60,7 @@ def test_shipped_sample_baselines_and_its_build_script():
     assert said in readme, said
 
 
+@pytest.mark.slow
 def test_validate_sourcebench_with_the_smoke_judge(tmp_path):
     """Issue 26: the SourceBench judge against human 1-5 scores (seed 001, Table 3): MAE per metric for the real bundled
     judge and the constant baseline, graders averaged; a smoke judge, and labelled so."""
