@@ -21,8 +21,10 @@ from .claims import QuestionRewrite, claims_and_templates, prompts_from_files, r
 from .cli import stage_parameters
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
-from .groundedness.units import (MAX_UNITS, VERIFIED, Decontextualised, UnitList, decontext_requests, extract_requests,
-                                            extract_units)
+from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
+from .groundedness.judge import judge_max_tokens
+from .groundedness.methods import OUTPUT_TOKENS
+from .groundedness.units import MAX_UNITS, VERIFIED, decontext_requests, extract_requests, extract_units
 from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, model_price, prices_from_settings,
                              repair_request, with_schema)
 
@@ -38,9 +40,10 @@ STAGE_STEPS = {"10_claims": ("question_rewrite",),
                                    "verify_judge", "factscore_facts", "factscore_verify"),
                "60_sourcebench": ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"),
                "65_sourcecheckup": ("extract_units", "decontextualise", "sourcecheckup"), "70_validation": ("judge", "sourcecheckup")}
-MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": 524, "sourcebench_content": 350,
-              "sourcebench_metadata": 400, "sourcebench_layout": 150, "sourcecheckup": 150, "verify_extract": 1024,
-              "verify_decontextualise": 200, "verify_judge": 524, "factscore_facts": 256, "factscore_verify": 32}
+MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": judge_max_tokens(),
+              **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": 150,
+              **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_decontextualise": 200,
+              "verify_judge": judge_max_tokens(), "factscore_verify": 32}
 PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise", "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
 NAN = float("nan")

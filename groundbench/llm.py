@@ -690,29 +690,14 @@ def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel]
 
 def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydantic.BaseModel], step: str = "default",
                   progress: bool = True) -> list[Structured]:
-    "Structured answers for `requests`, validated as `model`, with one batched repair round."
-    requests = with_schema(requests, model)
-    outs = llm.complete(requests, step, progress)
-    parsed = [parse_json_answer(o.text, model) for o in outs]
-    bad = [i for i, (v, _) in enumerate(parsed) if v is None]
-    fixed = {}
-    if bad:
-        rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1]) for i in bad], step, progress)
-        fixed = {i: (o.text, parse_json_answer(o.text, model)) for i, o in zip(bad, rep)}
-    return _structured(llm, step, outs, parsed, fixed)
-
-def _structured(llm, step: str, outs, parsed, fixed) -> list[Structured]:
-    st, res = llm.step_stats(step), []
-    for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
-        if v is not None: res.append(Structured(v, "ok", o.text)); st["parse_ok"] += 1
-        elif fixed[i][1][0] is not None: res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
-        else: res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}")); st["parse_failed"] += 1
-    return res
+    "Structured answers for `requests`, validated as `model`, with one batched repair round (`complete_parsed` for JSON)."
+    return complete_parsed(llm, with_schema(requests, model), lambda text: parse_json_answer(text, model), step,
+                           progress=progress)
 
 def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[str], tuple[object, str]],
                     step: str = "default", hint: str = "", progress: bool = True) -> list[Structured]:
     """Answers in a text format read by `parse` (text -> (value or None, error)), with one batched repair round that
-    shows the model its answer, the error and `hint`: the text-format twin of `complete_json` (same statuses, same counts)."""
+    shows the model its answer, the error and `hint` (a JSON request: its schema); `complete_json` is its JSON case."""
     outs = llm.complete(list(requests), step, progress)
     parsed = [parse(o.text) for o in outs]
     bad = [i for i, (v, _) in enumerate(parsed) if v is None]
@@ -720,7 +705,12 @@ def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[
     if bad:
         rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1], hint) for i in bad], step, progress)
         fixed = {i: (o.text, parse(o.text)) for i, o in zip(bad, rep)}
-    return _structured(llm, step, outs, parsed, fixed)
+    st, res = llm.step_stats(step), []
+    for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
+        if v is not None: res.append(Structured(v, "ok", o.text)); st["parse_ok"] += 1
+        elif fixed[i][1][0] is not None: res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
+        else: res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}")); st["parse_failed"] += 1
+    return res
 
 # %% ../nbs/01_llm.ipynb #fcfa4d98
 def prices_from_settings(settings: dict) -> tuple[pd.DataFrame, Path]:

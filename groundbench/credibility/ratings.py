@@ -284,7 +284,7 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     fimi, d = build_fimi(src_root / "fimi-dima" / "DERIVED_fimi_domains.csv", platforms); dropped += d
     _write(fimi, out_root / "fimi.csv")
     dis = disinformation_hosts(cats, fimi, pd.read_csv(src_root / "curated" / "disinformation_extra.csv"))
-    _write(disinformation_overrides(dis, mbfc), out_root / "disinformation_overrides.csv")
+    over = disinformation_overrides(dis, mbfc); _write(over, out_root / "disinformation_overrides.csv")
     gov = pd.read_csv(src_root / "curated" / "government.csv", keep_default_na=False)
     gs = government_suffixes(gov, dis, pd.read_csv(src_root / "state-media-asd" / "DERIVED_state_media_hosts.csv"))
     _write(gs, out_root / "government_suffixes.csv")
@@ -302,7 +302,7 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     _write(pd.DataFrame(dropped, columns=["source", "entry", "reason"]), out_root / "dropped_entries.csv")
     return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "mbfc_section_paths_widened": int(sp.widened.sum()),
             "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats),
-            "fimi": len(fimi), "disinformation_overrides": int(len(disinformation_overrides(dis, mbfc))),
+            "fimi": len(fimi), "disinformation_overrides": len(over),
             "government_suffixes_withheld": int((~gs.credible).sum()), "lin2023": len(lin), "cred1": len(c1),
             "dropped_entries": len(dropped)}
 

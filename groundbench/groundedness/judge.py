@@ -21,7 +21,7 @@ from ..llm import LLM, complete_json, complete_parsed, load_prompt, request
 
 # %% auto #0
 __all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',
-           'judge_reasoning_chars', 'judge_units']
+           'judge_max_tokens', 'judge_reasoning_chars', 'judge_units']
 
 # %% ../../nbs/52_groundedness_judge.ipynb #d50be524
 SCOPES = ("all", "credible", "non_credible")
@@ -84,6 +84,10 @@ def parse_bracket_label(text: str) -> tuple[dict | None, str]:
     m = found[-1]
     return {"label": m.group(1).capitalize(), "summary": text[:m.start()].strip()[:600], "relation": ""}, ""
 
+def judge_max_tokens(reasoning_chars: int = 1500) -> int:
+    "The judge's output budget (prompt v2): its reasoning, a third of the characters in tokens, and the label."
+    return reasoning_chars // 3 + 24
+
 def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
     "The judge's reasoning room: settings [groundedness] judge_reasoning_chars, or smoke_judge_reasoning_chars for a smoke model."
     from groundbench.core import load_settings
@@ -104,7 +108,7 @@ def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequenc
             else: todo.append((u, s, ev))
     text = pt.version >= 2
     reasoning_chars = reasoning_chars or judge_reasoning_chars(llm)
-    kw = dict(max_tokens=reasoning_chars // 3 + 24, grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
+    kw = dict(max_tokens=judge_max_tokens(reasoning_chars), grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
     reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence="\n".join(f"[{i}] {c}" for i, c in enumerate(ev.chunks, 1))),
                     **kw) for u, s, ev in todo]
     got = (complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: [Supported], "

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..core import Conversation, Judgment, Unit, project_root
 from .judge import judge_units, retrieve
-from .units import (MAX_UNIT_CHARS, MAX_UNITS, VERIFIED, answer_context, decontextualise,
-                                            parse_unit_lines, unit_grammar)
+from .units import (MAX_UNIT_CHARS, MAX_UNITS, VERIFIED, decontextualise, parse_unit_lines,
+                                            unit_grammar)
 from ..llm import LLM, complete_parsed, load_prompt, request
 
 # %% auto #0
