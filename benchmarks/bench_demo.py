@@ -3,7 +3,7 @@ in a temporary runs folder: wall time, each stage's seconds, model calls, prompt
 spent in model calls, and the llama.cpp threads used. Target (issue 27): at most 5 minutes on an idle 2-core machine,
 after set-up. One JSON line.
 
-    python benchmarks/bench_demo.py [--params papermill_params/demo.yaml]"""
+    python benchmarks/bench_demo.py [--params papermill_params/demo.yaml] [--keep FOLDER]"""
 import argparse
 import json
 import os
@@ -21,10 +21,15 @@ from groundbench.llm import llama_threads
 ROOT = Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--params", type=Path, default=ROOT / "papermill_params" / "demo.yaml")
+ap.add_argument("--keep", type=Path, help="an empty folder that keeps the run and its caches (to compare outputs)")
 args = ap.parse_args()
 
 with tempfile.TemporaryDirectory() as tmp:
     tmp = Path(tmp)
+    if args.keep:
+        if args.keep.exists() and any(args.keep.iterdir()): sys.exit(f"--keep {args.keep}: the folder is not empty")
+        tmp = args.keep.resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
     spec = yaml.safe_load(args.params.read_text())
     spec["settings"] = {**(spec.get("settings") or {}), "paths.cache_dir": str(tmp / "cache")}
     (tmp / "p.yaml").write_text(yaml.safe_dump(spec))

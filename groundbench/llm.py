@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 from .core import load_settings, now_iso, resolve_path, sha256_file, stable_id
 
 # %% auto #0
-__all__ = ['BACKENDS', 'SMOLLM2', 'RETRY_STATUS', 'CACHE_TABLES', 'PRICE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion',
-           'Backend', 'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision',
+__all__ = ['BACKENDS', 'SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'CACHE_TABLES', 'PRICE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest',
+           'Completion', 'Backend', 'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision',
            'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
            'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache', 'merge_caches',
            'BudgetExceeded', 'load_prices', 'model_price', 'approx_tokens', 'Budget', 'LLM', 'Structured',
@@ -176,11 +176,28 @@ def llama_threads(n: int | str | None = None) -> int:
     return n
 
 # %% ../nbs/01_llm.ipynb #5f907cbc
+PREFIX_CHUNK = 64  # prompt tokens read per batch, and the unit of key-value cache reuse between requests
+
 def _greedy_grammar_llama():
-    "llama_cpp.Llama whose greedy grammar sampling uses `greedy_grammar_check` (other sampling: llama.cpp's own chain)."
+    """llama_cpp.Llama whose greedy grammar sampling uses `greedy_grammar_check` (other sampling: llama.cpp's own chain)
+    and which keeps the previous prompt's whole aligned chunks (`prefix_chunk` tokens each; 0: reads every prompt whole).
+    Build it with `n_batch=n_ubatch=prefix_chunk`, so that a fresh prompt is read in the same chunks."""
     from llama_cpp import Llama, llama_cpp as C
     from llama_cpp import _internals
     class GreedyGrammarLlama(Llama):
+        prefix_chunk, _aligned, kept = 0, 0, 0  # chunk size; cached prompt tokens read in whole chunks; last reuse
+        def generate(self, tokens, *args, **kw):
+            tokens, c, keep = list(tokens), self.prefix_chunk, 0
+            if c:  # the shared prefix with the cache's whole chunks, rounded down to a chunk (the last token is read anew)
+                for a, b in zip(self.input_ids[:self._aligned], tokens[:-1]):
+                    if a != b: break
+                    keep += 1
+                keep -= keep % c
+            self.n_tokens, self._requires_eval = keep, True  # llama-cpp-python's own prefix check then keeps exactly these
+            self._aligned, self.kept = 0, keep  # nothing is trusted until this prompt has been read to its end
+            for i, tok in enumerate(super().generate(tokens, *args, **kw)):
+                if i == 0 and c: self._aligned = len(tokens) - len(tokens) % c  # its chunks from `keep` on were whole
+                yield tok
         def _init_sampler(self, *args, **kw):
             grammar, temp = kw.get("grammar"), kw.get("temp", 0.8)
             if args or grammar is None or temp != 0.0 or kw.get("logits_processor") is not None:
@@ -208,8 +225,9 @@ class LlamaCppBackend(Backend):
         self.path, self.llm, self._grammars = path, None, {}
         if not load: return  # described (cache keys, estimates) without loading the weights
         self.llm = _greedy_grammar_llama()(model_path=str(path), n_ctx=n_ctx, n_threads=(t := llama_threads(n_threads)),
-                                           n_threads_batch=t,
+                                           n_threads_batch=t, n_batch=PREFIX_CHUNK, n_ubatch=PREFIX_CHUNK,
                                            seed=0, verbose=False)
+        self.llm.prefix_chunk = PREFIX_CHUNK
     def describe(self): return {**super().describe(), "n_ctx": self.settings["n_ctx"]}
     def _grammar(self, text: str):
         "llama.cpp's compiled grammar of a GBNF text, compiled once."
@@ -221,7 +239,6 @@ class LlamaCppBackend(Backend):
         out = []
         for r in requests:
             fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
-            self.llm.reset()  # no KV-cache reuse across requests: an answer depends on its request only (see above)
             res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
                                                   temperature=r.temperature, seed=r.seed, response_format=fmt,
                                                   grammar=self._grammar(r.grammar) if r.grammar and not r.schema else None)
