@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from groundbench.credibility.metrics import table_1
-from groundbench.credibility.ratings import rater_from_settings
+from groundbench.credibility.paper import rater_from_settings
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--urls", type=int, default=1_000_000)

@@ -7,31 +7,28 @@ Docs: https://groundbench.github.io/groundbench/cli.html.md"""
 # %% ../nbs/90_cli.ipynb #510a39e4
 from __future__ import annotations
 
-import ast
 import json
 import os
-import re
 import sqlite3
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
-from .core import RecordError, Run, load_settings, project_root, resolve_path, stage_usage, to_plain, write_table
+from .core import RecordError, Run, load_settings, project_root, resolve_path, to_plain, write_table
+from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
+                                run_file, run_summary)
 
 # %% auto #0
-__all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'printable', 'error_line', 'say_error', 'fail', 'same_file',
-           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
-           'estimate_cmd', 'cache_merge_cmd', 'RunSpec', 'stage_notebook', 'load_run_spec', 'StageFailed',
-           'default_kernel', 'stage_parameters', 'declared_parameters', 'check_parameters', 'estimate_into_run',
-           'run_study', 'run_summary', 'parse_worker', 'parse_params', 'run_cmd', 'status_cmd', 'parse_cmd',
-           'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+__all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
+           'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
+           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
+           'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -47,12 +44,6 @@ def _main(ctx: typer.Context, version: bool = typer.Option(False, "--version", i
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-def printable(text: object) -> str:
-    "Text safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides) shown as \\x.. escapes."
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 def error_line(e: BaseException) -> str:
     "One line for an error: an OS error names its file and what is wrong; others give their message."
@@ -283,168 +274,6 @@ def cache_merge_cmd(inputs: List[Path] = typer.Argument(..., help="cache files (
                        f"{c['conflicts_kept_first']} conflicting (first kept)")
     typer.echo(", ".join(f"{n} {t}" for t, n in r["rows"].items()) + f" -> {out}")
 
-# %% ../nbs/90_cli.ipynb #b518a82c
-@dataclass
-class RunSpec:
-    "What `groundbench run` executes: stage notebooks, their parameters and settings overrides."
-    run_id: str
-    stages: list[str]
-    parameters: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)
-    path: Path | None = None
-    worker: tuple[int, int] | None = None   # (k, n): run only the collection of worker k of n (notebook 20)
-    only: list[str] = field(default_factory=list)  # run only these of `stages` (parameters are still checked against all)
-    description: str = ""                  # what the run is (shown in its report)
-
-def stage_notebook(stage: str) -> Path:
-    "The notebook of `stage` in the project's nbs/ folder."
-    return project_root() / "nbs" / f"{stage}.ipynb"
-
-def load_run_spec(path: str | Path) -> RunSpec:
-    "Read and check a parameter file."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no such parameter file")
-    try: d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e: raise RecordError(f"{path}: not valid YAML ({e})") from None
-    if not isinstance(d, dict): raise RecordError(f"{path}: expected a mapping with run_id, stages, parameters, settings")
-    if extra := set(d) - {"run_id", "stages", "parameters", "settings", "description"}:
-        raise RecordError(f"{path}: field {sorted(extra)[0]!r}: unknown (allowed: run_id, stages, parameters, settings, description)")
-    stages = d.get("stages")
-    if not stages or not isinstance(stages, list): raise RecordError(f"{path}: field 'stages': give a list of stage notebooks, e.g. [10_claims]")
-    for s in stages:
-        if not stage_notebook(str(s)).exists(): raise RecordError(f"{path}: field 'stages': no notebook {stage_notebook(str(s))}")
-    for k in ("parameters", "settings"):
-        if not isinstance(d.get(k) or {}, dict): raise RecordError(f"{path}: field {k!r}: expected a mapping")
-    return RunSpec(str(d.get("run_id") or path.stem), [str(s) for s in stages], d.get("parameters") or {}, d.get("settings") or {}, path,
-                   description=str(d.get("description") or ""))
-
-# %% ../nbs/90_cli.ipynb #72037f3f
-class StageFailed(RuntimeError):
-    "A stage notebook raised; the message names the stage, the error and the executed notebook."
-
-def default_kernel() -> str:
-    "The 'groundbench' kernel if registered (setup.sh does), else 'python3'."
-    from jupyter_client.kernelspec import KernelSpecManager
-    return "groundbench" if "groundbench" in KernelSpecManager().find_kernel_specs() else "python3"
-
-def stage_parameters(stage: str) -> dict:
-    """The parameters of a stage notebook with their default values: the assignments of its cell tagged `parameters`, read
-    as papermill reads them (without importing papermill: `groundbench estimate` reads them in a fraction of a second)."""
-    nb = json.loads(stage_notebook(stage).read_text(encoding="utf-8"))
-    cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    out = {}
-    for node in ast.parse("".join(cell["source"])).body if cell else []:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and node.value is not None:
-            try: out[target.id] = ast.literal_eval(node.value)
-            except ValueError: out[target.id] = None
-    return out
-
-def declared_parameters(stage: str) -> set[str]:
-    "Names in the `parameters` cell of a stage notebook."
-    return set(stage_parameters(stage))
-
-def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
-    "Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file."
-    declared = {s: declared_parameters(s) for s in spec.stages}
-    if unknown := set(spec.parameters) - set().union(*declared.values()):
-        raise RecordError(f"{spec.path}: parameters {sorted(unknown)}: declared by none of the stages {spec.stages}")
-    return declared
-
-def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):
-    """Print the run's estimate (notebook 88) and keep it as estimate.csv/.json for the report's estimate-vs-actual table.
-    An estimate never stops a run: an error is printed and kept in the manifest (`estimate_error`), and no stale table is kept."""
-    from groundbench.estimate import estimate_run, format_estimate, write_estimate
-    try:
-        est = estimate_run(stages, spec.parameters, settings, run.dir, runs_dir)
-        write_estimate(est, run.dir)
-        typer.echo(format_estimate(est), err=True)
-        run.update_manifest(lambda m: m.pop("estimate_error", None))
-    except Exception as e:
-        msg = f"{type(e).__name__}: {e}"
-        for f in ("estimate.csv", "estimate.json"): (run.dir / f).unlink(missing_ok=True)
-        typer.echo(f"[{spec.run_id}] estimate skipped: {msg}", err=True)
-        run.update_manifest(lambda m: m.__setitem__("estimate_error", msg))
-
-def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False,
-              estimate: bool = True) -> Run:
-    "Execute the stages of `spec` in order into runs/<run_id>/ (after printing the estimate, unless `estimate` is False); returns the run."
-    import papermill
-    declared = check_parameters(spec)
-    settings = load_settings(overrides=spec.settings)
-    runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
-    run = Run.open(spec.run_id, runs_dir, parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
-                                                       "parameters": spec.parameters, "settings": spec.settings,
-                                                       "description": spec.description})
-    kernel = kernel or default_kernel()
-    stages = [s for s in spec.stages if not spec.only or s in spec.only]
-    if spec.worker:
-        if "20_collect" not in spec.stages: raise RecordError(f"{spec.path}: --worker splits the 20_collect stage, which this file does not run")
-        stages = ["20_collect"]
-    if estimate and not spec.worker: estimate_into_run(spec, stages, settings, run, runs_dir)
-    for stage in stages:
-        params = {k: v for k, v in spec.parameters.items() if k in declared[stage]}
-        params["run_dir"] = str(run.dir.resolve())
-        if "settings_overrides" in declared[stage]: params["settings_overrides"] = spec.settings
-        if spec.worker: params["worker"], params["workers"] = spec.worker
-        out = run.dir / "notebooks" / (f"{stage}.worker-{spec.worker[0]}-of-{spec.worker[1]}.ipynb" if spec.worker else f"{stage}.ipynb")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        typer.echo(f"[{spec.run_id}] {stage} ...", err=True)
-        t0 = time.perf_counter()
-        try:
-            papermill.execute_notebook(str(stage_notebook(stage)), str(out), parameters=params, kernel_name=kernel,
-                                       cwd=str(project_root()), progress_bar=False, log_output=log_output)
-        except papermill.PapermillExecutionError as e:
-            raise StageFailed(f"run {spec.run_id}: stage {stage} failed: {e.ename}: {e.evalue} (executed notebook: {out})") from None
-        typer.echo(f"[{spec.run_id}] {stage} done in {time.perf_counter() - t0:.1f} s", err=True)
-    return run
-
-def run_summary(run: Run) -> str:
-    "One line per stage: status, seconds, LLM calls and cache hits of its last execution."
-    m = run.manifest()
-    lines = [f"run {printable(m.get('run_id'))} in {printable(run.dir)}" + ("  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else "")]
-    for u in stage_usage(m):
-        lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  llm calls {u['llm_calls']:>6}  "
-                     f"cache hits {u['cache_hits']:>6}")
-    c = ((m.get("stages") or {}).get("20_collect") or {}).get("counts") or {}
-    if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
-        lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
-                     f"{c.get('model_mismatches', 0)} answers by another model than asked")
-    if (f := run.dir / "40_credibility" / "corrections.csv").exists():
-        import pandas as pd
-        from groundbench.credibility.audit import corrections_headline
-        rs = (((m.get("stages") or {}).get("40_credibility") or {}).get("counts") or {}).get("rule_set", "?")
-        lines += ["  credibility " + printable(s) for s in corrections_headline(pd.read_csv(f), str(rs))]
-    return "\n".join(lines)
-
-def parse_worker(text: str | None) -> tuple[int, int] | None:
-    "`K/N` -> (K, N) with 0 <= K < N."
-    if not text: return None
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not m or not (int(m.group(2)) >= 1 and int(m.group(1)) < int(m.group(2))):
-        raise ValueError(f"--worker {text!r}: give K/N with 0 <= K < N, e.g. 0/2 and 1/2 for two workers")
-    return int(m.group(1)), int(m.group(2))
-
-def parse_params(items: Sequence[str]) -> dict:
-    "`key=value` pairs (values read as YAML: numbers, true/false, lists) -> a dict."
-    out = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k.strip(): raise ValueError(f"--param {it!r}: use key=value, e.g. --param profile_dir=~/.groundbench/w1")
-        try: out[k.strip()] = yaml.safe_load(v) if v.strip() else ""
-        except yaml.YAMLError: out[k.strip()] = v
-    return out
-
-def _run_one(path: str, runs_dir: str | None, kernel: str | None, run_id: str | None, log_output: bool,
-             worker: tuple[int, int] | None = None, extra: dict | None = None, only: Sequence[str] = (), estimate: bool = True) -> str:
-    spec = load_run_spec(path)
-    if run_id: spec.run_id = run_id
-    if bad := [x for x in only if x not in spec.stages]: raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
-    spec.only = list(only)
-    spec.worker = worker
-    spec.parameters = {**spec.parameters, **(extra or {})}
-    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate))
-
 # %% ../nbs/90_cli.ipynb #8ae3c17f
 @app.command("run")
 def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (papermill_params/*.yaml)"),
@@ -466,8 +295,8 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
         args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only, not no_estimate) for p in params]
         if parallel > 1 and len(params) > 1:
-            with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(_run_one, *zip(*args)))
-        else: summaries = [_run_one(*a) for a in args]
+            with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
+        else: summaries = [run_file(*a) for a in args]
     except (RecordError, FileNotFoundError, StageFailed, KeyError, ValueError) as e: fail(e, 1)
     for s in summaries: typer.echo(s)
 
@@ -489,7 +318,7 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
               json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
     "Parse an archived answer offline and print the conversation as JSON."
-    from groundbench.collect.browser import load_ui_config, parse_page
+    from groundbench.collect.page import load_ui_config, parse_page
     from groundbench.collect import api
     from groundbench.sources.extract import decode_bytes
     def readable(p: Path, opt: str) -> bytes:
@@ -530,7 +359,8 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
 def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or qwen"),
               profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):
     "Open the assistant's page in a visible Chromium with a persistent profile; sign in, then close the window."
-    from groundbench.collect.browser import load_ui_config, make_driver
+    from groundbench.collect.browser import make_driver
+    from groundbench.collect.page import load_ui_config
     cfg = load_ui_config(assistant)
     d = make_driver(profile_dir, headless=False)
     d.get(cfg["start_url"])
@@ -552,7 +382,7 @@ def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or
                out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
                headed: bool = typer.Option(False, help="show the browser window")):
     "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
-    from groundbench.collect.browser import load_ui_config
+    from groundbench.collect.page import load_ui_config
     from groundbench.collect.flows import doctor, doctor_table
     from groundbench.collect.stage import BROWSER_COLLECTORS
     if assistant not in BROWSER_COLLECTORS: fail(f"unknown assistant {assistant!r}: use one of {', '.join(BROWSER_COLLECTORS)}")
@@ -580,7 +410,7 @@ def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs 
                                                                             help="score MBFC's satire-category pages -1")):
     "Rate URLs' domains and print one JSON line per URL."
     import sys
-    from groundbench.credibility.ratings import rater_from_settings
+    from groundbench.credibility.paper import rater_from_settings
     if not urls and not from_file: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
     try: rater = rater_from_settings(table=table, rules=rules, satire_category_as_satire=satire_category_as_satire)
     except (ValueError, FileNotFoundError) as e: fail(e)

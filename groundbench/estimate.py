@@ -18,7 +18,8 @@ from typing import Sequence
 import pandas as pd
 
 from .claims import QuestionRewrite, claims_and_templates, prompts_from_files, rewrite_requests, rewrite_sample
-from .cli import stage_parameters
+from .stages import (CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, STAGES, VALIDATION,
+                               stage_parameters)
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
 from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
@@ -32,14 +33,10 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
            'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs',
            'plan_inputs', 'Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate',
-           'write_estimate', 'estimate_vs_actual']
+           'write_estimate']
 
 # %% ../nbs/88_estimate.ipynb #e5a10006
-STAGE_STEPS = {"10_claims": ("question_rewrite",),
-               "50_groundedness": ("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise",
-                                   "verify_judge", "factscore_facts", "factscore_verify"),
-               "60_sourcebench": ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"),
-               "65_sourcecheckup": ("extract_units", "decontextualise", "sourcecheckup"), "70_validation": ("judge", "sourcecheckup")}
+STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
 MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": judge_max_tokens(),
               **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": 150,
               **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_decontextualise": 200,
@@ -211,7 +208,7 @@ class Context:
     def verified_per_segment(self) -> tuple:
         """Expected verified (Fact, Claim) units of a segment of `words` words, as a function, and where that comes from:
         the ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""
-        stg, a = "50_groundedness", self.assume
+        stg, a = GROUNDEDNESS, self.assume
         r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
         if r is not None: return (lambda words: r), f"measured on {self.history.runs(stg, 'decontextualise')} earlier run(s) of {self.model}"
         return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
@@ -264,26 +261,26 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
     from groundbench.collect.expertqa import import_expertqa
     from groundbench.collect.stage import sample_by_group
     inp, notes = Inputs(), []
-    d20, d30 = (run_dir / "20_collect", run_dir / "30_sources") if run_dir else (None, None)
-    p = params("20_collect")
+    d20, d30 = (run_dir / COLLECT, run_dir / SOURCES) if run_dir else (None, None)
+    p = params(COLLECT)
     if d20 and (d20 / "conversations.jsonl").exists():
         inp.convs = read_records(d20 / "conversations.jsonl", Conversation); notes.append("conversations: this run's 20_collect")
-    elif "20_collect" in stages and p.get("source") == "expertqa":
+    elif COLLECT in stages and p.get("source") == "expertqa":
         inp.expertqa = import_expertqa(p.get("expertqa_path") or resolve_path(settings, settings["paths"]["expertqa"]), p.get("expertqa_systems"))
         inp.convs = sample_by_group(inp.expertqa.conversations, lambda c: c.model, int(p.get("sample") or 0), int(p.get("sample_seed") or 0))
         notes.append("conversations: the ExpertQA import, sampled as 20_collect samples it")
-    elif "20_collect" in stages and p.get("source") == "table":
+    elif COLLECT in stages and p.get("source") == "table":
         from groundbench.collect.table import import_tables
         imp = import_tables(p.get("import_tables") or [], project_root(), bool(p.get("skip_bad_rows")))
         inp.convs = sample_by_group(imp.conversations, lambda c: c.provider, int(p.get("sample") or 0), int(p.get("sample_seed") or 0))
         notes.append("conversations: your tables, imported as 20_collect imports them")
-    elif "20_collect" in stages:
+    elif COLLECT in stages:
         pp = p.get("prompts_path")
-        pp = (Path(pp) if Path(pp).is_absolute() else project_root() / pp) if pp else (run_dir / "10_claims" / "prompts.parquet" if run_dir else None)
+        pp = (Path(pp) if Path(pp).is_absolute() else project_root() / pp) if pp else (run_dir / CLAIMS / "prompts.parquet" if run_dir else None)
         if pp and pp.exists(): prompts = read_records(pp, Prompt)
         elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
         else:  # the prompts 10_claims will make
-            p10 = params("10_claims")
+            p10 = params(CLAIMS)
             prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"), settings)
         inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0), int(p.get("sample_seed") or 0)))
         notes.append(f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before the run")
@@ -305,11 +302,11 @@ def _claims_rows(ctx: Context, p: dict) -> list[StepEstimate]:
     if not n: return []
     claims, _ = claims_and_templates(p.get("claims_path"), p.get("templates_path"), p.get("questions_path"), ctx.settings)
     claims = rewrite_sample(claims, n)
-    return [ctx.built_step("10_claims", "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
+    return [ctx.built_step(CLAIMS, "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
 
 def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     "Rows of 50_groundedness, the conversations it scores and per conversation its expected verified units."
-    a, h, stg = ctx.assume, ctx.history, "50_groundedness"
+    a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
     context_chars = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
@@ -364,7 +361,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
     from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos, factscore_sentences,
                                                   output_tokens, verify_requests)
     from groundbench.llm import request as _request
-    stg, a, methods, rows = "50_groundedness", ctx.assume, list(p.get("methods") or ["ours"]), []
+    stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:
         if sel is not None:
             cc = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
@@ -397,7 +394,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
 
 def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
-        return [ctx.estimated_step("60_sourcebench", s, "ratio", NAN, None, "cited pages not known before collection") for s in STAGE_STEPS["60_sourcebench"]]
+        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
     from groundbench.sourcebench import page_budget
     sb = ctx.settings["sourcebench"]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
@@ -412,13 +409,13 @@ def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
             "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
-    return [ctx.estimated_step("60_sourcebench", s, "counted", n, n, note, ctx.template_tokens(s) + mean_chars / 4)
-            for s in STAGE_STEPS["60_sourcebench"]]
+    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, n, note, ctx.template_tokens(s) + mean_chars / 4)
+            for s in STAGE_STEPS[SOURCEBENCH]]
 
 def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verified: dict) -> list[StepEstimate]:
     from groundbench.credibility.metrics import assistant_name
     from groundbench.sourcecheckup import pick_responses, response_table
-    stg = "65_sourcecheckup"
+    stg = SOURCECHECKUP
     if inp.convs is None:
         return [ctx.estimated_step(stg, s, "ratio", NAN, None, "answers not known before collection") for s in STAGE_STEPS[stg]]
     resp = response_table(inp.convs, inp.sources, {c.conversation_id: assistant_name(c) for c in inp.convs})
@@ -448,7 +445,7 @@ def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verifi
 def _validation_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     from groundbench.collect.expertqa import import_expertqa
     from groundbench.validation import support_benchmark
-    rows, stg = [], "70_validation"
+    rows, stg = [], VALIDATION
     if p.get("expertqa_judge", True):
         eqa = inp.expertqa if inp.expertqa is not None and not inp.expertqa_systems_limited else import_expertqa()
         units, _, src = support_benchmark(eqa.claims, eqa.sources, int(p.get("claims_per_system") or 0))
@@ -523,21 +520,21 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
                  runs_dir: str | Path | None = None) -> Estimate:
     "The estimate of every LLM step of `stages` with `parameters` (as a parameter file gives them) and `settings`."
     run_dir = Path(run_dir) if run_dir else None
-    defaults = {s: stage_parameters(s) for s in stages if s in STAGE_STEPS or s == "20_collect"}
-    if "20_collect" in stages and "10_claims" not in defaults: defaults["10_claims"] = {}
+    defaults = {s: stage_parameters(s) for s in stages if s in STAGE_STEPS or s == COLLECT}
+    if COLLECT in stages and CLAIMS not in defaults: defaults[CLAIMS] = {}
     params = lambda s: {**defaults.get(s, {}), **{k: v for k, v in parameters.items() if k in defaults.get(s, {})}}
     ctx = Context(settings, runs_dir)
-    need = any(s in stages for s in ("50_groundedness", "60_sourcebench", "65_sourcecheckup"))
+    need = any(s in stages for s in (GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP))
     inp = plan_inputs(stages, params, settings, run_dir) if need else Inputs()
-    inp.expertqa_systems_limited = bool(params("20_collect").get("expertqa_systems")) if "20_collect" in stages else False
+    inp.expertqa_systems_limited = bool(params(COLLECT).get("expertqa_systems")) if COLLECT in stages else False
     rows, scored, verified = [], [], {}
     for s in stages:
-        if s == "10_claims": rows += _claims_rows(ctx, params(s))
-        elif s == "50_groundedness":
+        if s == CLAIMS: rows += _claims_rows(ctx, params(s))
+        elif s == GROUNDEDNESS:
             r, scored, verified = _groundedness_rows(ctx, params(s), inp); rows += r
-        elif s == "60_sourcebench": rows += _sourcebench_rows(ctx, params(s), inp)
-        elif s == "65_sourcecheckup": rows += _sourcecheckup_rows(ctx, params(s), inp, scored, verified)
-        elif s == "70_validation": rows += _validation_rows(ctx, params(s), inp)
+        elif s == SOURCEBENCH: rows += _sourcebench_rows(ctx, params(s), inp)
+        elif s == SOURCECHECKUP: rows += _sourcecheckup_rows(ctx, params(s), inp, scored, verified)
+        elif s == VALIDATION: rows += _validation_rows(ctx, params(s), inp)
     t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
     t, cost_note = add_costs(t, ctx)
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns if c.startswith(("calls", "prompt", "completion"))})
@@ -580,26 +577,3 @@ def write_estimate(e: Estimate, folder: str | Path) -> Path:
     write_table(e.table, folder / "estimate.csv")
     write_json({"model": e.model, "backend": e.backend, "tokens": e.tokens, "notes": list(e.notes), "cost_note": e.cost_note}, folder / "estimate.json")
     return folder / "estimate.csv"
-
-# %% ../nbs/88_estimate.ipynb #e5a10019
-def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
-    rows = []
-    for r in est.itertuples():
-        st = (manifest.get("stages") or {}).get(r.stage) or {}
-        v = (st.get("llm") or {}).get(r.step) if st.get("status") == "done" else None
-        calls = float(v.get("calls", 0)) if isinstance(v, dict) else NAN
-        comp = float(v.get("completion_tokens", 0)) if isinstance(v, dict) else NAN
-        inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
-        ok = "n/a" if math.isnan(calls) else "yes" if inside(calls, r.calls_low, r.calls_high) and inside(comp, r.completion_low, r.completion_high) else "no"
-        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low, "calls_expected": r.calls_expected,
-                     "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
-                     "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else NAN, "completion_low": r.completion_low,
-                     "completion_expected": r.completion_expected, "completion_high": r.completion_high, "completion_tokens": comp,
-                     "within_range": ok})
-    t = pd.DataFrame(rows)
-    whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
-    for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
-        if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
-        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)   # counts as whole numbers in tables (never 3.52e+03), NaN left empty
-    return t

@@ -16,6 +16,7 @@ import pandas as pd
 from .collect.base import citable_url
 from .core import Conversation, Prompt, RecordError, Run, read_records, read_table
 from .credibility.metrics import assistant_name
+from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES
 
 # %% auto #0
 __all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'explore_template', 'write_explorer']
@@ -30,16 +31,16 @@ class RunExplorer:
     "A run's stage outputs, indexed by conversation, for browsing."
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
-        c20 = self.dir / "20_collect" / "conversations.jsonl"
+        c20 = self.dir / COLLECT / "conversations.jsonl"
         if not c20.exists(): raise RecordError(f"{self.dir}: no 20_collect/conversations.jsonl (not a run folder, or collection has not run)")
         self.convs = {c.conversation_id: c for c in read_records(c20, Conversation)}
-        self.prompts = {p.prompt_id: p for p in read_records(self.dir / "20_collect" / "prompts.parquet", Prompt)}
-        self.citations = _opt(self.dir / "40_credibility" / "citations.parquet")
-        self.sources_ = _opt(self.dir / "30_sources" / "sources.parquet")
-        self.pages = _opt(self.dir / "60_sourcebench" / "page_scores.parquet")
-        rs = _opt(self.dir / "50_groundedness" / "response_scores.csv")
+        self.prompts = {p.prompt_id: p for p in read_records(self.dir / COLLECT / "prompts.parquet", Prompt)}
+        self.citations = _opt(self.dir / CREDIBILITY / "citations.parquet")
+        self.sources_ = _opt(self.dir / SOURCES / "sources.parquet")
+        self.pages = _opt(self.dir / SOURCEBENCH / "page_scores.parquet")
+        rs = _opt(self.dir / GROUNDEDNESS / "response_scores.csv")
         self.scores = rs[rs.method == "ours"].set_index("conversation_id") if rs is not None else None
-        u, j = _opt(self.dir / "50_groundedness" / "units.jsonl"), _opt(self.dir / "50_groundedness" / "judgments.jsonl")
+        u, j = _opt(self.dir / GROUNDEDNESS / "units.jsonl"), _opt(self.dir / GROUNDEDNESS / "judgments.jsonl")
         self.units_ = pd.DataFrame() if u is None else u
         self.judgments = {} if j is None else {(x["unit_id"], x["scope"]): x for x in j.to_dict("records")}
         self.smoke = Run(self.dir).is_smoke
@@ -229,7 +230,7 @@ def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "r
     if df.empty: return df
     if self.pages is not None and len(self.pages):
         df["sourcebench"] = df.conversation_id.map(self.pages.groupby("conversation_id").weighted.mean())
-    sc = _opt(self.dir / "65_sourcecheckup" / "responses.parquet")
+    sc = _opt(self.dir / SOURCECHECKUP / "responses.parquet")
     if sc is not None and len(sc):
         sc = sc[sc.counted]
         df["sc_counted"], df["sc_supported"] = df.conversation_id.isin(set(sc.conversation_id)), df.conversation_id.isin(set(sc[sc.supported].conversation_id))
@@ -266,7 +267,7 @@ RunExplorer.report_link = _report_link
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     "Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own folder)."
     import papermill
-    from groundbench.cli import default_kernel
+    from groundbench.stages import default_kernel
     run_dir = Path(run_dir)
     out = run_dir / "explore.ipynb"
     papermill.execute_notebook(str(explore_template()), str(out), cwd=str(run_dir), kernel_name=kernel or default_kernel(), progress_bar=False)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .credibility.metrics import agresti_coull
+from .stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 
 # %% auto #0
 __all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile']
@@ -42,12 +43,12 @@ def profile_table(parts: list[pd.DataFrame]) -> pd.DataFrame:
 def build_profile(run_dir: str | Path) -> pd.DataFrame:
     "One row per assistant with every lens's headline number and its 95% half-width (NaN where a lens did not run)."
     d = Path(run_dir)
-    f40, f50 = d / "40_credibility" / "rates.csv", d / "50_groundedness" / "groundedness_rates.csv"
+    f40, f50 = d / CREDIBILITY / "rates.csv", d / GROUNDEDNESS / "groundedness_rates.csv"
     parts = rate_parts(pd.read_csv(f40) if f40.exists() else None, pd.read_csv(f50) if f50.exists() else None)
-    if (f := d / "60_sourcebench" / "sourcebench_scores.csv").exists():
+    if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists():
         s = pd.read_csv(f).set_index("assistant")
         parts.append(pd.DataFrame({"SourceBench": s.weighted, "SourceBench_ci95": s.weighted_ci95, "pages": s.pages}))
-    if (f := d / "65_sourcecheckup" / "responses.parquet").exists():
+    if (f := d / SOURCECHECKUP / "responses.parquet").exists():
         rs = pd.read_parquet(f)
         if "counted" in rs: rs = rs[rs.counted]   # responses with valid sources but no statement are left out, as in 65
         rows = {}

@@ -20,15 +20,38 @@ import pandas as pd
 from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
-from .estimate import estimate_vs_actual
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile, profile_table, rate_parts
 from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, write_output
+from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set', 'compare_sides',
-           'report_items', 'usage_table', 'render_html', 'write_report']
+__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'estimate_vs_actual', 'RunOutputs', 'load_outputs',
+           'paper_assistant', 'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set',
+           'compare_sides', 'report_items', 'usage_table', 'render_html', 'write_report']
+
+# %% ../nbs/80_report.ipynb #e5a10019
+def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
+    rows = []
+    for r in est.itertuples():
+        st = (manifest.get("stages") or {}).get(r.stage) or {}
+        v = (st.get("llm") or {}).get(r.step) if st.get("status") == "done" else None
+        calls = float(v.get("calls", 0)) if isinstance(v, dict) else float("nan")
+        comp = float(v.get("completion_tokens", 0)) if isinstance(v, dict) else float("nan")
+        inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
+        ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low, r.calls_high) and inside(comp, r.completion_low, r.completion_high) else "no"
+        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low, "calls_expected": r.calls_expected,
+                     "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
+                     "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else float("nan"), "completion_low": r.completion_low,
+                     "completion_expected": r.completion_expected, "completion_high": r.completion_high, "completion_tokens": comp,
+                     "within_range": ok})
+    t = pd.DataFrame(rows)
+    whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
+    for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
+        if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
+        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)   # counts as whole numbers in tables (never 3.52e+03), NaN left empty
+    return t
 
 # %% ../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -64,20 +87,20 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans = [], [], [], [], [], [], [], [], [], {}
     for d in map(Path, run_dirs):
-        c20 = d / "20_collect" / "conversations.jsonl"
+        c20 = d / COLLECT / "conversations.jsonl"
         if not c20.exists(): raise RecordError(f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
         rid = d.name
         mans[rid] = Run(d).manifest()
         if (f := d / "estimate.csv").exists(): ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
-        cv = conversation_table(read_records(c20, Conversation), read_records(d / "20_collect" / "prompts.parquet", Prompt))
+        cv = conversation_table(read_records(c20, Conversation), read_records(d / COLLECT / "prompts.parquet", Prompt))
         convs.append(cv.assign(run_id=rid))
-        if (f := d / "40_credibility" / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
-        if (f := d / "50_groundedness" / "response_scores.csv").exists(): resps.append(pd.read_csv(f).assign(run_id=rid))
-        if (f := d / "60_sourcebench" / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
-        if (f := d / "65_sourcecheckup" / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
+        if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
+        if (f := d / GROUNDEDNESS / "response_scores.csv").exists(): resps.append(pd.read_csv(f).assign(run_id=rid))
+        if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
+        if (f := d / SOURCECHECKUP / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
         if len(p := build_profile(d)): profs.append(p.assign(run_id=rid))
-        if (f := d / "40_credibility" / "rules_audit.csv").exists(): auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
-        if (f := d / "40_credibility" / "rules_effect.csv").exists(): effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        if (f := d / CREDIBILITY / "rules_audit.csv").exists(): auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        if (f := d / CREDIBILITY / "rules_effect.csv").exists(): effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
     allc = pd.concat(convs, ignore_index=True)
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
@@ -144,7 +167,7 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
 def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
     """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation estimator's
     convention for it, and a note when the runs used different rule sets (then: ours, and the note names each run's)."""
-    sets = {rid: str(((m.get("stages") or {}).get("40_credibility") or {}).get("counts", {}).get("rule_set") or "full")
+    sets = {rid: str(((m.get("stages") or {}).get(CREDIBILITY) or {}).get("counts", {}).get("rule_set") or "full")
             for rid, m in o.manifests.items()
             if o.citations is not None and rid in set(o.citations.run_id)}
     kinds = sorted(set(sets.values()))

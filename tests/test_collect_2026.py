@@ -10,7 +10,7 @@ import pytest
 
 from fixture_site import FixtureSite
 from groundbench.collect.base import Archive, CollectionError
-from groundbench.collect.browser import load_ui_config, parse_page
+from groundbench.collect.page import load_ui_config, parse_page
 from groundbench.collect.chatgpt import ChatGPTCollector
 from groundbench.collect.perplexity import PerplexityBrowserCollector
 from groundbench.collect.qwen import QwenCollector

@@ -204,7 +204,7 @@ def test_rate_and_rate_many_agree_on_generated_urls(urls):
 _RATER = []
 def _property_rater():
     if not _RATER:
-        from groundbench.credibility.ratings import rater_from_settings
+        from groundbench.credibility.paper import rater_from_settings
         _RATER.append(rater_from_settings())
     return _RATER[0]
 

@@ -53,7 +53,7 @@ def test_explorer_runs_in_a_moved_run_folder(small_run, tmp_path):
     moved = tmp_path / "elsewhere" / "shared-run"
     shutil.copytree(small_run, moved)
     import papermill
-    from groundbench.cli import default_kernel
+    from groundbench.stages import default_kernel
     papermill.execute_notebook(str(moved / "explore.ipynb"), str(moved / "explore.ipynb"), cwd=str(moved), kernel_name=default_kernel(),
                                progress_bar=False)
     nb = json.loads((moved / "explore.ipynb").read_text())

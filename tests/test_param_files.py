@@ -76,7 +76,7 @@ def test_no_real_judge_retrieves_with_the_bundled_embedder(tmp_path):
 @pytest.mark.parametrize("path", sorted((ROOT / "papermill_params").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_parameter_file_is_valid_and_declared(path):
     "Every shipped parameter file loads, and each of its parameters is declared by one of its stages (as `groundbench run` checks)."
-    from groundbench.cli import declared_parameters, load_run_spec
+    from groundbench.runner import declared_parameters, load_run_spec
     spec = load_run_spec(path)
     declared = set().union(*(declared_parameters(s) for s in spec.stages))
     assert set(spec.parameters) <= declared, set(spec.parameters) - declared

@@ -141,7 +141,7 @@ def test_several_parameter_files_in_parallel_processes(tmp_path):
 
 def test_every_shipped_parameter_file_is_valid():
     "Each papermill_params/*.yaml names existing stage notebooks, and each of its parameters is declared by one of them."
-    from groundbench.cli import declared_parameters, load_run_spec
+    from groundbench.runner import declared_parameters, load_run_spec
     files = sorted((ROOT / "papermill_params").glob("*.yaml"))
     assert {"demo.yaml", "gpt-4o.yaml", "gpt-5.yaml", "perplexity.yaml", "qwen-chat.yaml", "sourcebench.yaml", "gpu.yaml", "seed-report.yaml"} <= {f.name for f in files}
     for f in files:

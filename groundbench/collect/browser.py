@@ -7,239 +7,22 @@ Docs: https://groundbench.github.io/groundbench/collect_browser.html.md"""
 # %% ../../nbs/22_collect_browser.ipynb #f9d354c5
 from __future__ import annotations
 
-import base64
-import dataclasses
 import json
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-import yaml
-from bs4 import BeautifulSoup, NavigableString, Tag
 from tqdm.auto import tqdm
 
-from .base import (MARK_OPEN, Archive, CitationList, CollectionError, ParsedAnswer, citable_url, conversation_from_record,
-                                      is_refusal, mark, segment_blocks, span_segments)
-from ..core import Citation, Conversation, Prompt, Segment, now_iso, to_plain
+from .base import Archive, CollectionError, ParsedAnswer, conversation_from_record
+from .page import (answer_selector, full_screenshot, load_ui_config, model_label_text,
+                                      parse_answer_html)
+from ..core import Conversation, Prompt, now_iso, to_plain
 
 # %% auto #0
-__all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'CHROMIUM', 'CHROMEDRIVER', 'load_ui_config', 'answer_selectors',
-           'answer_selector', 'pick_renderer', 'parse_answer_html', 'model_label_text', 'parse_page', 'merge_explicit',
-           'panel_sources', 'url_attrs', 'citation_urls', 'make_driver', 'remote_driver', 'full_screenshot',
-           'BrowserCollector', 'same_model', 'reparse_record']
-
-# %% ../../nbs/22_collect_browser.ipynb #b18aeac1
-CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
-
-def load_ui_config(name_or_path: str | Path) -> dict:
-    "The UI configuration of an assistant (bundled name such as 'chatgpt', or a YAML path)."
-    p = Path(name_or_path)
-    if not p.suffix: p = CONFIG_DIR / f"{name_or_path}.yaml"
-    if not p.exists(): raise FileNotFoundError(f"{p}: no UI configuration (bundled: {', '.join(sorted(x.stem for x in CONFIG_DIR.glob('*.yaml')))})")
-    cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
-    for k in ("provider", "start_url", "selectors", "waits"):
-        if k not in cfg: raise ValueError(f"{p}: field {k!r}: missing")
-    for k in ("prompt_box", "send_button", "answer", "answer_body", "citation"):
-        if k not in cfg["selectors"]: raise ValueError(f"{p}: field 'selectors.{k}': missing")
-    cfg["_path"] = str(p)
-    return cfg
-
-# %% ../../nbs/22_collect_browser.ipynb #e9fd6edf
-BLOCK_TAGS = ("p", "li", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt")
-_HL_OPEN, _HL_CLOSE = "\ue202", "\ue203"
-
-def _leaf_blocks(root: Tag) -> list[Tag]:
-    found = root.find_all(BLOCK_TAGS)
-    return [b for b in found if not b.find(BLOCK_TAGS)] or [root]
-
-def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: CitationList) -> str:
-    out = []
-    def walk(node):
-        for ch in node.children:
-            if isinstance(ch, NavigableString):
-                if ch.__class__.__name__ in ("Comment", "Script", "Stylesheet"): continue
-                out.append(str(ch))
-            elif isinstance(ch, Tag):
-                if ch.name in ("script", "style", "button", "svg"): continue
-                if is_pill(ch):
-                    for url, title in pill_urls(ch): out.append(mark(cl.add(url, title)))
-                elif highlight_sel and ch.css.match(highlight_sel):
-                    urls = [u for u in (ch.get("data-citation-url") or "").split() if u]
-                    idx = [i for i in (cl.add(u) for u in urls) if i]
-                    out.append(_HL_OPEN + ("H" if ch.has_attr("data-groundbench-hover") else "P") + ",".join(map(str, idx)) + "|")
-                    walk(ch)
-                    out.append(_HL_CLOSE)
-                else:
-                    if ch.name == "br": out.append(" ")
-                    walk(ch)
-    walk(block)
-    return re.sub(r"\s+", " ", "".join(out)).strip()
-
-def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
-    "Remove highlight delimiters; return plain-marked blocks and highlight spans (block, start, end, citations, source)."
-    clean_blocks, spans, pos = [], [], 0
-    from groundbench.collect.base import _MARK
-    for bi, b in enumerate(blocks):
-        plain = ""
-        stack = []
-        i = 0
-        text_pos = 0  # offset in the marker-free block text
-        while i < len(b):
-            c = b[i]
-            if c == _HL_OPEN:
-                j = b.index("|", i)
-                src = "hover" if b[i + 1] == "H" else "highlight"
-                stack.append((text_pos, [int(x) for x in b[i + 2:j].split(",") if x], src))
-                i = j + 1; continue
-            if c == _HL_CLOSE:
-                s0, idx, src = stack.pop()
-                spans.append((bi, s0, text_pos, idx, src)); i += 1; continue
-            m = _MARK.match(b, i)
-            if m: plain += m.group(0); i = m.end(); continue
-            plain += c; text_pos += 1; i += 1
-        clean_blocks.append(plain)
-    return clean_blocks, spans
-
-def answer_selectors(cfg: dict) -> list[str]:
-    "The answer selector of the base configuration and of every other renderer the YAML lists."
-    return [cfg["selectors"]["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if (r.get("selectors") or {}).get("answer")]]
-
-def answer_selector(cfg: dict) -> str:
-    "One CSS selector matching an answer in any of the page's renderers."
-    return ", ".join(answer_selectors(cfg))
-
-def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
-    "The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the base one."
-    for r in cfg.get("renderers") or []:
-        sel = {**cfg["selectors"], **(r.get("selectors") or {})}
-        if soup.select(sel["answer"]):
-            return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")}, "selectors": sel}, r["name"]
-    return cfg, cfg.get("renderer", "default")
-
-def _top_level(tags: list[Tag]) -> list[Tag]:
-    ids = set(map(id, tags))
-    return [t for t in tags if not any(id(p) in ids for p in t.parents)]
-
-def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
-    "Move each pill that sits outside every text block (a badge after its paragraph: a div cannot be inside a p) to the end of the block before it."
-    blocks = [b for body in bodies for b in _leaf_blocks(body)]
-    inside = {id(x) for b in blocks for x in b.descendants}
-    order = {id(t): i for i, t in enumerate(t for body in bodies for t in body.descendants if isinstance(t, Tag))}
-    for p in pills:
-        if id(p) in inside or id(p) not in order: continue
-        before = [b for b in blocks if order.get(id(b), -1) < order[id(p)]]
-        if before: before[-1].append(p.extract())
-
-def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_shown: str = "") -> ParsedAnswer:
-    "Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page shows."
-    soup = BeautifulSoup(html, "html.parser")
-    cfg, renderer = pick_renderer(soup, cfg)
-    sel = cfg["selectors"]
-    answers = soup.select(sel["answer"])
-    if not answers: raise ValueError(f"{cfg['provider']}: no answer element ({sel['answer']!r}) in the HTML")
-    answer = answers[-1]
-    thinking_marks = answer.select(sel["thinking_done"]) if sel.get("thinking_done") else []
-    if sel.get("thinking_content"):
-        for t in answer.select(sel["thinking_content"]): t.decompose()
-    bodies = (_top_level(answer.select(sel["answer_body"])) if sel.get("answer_body") else []) or [answer]  # several: Perplexity's .prose blocks
-    pill_sel = sel["citation"]
-    all_pills = [p for b in bodies for p in b.select(pill_sel)]
-    _attach_stray_pills(bodies, all_pills)
-    pills = set(map(id, all_pills))
-    panel = panel_sources(soup, cfg)
-    def is_pill(t): return id(t) in pills
-    seen: dict[str, int] = {}
-    visited, unresolved = set(), []
-    def pill_urls(t):
-        visited.add(id(t))
-        got = citation_urls(t, cfg, panel, seen)
-        if not got: unresolved.append(t.get_text(" ", strip=True)[:80])
-        return got
-    cl = CitationList()
-    raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"), cl) for body in bodies for b in _leaf_blocks(body)) if b]
-    unresolved += [p.get_text(" ", strip=True)[:80] for p in all_pills if id(p) not in visited]  # a pill outside every text block
-    blocks, spans = _explicit_spans(raw_blocks)
-    text, segs = segment_blocks(blocks, len(cl))
-    if spans:
-        starts, pos = [], 0  # block start offsets in answer_text (blocks are joined by blank lines; empty blocks dropped)
-        from groundbench.collect.base import _MARK
-        for b in blocks:
-            t = re.sub(r"\s+", " ", _MARK.sub("", b)).strip()
-            if t: starts.append(pos); pos += len(t) + 2
-            else: starts.append(None)
-        exp = [(starts[bi] + a, starts[bi] + e, idx) for bi, a, e, idx, _ in spans if starts[bi] is not None]
-        source = {(starts[bi] + a, starts[bi] + e): src for bi, a, e, idx, src in spans if starts[bi] is not None}
-        segs = merge_explicit(text, segs, exp, len(cl))
-    else: source = {}
-    segs = tuple(dataclasses.replace(s, span_source=source.get((s.start, s.end), "sentence")) for s in segs)
-    if thinking is None: thinking = bool(thinking_marks)
-    if not model_shown and sel.get("model_label"):
-        lab = soup.select_one(sel["model_label"])
-        model_shown = model_label_text(lab.get(cfg.get("model_label_attr", "data-model")) or lab.get_text(" ", strip=True)) if lab else ""
-    cited = {c.url for c in cl.items}
-    extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited), 1))
-    attr = cfg.get("answer_model_attr")
-    holder = answer if attr and answer.get(attr) else (answer.find(attrs={attr: True}) if attr else None)
-    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected),
-                        len(unresolved), renderer, (holder.get(attr) or "") if holder is not None else "")
-
-def model_label_text(label: str) -> str:
-    "The model name in a switcher label ('Model selector, current model is GPT-4o' -> 'GPT-4o')."
-    label = (label or "").strip()
-    m = re.search(r"current model is\s+(.+)$", label, re.I)
-    return m.group(1).strip() if m else label
-
-def parse_page(html: str, config: str | Path | dict) -> ParsedAnswer:
-    "Parse an archived page with an assistant's configuration (a bundled name such as 'chatgpt', a YAML path, or a loaded dict)."
-    return parse_answer_html(html, config if isinstance(config, dict) else load_ui_config(config))
-
-def merge_explicit(text: str, segs: Sequence[Segment], spans: Sequence[tuple[int, int, list[int]]], n: int) -> tuple[Segment, ...]:
-    "Sentence segments, with every sentence that overlaps a highlighted span replaced by the span itself."
-    exp = span_segments(text, spans, n)
-    explicit = [s for s in exp if not s.uncited]
-    keep = [s for s in segs if not any(s.start < e.end and e.start < s.end for e in explicit)]
-    return tuple(sorted(keep + explicit, key=lambda s: (s.start, s.end)))
-
-# %% ../../nbs/22_collect_browser.ipynb #2618cb4c
-def panel_sources(soup: BeautifulSoup, cfg: dict) -> list[Citation]:
-    "Sources listed in the page's separate sources panel, in order."
-    s = cfg["selectors"].get("panel_item")
-    out = []
-    for i, a in enumerate(soup.select(s) if s else [], 1):
-        link = a if a.name == "a" else a.find("a")
-        url = (link.get("href") if link else None) or a.get("data-url")
-        if url and citable_url(url): out.append(Citation(len(out) + 1, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
-    return out
-
-def _host(url: str) -> str:
-    from urllib.parse import urlsplit
-    h = (urlsplit(url).hostname or "").lower()
-    return h[4:] if h.startswith("www.") else h
-
-URL_ATTR = "data-groundbench-urls"  # where the collector writes the URLs it read from a pill's popover or the answer's stream
-
-def url_attrs(cfg: dict) -> list[str]:
-    "The pill attributes that may hold its URLs (the YAML's `citation_url_attr`: one name or a list), without ours."
-    a = cfg.get("citation_url_attr") or []
-    return [x for x in ([a] if isinstance(a, str) else a) if x]
-
-def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
-    "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
-    for attr in [URL_ATTR, *url_attrs(cfg)]:
-        if pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
-    a = pill if pill.name == "a" and pill.get("href") else pill.find("a", href=True)
-    if a is not None: return [(a["href"], a.get("aria-label") or pill.get("aria-label") or "")]
-    label = pill.get_text(" ", strip=True).lower()
-    label = re.sub(r"\s*\+\d+$", "", label)
-    match = [c for c in panel if label and (_host(c.url) == label or _host(c.url).endswith("." + label) or label in c.title.lower())]
-    if not match: return []
-    k = seen.get(label, 0) if seen is not None else 0   # the k-th pill of a site name is the k-th panel source of that site
-    if seen is not None: seen[label] = k + 1
-    c = match[min(k, len(match) - 1)]
-    return [(c.url, c.title)]
+__all__ = ['CHROMIUM', 'CHROMEDRIVER', 'make_driver', 'remote_driver', 'BrowserCollector', 'same_model', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #c3b290da
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -274,11 +57,6 @@ def remote_driver(remote_url: str, options):
         def get_log(self, log_type): return self.execute(Command.GET_LOG, {"type": log_type})["value"]
     conn = ChromiumRemoteConnection(remote_url, vendor_prefix="goog", browser_name="chrome", ignore_proxy=True)
     return RemoteChromium(command_executor=conn, options=options)
-
-def full_screenshot(driver) -> bytes:
-    "A PNG of the whole page, beyond the viewport (Chrome DevTools)."
-    res = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
-    return base64.b64decode(res["data"])
 
 # %% ../../nbs/22_collect_browser.ipynb #c7835daf
 class BrowserCollector:

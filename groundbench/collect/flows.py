@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .browser import URL_ATTR, answer_selector, answer_selectors, url_attrs
+from .page import URL_ATTR, answer_selector, answer_selectors, url_attrs
 
 # %% auto #0
 __all__ = ['HARMLESS_PROMPT', 'REQUIRED', 'StepResult', 'FlowError', 'run_flow', 'page_text_outside', 'find_blocker',
@@ -319,7 +319,7 @@ def _row(kind, name, selector="", ok=True, count=0, detail="", required=False) -
 def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
     "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
     from groundbench.collect.base import Archive, CollectionError
-    from groundbench.collect.browser import full_screenshot, parse_answer_html
+    from groundbench.collect.page import full_screenshot, parse_answer_html
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     cfg, rows, d = collector.cfg, [], collector.driver
     sel, w = cfg["selectors"], cfg["waits"]

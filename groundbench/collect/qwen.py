@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import ParsedAnswer
-from .browser import BrowserCollector, parse_page
+from .browser import BrowserCollector
+from .page import parse_page
 
 # %% auto #0
 __all__ = ['QwenCollector', 'parse_qwen']

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .metrics import rate_breakdowns
-from .ratings import LABEL_SCORES, RULE_FAMILIES, Rater, is_paper, make_rater, parse_rules
+from .paper import make_rater
+from .ratings import LABEL_SCORES, RULE_FAMILIES, Rater, is_paper, parse_rules
 
 # %% auto #0
 __all__ = ['AUDIT_VIEWS', 'rules_audit', 'rules_effect', 'correction_steps', 'corrections', 'corrections_summary',

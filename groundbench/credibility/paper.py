@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
 
-from ..core import DomainRating
-from .ratings import AUTHOR_CATEGORIES, credibility_root
+from ..core import DomainRating, load_settings
+from .ratings import AUTHOR_CATEGORIES, Rater, credibility_root, is_paper
 
 # %% auto #0
-__all__ = ['SITES_CATEGORIES_ORDER', 'authors_key', 'paper_table', 'paper_exceptions', 'PaperRater']
+__all__ = ['SITES_CATEGORIES_ORDER', 'authors_key', 'paper_table', 'paper_exceptions', 'PaperRater', 'make_rater',
+           'rater_from_settings']
 
 # %% ../../nbs/44_credibility_paper.ipynb #68f72e22
 def authors_key(url: str) -> str:
@@ -150,3 +151,20 @@ class PaperRater:
 
 # a plain http(s) URL: its network location holds no user, port, percent sign or backslash
 _PLAIN = r"^https?://(?P<net>[^/?#\\\s@:%\[\]]+)(?:[/?#][^\t\r\n]*)?$"
+
+# %% ../../nbs/44_credibility_paper.ipynb #a8651a65
+def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None, rules: str | None = "full",
+               satire_category_as_satire: bool = False):
+    """A rater for `rules`: `paper` rates exactly as the seed authors' released code (`PaperRater`, above); anything else
+    is a `Rater` (notebook 41) with those rule families."""
+    if is_paper(rules): return PaperRater(root)
+    return Rater(table, root, rules, satire_category_as_satire)
+
+def rater_from_settings(settings: dict | None = None, table: str | None = None, rules: str | None = None,
+                        satire_category_as_satire: bool | None = None):
+    "The rater configured in settings.ini [credibility] (table, rules, satire_category_as_satire), or the arguments given."
+    s = settings or load_settings()
+    c = s.get("credibility", {})
+    sat = satire_category_as_satire
+    if sat is None: sat = str(c.get("satire_category_as_satire", "false")).strip().lower() in ("1", "true", "yes", "on")
+    return make_rater(table or c.get("table") or "mbfc_vykopal2025", credibility_root(s), rules or c.get("rules") or "full", sat)

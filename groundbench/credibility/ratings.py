@@ -28,7 +28,7 @@ __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTC
            'split_url', 'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts',
            'section_paths', 'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi',
            'disinformation_hosts', 'disinformation_overrides', 'government_suffixes', 'build_derived_tables',
-           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'is_paper', 'make_rater', 'rater_from_settings']
+           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'is_paper']
 
 # %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
 @functools.lru_cache(maxsize=1)
@@ -600,27 +600,10 @@ def _url_path(rest: str) -> str:
     if "/." in path: path = posixpath.normpath(path)
     return path.rstrip("/")
 
+# %% ../../nbs/41_credibility_ratings.ipynb #29660b27
 def is_paper(rules) -> bool:
     "True when `rules` (a setting or a tuple of families) asks for the `paper` rule set; paper with families is an error."
     items = [r.strip() for r in (rules.split(",") if isinstance(rules, str) else rules or ()) if r.strip()]
     if "paper" in {r.lstrip("+-") for r in items} and items != ["paper"]:
         raise ValueError(f"credibility rules {rules!r}: paper is a rule set of its own (the authors' code), not a family")
     return items == ["paper"]
-
-def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None, rules: str | None = "full",
-               satire_category_as_satire: bool = False):
-    """A rater for `rules`: `paper` rates exactly as the seed authors' released code (credibility.paper, notebook 44);
-    anything else is a `Rater` with those rule families."""
-    if is_paper(rules):
-        from .paper import PaperRater  # notebook 44 builds on this one: imported when asked for
-        return PaperRater(root)
-    return Rater(table, root, rules, satire_category_as_satire)
-
-def rater_from_settings(settings: dict | None = None, table: str | None = None, rules: str | None = None,
-                        satire_category_as_satire: bool | None = None):
-    "The rater configured in settings.ini [credibility] (table, rules, satire_category_as_satire), or the arguments given."
-    s = settings or load_settings()
-    c = s.get("credibility", {})
-    sat = satire_category_as_satire
-    if sat is None: sat = str(c.get("satire_category_as_satire", "false")).strip().lower() in ("1", "true", "yes", "on")
-    return make_rater(table or c.get("table") or "mbfc_vykopal2025", credibility_root(s), rules or c.get("rules") or "full", sat)

@@ -13,7 +13,8 @@ import pandas as pd
 
 from .audit import corrections, corrections_summary, rules_audit, rules_effect
 from .metrics import citation_table, conversation_table, credibility_outputs
-from .ratings import credibility_root, is_paper, rater_from_settings
+from .paper import rater_from_settings
+from .ratings import credibility_root, is_paper
 
 # %% auto #0
 __all__ = ['expert_reliability_crosstab']

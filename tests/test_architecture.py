@@ -1,0 +1,76 @@
+"""The house's shape (issue 28), read from the library's own source with `ast`: every import of a groundbench module,
+at the top of a module or inside a function, is an arrow; the arrows make no circle, and the modules that show results
+(the report, the explorer) reach no module that loads or calls a model, however indirectly."""
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+PKG = ROOT / "groundbench"
+MODEL_MODULES = {"groundbench.llm", "groundbench.embed"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    "The groundbench modules `path` imports anywhere in its code (a package's __init__ counts as the package)."
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import): names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for n in names:
+            while n and n not in modules: n = n.rpartition(".")[0]
+            if n and n != me: out.add(n)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    files = [p for p in PKG.rglob("*.py") if p.name != "_modidx.py"]
+    modules = {module_name(p) for p in files}
+    return {module_name(p): imports_of(p, modules) - {"groundbench"} for p in files}
+
+
+def reach(g: dict, start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for n in g.get(todo.pop(), ()):
+            if n not in seen: seen.add(n); todo.append(n)
+    return seen
+
+
+def test_the_import_graph_has_no_circle():
+    g = graph()
+    assert {"groundbench.runner", "groundbench.stages", "groundbench.cli", "groundbench.report"} <= set(g)
+    circles = sorted(m for m in g if m in reach(g, m))
+    assert not circles, f"modules on an import circle: {circles}: " + "; ".join(
+        f"{m} -> {sorted(n for n in g[m] if m in reach(g, n))}" for m in circles)
+
+
+def test_report_and_explorer_reach_no_model_module():
+    g = graph()
+    for m in ("groundbench.report", "groundbench.explorer", "groundbench.stages"):
+        assert not (reach(g, m) & MODEL_MODULES), f"{m} reaches {sorted(reach(g, m) & MODEL_MODULES)}"
+
+
+def test_the_graph_reader_sees_function_level_and_relative_imports(tmp_path):
+    "The reader itself: a lazy import inside a function and a relative import are arrows, a foreign import is not."
+    pkg = tmp_path / "groundbench" / "sub"
+    pkg.mkdir(parents=True)
+    f = pkg / "a.py"
+    f.write_text("import os\nfrom ..core import x\ndef g():\n    from groundbench.llm import LLM\n")
+    mods = {"groundbench.core", "groundbench.llm", "groundbench.sub.a", "groundbench.sub"}
+    global ROOT
+    old, ROOT = ROOT, tmp_path
+    try: assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm"}
+    finally: ROOT = old
