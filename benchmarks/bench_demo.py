@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from groundbench.llm import llama_threads
+from groundbench.backends import llama_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()

@@ -80,6 +80,7 @@ class Template:
             out.add(f)
         return out
 
+# %% ../nbs/10_claims.ipynb #250f1704
 def load_templates(path: str | Path | None = None) -> list[Template]:
     "The templates of a CSV with columns role, template_id, template."
     path = Path(path or resolve_path(s := load_settings(), s["paths"]["templates"]))
@@ -112,6 +113,7 @@ def load_questions(path: str | Path) -> dict[str, tuple[int, str]]:
         out[r["claim_id"]] = (line, r["question"])
     return out
 
+# %% ../nbs/10_claims.ipynb #8c895551
 def load_claims(path: str | Path | None = None, questions: str | Path | None = None, require_question: bool = False) -> list[Claim]:
     "Claims of a CSV (id|claim_id, topic, claim[, question]), with question rewrites merged from `questions`."
     if path is None:
@@ -148,6 +150,7 @@ def make_prompts(claims: list[Claim], templates: list[Template]) -> list[Prompt]
             out.append(Prompt(c.claim_id, c.topic, t.role, t.template_id, t.template.format(claim=c.claim, question=c.question)))
     return out
 
+# %% ../nbs/10_claims.ipynb #06202b76
 def claims_and_templates(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
                          settings: dict | None = None) -> tuple[list[Claim], list[Template]]:
     """The claims (with their question rewrites, required when a template needs them) and the templates; paths not given come
@@ -157,6 +160,7 @@ def claims_and_templates(claims: str | Path | None = None, templates: str | Path
     if claims is None: claims, questions = resolve_path(s, s["paths"]["claims"]), questions or resolve_path(s, s["paths"]["questions"])
     return load_claims(claims, questions, require_question=any(t.needs_question for t in tpls)), tpls
 
+# %% ../nbs/10_claims.ipynb #4e040980
 def prompts_from_files(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
                        settings: dict | None = None) -> list[Prompt]:
     "Prompts from a claims CSV, a templates CSV and (optionally) a questions CSV; defaults from settings.ini."
@@ -166,15 +170,18 @@ def prompts_from_files(claims: str | Path | None = None, templates: str | Path |
 class QuestionRewrite(pydantic.BaseModel):
     question: str = pydantic.Field(min_length=3, max_length=400)
 
+# %% ../nbs/10_claims.ipynb #b09c79d6
 def rewrite_sample(claims: list[Claim], n: int) -> list[Claim]:
     "The claims the stage rewrites: the first `n` (-1: all, 0: none)."
     return claims if n < 0 else claims[:n]
 
+# %% ../nbs/10_claims.ipynb #d881d515
 def rewrite_requests(claims: list[Claim], llm: LLM, prompt_version: int | None = None) -> list:
     "The question-rewrite requests of `claims` (also what `groundbench estimate` counts)."
     pt = load_prompt("question_rewrite", prompt_version)
     return [request(llm, pt.render(claim=c.claim), max_tokens=160) for c in claims]
 
+# %% ../nbs/10_claims.ipynb #3dc13aeb
 def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None = None, progress: bool = True) -> pd.DataFrame:
     "LLM question rewrites of `claims` as a table: claim_id, claim, question, parse_status, error, prompt_version."
     pt = load_prompt("question_rewrite", prompt_version)

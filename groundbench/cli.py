@@ -20,7 +20,8 @@ import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
-from .core import RecordError, Run, load_settings, project_root, resolve_path, to_plain, write_table
+from .core import RecordError, load_settings, project_root, resolve_path, to_plain, write_table
+from .runfolder import Run
 from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
                                 run_file, run_summary)
 
@@ -45,6 +46,7 @@ def _main(ctx: typer.Context, version: bool = typer.Option(False, "--version", i
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
 
+# %% ../nbs/90_cli.ipynb #12f69ce8
 def error_line(e: BaseException) -> str:
     "One line for an error: an OS error names its file and what is wrong; others give their message."
     if isinstance(e, OSError) and getattr(e, "filename", None):
@@ -55,16 +57,19 @@ def error_line(e: BaseException) -> str:
     ours = type(e).__module__.startswith("groundbench")
     return msg if ours or isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
 
+# %% ../nbs/90_cli.ipynb #2a1f9ee5
 def say_error(message: object, hint: str = ""):
     "Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters escaped."
     text = error_line(message) if isinstance(message, BaseException) else str(message)
     typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
 
+# %% ../nbs/90_cli.ipynb #e7345fbb
 def fail(message: object, code: int = 2):
     "Print a clear, one-line error on stderr and exit with `code`."
     say_error(message)
     raise typer.Exit(code)
 
+# %% ../nbs/90_cli.ipynb #f833b4c7
 def same_file(a: Path, b: Path) -> bool:
     "True when two paths name the same file (after resolving links)."
     try: return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
@@ -107,6 +112,7 @@ def import_specs(source: Path, maps: list[str]) -> list[dict]:
         else: spec[k] = v
     return [spec]
 
+# %% ../nbs/90_cli.ipynb #35df0418
 @app.command("import")
 def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
                out: Path = typer.Option(..., "--out", "-o", help="output folder"),
@@ -230,6 +236,7 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     outside = cmp[cmp.within_ci == "no"]
     typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval" + (f" -> {out}" if out else ""))
 
+# %% ../nbs/90_cli.ipynb #66976067
 @app.command("estimate")
 def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (papermill_params/*.yaml)"),
                  runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders: this run's outputs and earlier runs' "
@@ -300,6 +307,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
     except (RecordError, FileNotFoundError, StageFailed, KeyError, ValueError) as e: fail(e, 1)
     for s in summaries: typer.echo(s)
 
+# %% ../nbs/90_cli.ipynb #ce72a84c
 @app.command("status")
 def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>")):
     "Print a run's stages with status, time, LLM calls and cache hits."
@@ -355,6 +363,7 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
     else: fail(f"unknown provider {provider!r}: use one of {', '.join(HTML_PROVIDERS + JSON_PROVIDERS)}")
     typer.echo(parsed.to_json())
 
+# %% ../nbs/90_cli.ipynb #0f6209e8
 @app.command("login")
 def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or qwen"),
               profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):

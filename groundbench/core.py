@@ -10,21 +10,14 @@ from __future__ import annotations
 import configparser
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import importlib.util
 import json
 import re
 import os
-import platform
-import subprocess
-import sys
 import tempfile
-import time
-import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,11 +25,10 @@ import pandas as pd
 import pydantic
 
 # %% auto #0
-__all__ = ['RECORD_TYPES', 'KEY_PACKAGES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
-           'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'atomic_path', 'write_text', 'write_json',
-           'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'write_table', 'read_table', 'read_records',
-           'project_root', 'load_settings', 'resolve_path', 'now_iso', 'git_state', 'package_versions',
-           'environment_info', 'browser_host', 'Run', 'StageRecord', 'stage_usage']
+__all__ = ['RECORD_TYPES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation', 'SourceDoc',
+           'DomainRating', 'Unit', 'Judgment', 'RecordError', 'atomic_path', 'write_text', 'write_json', 'to_plain',
+           'write_jsonl', 'records_frame', 'spreadsheet_safe', 'write_table', 'read_table', 'read_records',
+           'project_root', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -44,6 +36,7 @@ def stable_id(*parts: Any, n: int = 16) -> str:
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
 
+# %% ../nbs/00_core.ipynb #bfcc737e
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     "Hex sha256 of a file's bytes."
     h = hashlib.sha256()
@@ -55,6 +48,7 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 def _set_id(obj, name: str, *parts):
     if not getattr(obj, name): object.__setattr__(obj, name, stable_id(type(obj).__name__, *parts))
 
+# %% ../nbs/00_core.ipynb #6f021a8d
 @dataclass(frozen=True)
 class Claim:
     "A claim to check; `question` is its Claim Believer question rewrite (may be empty)."
@@ -63,6 +57,7 @@ class Claim:
     claim: str
     question: str = ""
 
+# %% ../nbs/00_core.ipynb #c994d1a1
 @dataclass(frozen=True)
 class Prompt:
     "One prompt sent to an assistant: a claim filled into one role's template."
@@ -74,6 +69,7 @@ class Prompt:
     prompt_id: str = ""
     def __post_init__(self): _set_id(self, "prompt_id", self.claim_id, self.role, self.template_id, self.text)
 
+# %% ../nbs/00_core.ipynb #0249cace
 @dataclass(frozen=True)
 class Citation:
     "A source cited in an answer, numbered from 1 in order of first appearance."
@@ -81,6 +77,7 @@ class Citation:
     url: str
     title: str = ""
 
+# %% ../nbs/00_core.ipynb #0199f0ed
 @dataclass(frozen=True)
 class Segment:
     "A span of the answer and the citations that cover it; `uncited` segments are paired with all citations."
@@ -91,6 +88,7 @@ class Segment:
     uncited: bool = False
     span_source: str = ""  # how the span was found: highlight (the page's markup), hover (read by hovering its pill), sentence
 
+# %% ../nbs/00_core.ipynb #9cbad2dc
 @dataclass(frozen=True)
 class Conversation:
     "One assistant's answer to one prompt, with its citations and segment mapping."
@@ -114,6 +112,7 @@ class Conversation:
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 
+# %% ../nbs/00_core.ipynb #a0544302
 @dataclass(frozen=True)
 class SourceDoc:
     "A cited page as fetched and extracted; `presupplied` when an importer carried its text."
@@ -134,6 +133,7 @@ class SourceDoc:
     substantive: bool = False
     presupplied: bool = False
 
+# %% ../nbs/00_core.ipynb #f5df3203
 @dataclass(frozen=True)
 class DomainRating:
     "The credibility rating of one cited URL and the table or rule that decided it."
@@ -147,6 +147,7 @@ class DomainRating:
     decided_by: str
     outlet: str = ""  # the outlet the URL belongs to (most specific rating key's host, else the canonical host)
 
+# %% ../nbs/00_core.ipynb #1a6922e9
 @dataclass(frozen=True)
 class Unit:
     "A minimal unit of an answer with its label and position (so its segment and citations)."
@@ -163,6 +164,7 @@ class Unit:
     unit_id: str = ""
     def __post_init__(self): _set_id(self, "unit_id", self.conversation_id, self.unit_index, self.text)
 
+# %% ../nbs/00_core.ipynb #f22479bb
 @dataclass(frozen=True)
 class Judgment:
     "The judge's verdict on one unit against one evidence scope (all, credible, non_credible)."
@@ -181,6 +183,7 @@ RECORD_TYPES = {c.__name__: c for c in (Claim, Prompt, Citation, Segment, Conver
 class RecordError(ValueError):
     "Bad input: the message names the file, the row and the field."
 
+# %% ../nbs/00_core.ipynb #8107c12c
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
     "Yield a temporary path beside `path`; on success rename it over `path`, on failure remove it."
@@ -196,15 +199,18 @@ def atomic_path(path: str | Path):
         with contextlib.suppress(FileNotFoundError): os.unlink(tmp)
         raise
 
+# %% ../nbs/00_core.ipynb #d7254d6e
 def write_text(text: str, path: str | Path) -> Path:
     "Write `text` (UTF-8) atomically."
     with atomic_path(path) as tmp: Path(tmp).write_text(text, encoding="utf-8")
     return Path(path)
 
+# %% ../nbs/00_core.ipynb #1790e352
 def write_json(obj: Any, path: str | Path) -> Path:
     "Write `obj` as indented JSON atomically."
     return write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
 
+# %% ../nbs/00_core.ipynb #b5a1c281
 def to_plain(obj: Any) -> Any:
     "Dataclasses, tuples and numpy values as plain JSON-able Python."
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -215,12 +221,14 @@ def to_plain(obj: Any) -> Any:
     if hasattr(obj, "item") and not isinstance(obj, (str, bytes)): return obj.item()
     return obj
 
+# %% ../nbs/00_core.ipynb #5ce1e781
 def write_jsonl(records: Iterable[Any], path: str | Path) -> Path:
     "Write records (dataclasses or dicts) as JSON lines atomically."
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for r in records: f.write(json.dumps(to_plain(r), ensure_ascii=False, sort_keys=False) + "\n")
     return Path(path)
 
+# %% ../nbs/00_core.ipynb #bcecb5b4
 def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     "A DataFrame of dataclass records, its id column (if any) first."
     records = list(records)
@@ -231,6 +239,7 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
         df = df[ids + [c for c in cols if c not in ids]]
     return df
 
+# %% ../nbs/00_core.ipynb #e901ae80
 _FORMULA = re.compile(r"^[=+\-@\t\r]")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?$|^-+$")
 
@@ -239,9 +248,11 @@ def spreadsheet_safe(value):
     if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.match(value.strip()): return "'" + value
     return value
 
+# %% ../nbs/00_core.ipynb #23120668
 def _unsafe(value):
     return value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:]) and not _NUMBER.match(value[1:].strip()) else value
 
+# %% ../nbs/00_core.ipynb #60293061
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
     "Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made spreadsheet-safe."
     path = Path(path)
@@ -258,6 +269,7 @@ def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
         else: raise ValueError(f"{path}: unknown table format {path.suffix!r} (use .parquet, .csv or .jsonl)")
     return path
 
+# %% ../nbs/00_core.ipynb #ac97423c
 def read_table(path: str | Path) -> pd.DataFrame:
     "Read a .parquet, .csv or .jsonl table."
     path = Path(path)
@@ -275,6 +287,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         return pd.DataFrame(rows)
     raise ValueError(f"{path}: unknown table format {path.suffix!r}")
 
+# %% ../nbs/00_core.ipynb #164045e3
 def read_records(path: str | Path, cls: type) -> list:
     "Read a table or JSONL file into records of type `cls`, validating every row."
     path = Path(path)
@@ -301,6 +314,7 @@ def project_root() -> Path:
     if spec and spec.origin and (here := Path(spec.origin).resolve().parent.parent).joinpath("settings.ini").exists(): return here
     return cwd
 
+# %% ../nbs/00_core.ipynb #dbed046d
 def _coerce(v: str) -> Any:
     s = v.strip()
     if s.lower() in ("true", "yes", "on"): return True
@@ -310,6 +324,7 @@ def _coerce(v: str) -> Any:
         except ValueError: pass
     return s
 
+# %% ../nbs/00_core.ipynb #242b4547
 def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> dict[str, dict[str, Any]]:
     "Settings as {section: {key: value}}, with `overrides` ({'llm.model': ...} or {'llm': {...}}) applied."
     path = Path(path) if path else project_root() / "settings.ini"
@@ -327,168 +342,13 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
         else: raise KeyError(f"setting override {key!r}: use 'section.key' (sections: {', '.join(out)})")
     return out
 
+# %% ../nbs/00_core.ipynb #810c613d
 def resolve_path(settings: dict, p: str | Path) -> Path:
     "A path from settings, relative to the settings file's folder unless absolute."
     p = Path(p)
     return p if p.is_absolute() else Path(settings["paths"]["root"]) / p
 
-# %% ../nbs/00_core.ipynb #5c02b09a
-KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura", "tldextract",
-                "statsmodels", "seaborn", "faiss-cpu", "sentence-transformers", "torch", "llama-cpp-python", "papermill", "nbdev", "vllm")
-
+# %% ../nbs/00_core.ipynb #dc177627
 def now_iso() -> str:
     "The current UTC time, ISO 8601 with seconds."
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-def git_state(path: str | Path | None = None) -> dict:
-    "Commit and dirty flag of the git checkout at `path` (None values outside git)."
-    cwd = str(path or project_root())
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=10)
-        return {"commit": commit or None, "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
-    except (OSError, subprocess.SubprocessError): return {"commit": None, "dirty": None}
-
-def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | None]:
-    "Installed versions of `names` (None where not installed)."
-    out = {}
-    for n in names:
-        try: out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError: out[n] = None
-    return out
-
-def environment_info() -> dict:
-    "Python, platform, git state and package versions of this process."
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "git": git_state(), "packages": package_versions()}
-
-# %% ../nbs/00_core.ipynb #b0057a02
-def browser_host(host: str) -> str:
-    "A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode shown as Unicode."
-    import idna
-    from urllib.parse import unquote
-    h = unquote(host)
-    try: h = idna.uts46_remap(h, std3_rules=False, transitional=False)
-    except (idna.IDNAError, ValueError, UnicodeError) as e: raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
-    labels = h.rstrip(".").lower().split(".")
-    def uni(label):
-        if not label.startswith("xn--"): return label
-        try: return idna.decode(label)
-        except (idna.IDNAError, ValueError, UnicodeError): return label
-    return ".".join(uni(l) for l in labels)
-
-# %% ../nbs/00_core.ipynb #2b2cbff4
-class Run:
-    "A run folder `runs/<run_id>/` with its manifest."
-    def __init__(self, run_dir: str | Path):
-        self.dir = Path(run_dir)
-        self.run_id = self.dir.name
-
-    @classmethod
-    def open(cls, run_id: str, runs_dir: str | Path | None = None, parameters: dict | None = None) -> "Run":
-        "Open (or create) the run `run_id` under `runs_dir`, recording `parameters` in the manifest."
-        if not run_id or "/" in run_id or run_id.startswith("."): raise ValueError(f"run id {run_id!r}: use a plain folder name")
-        runs_dir = Path(runs_dir) if runs_dir else resolve_path(load_settings(), load_settings()["paths"]["runs_dir"])
-        run = cls(runs_dir / run_id)
-        run.dir.mkdir(parents=True, exist_ok=True)
-        def init(m):
-            m.setdefault("run_id", run_id)
-            m.setdefault("created_at", now_iso())
-            m.setdefault("stages", {})
-            m.setdefault("models", {})
-            if parameters is not None: m["parameters"] = to_plain(parameters)
-            m["groundbench_version"] = package_versions(["groundbench"])["groundbench"]
-            m["environment"] = environment_info()
-        run.update_manifest(init)
-        return run
-
-    @property
-    def manifest_path(self) -> Path: return self.dir / "manifest.json"
-
-    def manifest(self) -> dict:
-        "The manifest as a dict (empty if none yet)."
-        if not self.manifest_path.exists(): return {}
-        if self.manifest_path.is_dir(): raise RecordError(f"{self.manifest_path}: is a folder, not a manifest file")
-        try: m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as e: raise RecordError(f"{self.manifest_path}: not UTF-8 text (byte {e.start})") from None
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise RecordError(f"{self.manifest_path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None
-        if not isinstance(m, dict): raise RecordError(f"{self.manifest_path}: not a manifest (expected a JSON object, found {type(m).__name__})")
-        return m
-
-    def update_manifest(self, fn) -> dict:
-        "Apply `fn(manifest)` under a file lock and write the manifest atomically."
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / ".manifest.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            m = self.manifest()
-            fn(m)
-            m["updated_at"] = now_iso()
-            write_json(m, self.manifest_path)
-        return m
-
-    def stage_dir(self, stage: str) -> Path:
-        "The output folder of `stage` (created)."
-        d = self.dir / stage
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
-    def record_model(self, role: str, info: dict, smoke: bool = False):
-        "Record the model used for `role` (backend, name, revision); a smoke model marks the whole run as a smoke run."
-        def f(m):
-            m["models"][role] = {**to_plain(info), "smoke": smoke}
-            m["smoke_run"] = any(v.get("smoke") for v in m["models"].values())
-        self.update_manifest(f)
-
-    @property
-    def is_smoke(self) -> bool:
-        "True when any model of this run is a smoke model (its results must be labelled so)."
-        return bool(self.manifest().get("smoke_run"))
-
-    @contextlib.contextmanager
-    def stage(self, name: str, parameters: dict | None = None):
-        "Context for one stage execution: records times, status, counts and LLM usage in the manifest."
-        rec = StageRecord(name)
-        self.current_stage = name  # the LLM budget counts the other stages' spending, not this stage's earlier execution
-        started = now_iso(); t0 = time.perf_counter()
-        def begin(m):
-            st = m["stages"].setdefault(name, {"history": []})
-            st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
-        self.update_manifest(begin)
-        status, error, budget = "done", None, None
-        try: yield rec
-        except BaseException as e:
-            status, error = "failed", "".join(traceback.format_exception_only(type(e), e)).strip()
-            if type(e).__name__ == "BudgetExceeded" and isinstance(getattr(e, "info", None), dict):
-                budget = {k: v for k, v in e.info.items() if k != "llm"}
-                for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))  # what was paid
-            raise
-        finally:
-            entry = {"started_at": started, "finished_at": now_iso(), "seconds": round(time.perf_counter() - t0, 3),
-                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm, "stopped_by_budget": budget}
-            self.current_stage = None
-            def end(m):
-                st = m["stages"].setdefault(name, {"history": []})
-                st.update(entry)
-                st["history"].append(entry)
-            self.update_manifest(end)
-
-class StageRecord:
-    "What one stage execution reports: counts of what it made, LLM usage per step."
-    def __init__(self, name: str): self.name, self.counts, self.llm = name, {}, {}
-    def count(self, **kw): self.counts.update({k: to_plain(v) for k, v in kw.items()})
-    def add_llm(self, step: str, stats: dict): self.llm[step] = to_plain(stats)
-
-def stage_usage(manifest: dict) -> list[dict]:
-    "Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion tokens (every step summed)."
-    def num(x): return x if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
-    stages = manifest.get("stages", {}) if isinstance(manifest, dict) else None
-    if not isinstance(stages, dict): raise RecordError("manifest: field 'stages': not a mapping of stage names to records")
-    rows = []
-    for name, st in stages.items():
-        if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
-        llm = [v for v in (st.get("llm") or {}).values() if isinstance(v, dict)] if isinstance(st.get("llm") or {}, dict) else []
-        rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))), **{
-            out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
-                                                                    ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"))}))
-    return rows

@@ -31,6 +31,7 @@ class Chunk:
     start: int
     end: int
 
+# %% ../nbs/02_embed.ipynb #796706a8
 def chunk_text(text: str, size: int = 500) -> list[Chunk]:
     "Split `text` into chunks of at most `size` characters, breaking at whitespace where possible."
     if size < 1: raise ValueError(f"chunk size must be positive, got {size}")
@@ -60,6 +61,7 @@ def bundled_embedding_path() -> Path:
         for cfg in sorted(Path(d).rglob("config.json")): return cfg.parent
     raise FileNotFoundError(f"no model files inside {list(spec.submodule_search_locations)}")
 
+# %% ../nbs/02_embed.ipynb #f0af77cf
 class EmbeddingCache:
     "Vectors on disk in SQLite, keyed by (model, text hash)."
     def __init__(self, path: str | Path):
@@ -79,6 +81,7 @@ class EmbeddingCache:
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
         self.db.commit()
 
+# %% ../nbs/02_embed.ipynb #af24b5c2
 class Embedder:
     "A sentence-transformers model with a disk cache; `encode` returns normalised float32 vectors."
     def __init__(self, model: str = BUNDLED_EMBEDDING, cache: EmbeddingCache | None = None, batch_size: int = 64, device: str = "cpu"):
@@ -114,13 +117,16 @@ class Embedder:
         "Model name and local path, for the manifest."
         return {"model": self.model_name, "dim": self.dim}
 
+# %% ../nbs/02_embed.ipynb #745cc3e4
 def _truthy(v) -> bool: return str(v).strip().lower() in ("1", "true", "yes", "on")
 
+# %% ../nbs/02_embed.ipynb #5290bc4f
 def real_judge(settings: dict) -> bool:
     "True when the configured judge ([llm] model) is not one of the smoke models."
     smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
     return str(settings["llm"].get("model", "")) not in smoke
 
+# %% ../nbs/02_embed.ipynb #f449a4fc
 def embedder_from_settings(settings: dict | None = None, run=None, **overrides) -> Embedder:
     "The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the bundled one as smoke)."
     settings = settings or load_settings()
@@ -153,6 +159,7 @@ class VectorIndex:
         if self.n == 0: return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
         return self.index.search(queries, min(k, self.n))
 
+# %% ../nbs/02_embed.ipynb #0339d692
 def top_k_chunks(embedder: Embedder, queries: Sequence[str], chunks: Sequence[str], k: int = 5) -> list[list[tuple[int, float]]]:
     "For each query, the (chunk position, score) of its `k` most similar chunks, best first."
     if not chunks: return [[] for _ in queries]

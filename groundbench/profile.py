@@ -33,6 +33,7 @@ def rate_parts(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | Non
                                    "verified_units": g.verified}))
     return parts
 
+# %% ../nbs/68_profile.ipynb #2c250eec
 def profile_table(parts: list[pd.DataFrame]) -> pd.DataFrame:
     "The lenses side by side, one row per assistant, rounded as printed."
     if not parts: return pd.DataFrame()
@@ -40,6 +41,7 @@ def profile_table(parts: list[pd.DataFrame]) -> pd.DataFrame:
     p.index.name = "assistant"
     return p.reset_index().round(2)
 
+# %% ../nbs/68_profile.ipynb #f50270d2
 def build_profile(run_dir: str | Path) -> pd.DataFrame:
     "One row per assistant with every lens's headline number and its 95% half-width (NaN where a lens did not run)."
     d = Path(run_dir)
@@ -59,6 +61,7 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
         parts.append(pd.DataFrame.from_dict(rows, orient="index"))
     return profile_table(parts)
 
+# %% ../nbs/68_profile.ipynb #e59245a8
 def figure_profile(p: pd.DataFrame):
     "Assistants across lenses (0-100 scales; HS is not a percentage and is left out), with 95% intervals."
     import matplotlib; matplotlib.use("Agg")

@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .core import Conversation, Prompt, RecordError, Run, project_root, read_records, stage_usage, write_table, write_text
+from .core import Conversation, Prompt, RecordError, project_root, read_records, write_table, write_text
+from .runfolder import Run, stage_usage
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
@@ -80,9 +81,11 @@ class RunOutputs:
         "conversation_id, assistant, topic, role of every conversation."
         return self.conversations[["conversation_id", "assistant", "topic", "role"]]
 
+# %% ../nbs/80_report.ipynb #3bd0ee06
 def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
+# %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans = [], [], [], [], [], [], [], [], [], {}
@@ -124,6 +127,7 @@ def paper_assistant(name: str, mapping: dict | None = None) -> str | None:
     if a.startswith("qwen"): return "Qwen Chat"
     return None
 
+# %% ../nbs/80_report.ipynb #2230744f
 def load_paper_results(folder: str | Path | None = None) -> pd.DataFrame:
     "The published Tables 1 and 4 as tidy rows: metric, group, assistant, paper_pct, paper_ci95."
     folder = Path(folder) if folder else project_root() / "data" / "seed_study" / "paper_results"
@@ -132,6 +136,7 @@ def load_paper_results(folder: str | Path | None = None) -> pd.DataFrame:
     rows += [t4.assign(metric=m.upper(), paper_pct=t4[f"{m}_pct"], paper_ci95=t4[f"{m}_ci"]) for m in ("gs", "ncg", "cg")]
     return pd.concat(rows, ignore_index=True)[["metric", "group", "assistant", "paper_pct", "paper_ci95"]]
 
+# %% ../nbs/80_report.ipynb #5a7307cf
 def run_values(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> pd.DataFrame:
     "A run's CR, NCR and GS, NCG, CG in percent as the paper's printed tables compute them, tidy (metric, group, run_assistant, ...)."
     rows = []
@@ -146,11 +151,13 @@ def run_values(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | Non
                              run_ci95=100 * getattr(r, f"{m}_ci95"), run_n=r.responses_scored))
     return pd.DataFrame(rows, columns=["metric", "group", "run_assistant", "run_pct", "run_ci95", "run_n"])
 
+# %% ../nbs/80_report.ipynb #9c3a7572
 def within_ci(diff: pd.Series, h1: pd.Series, h2: pd.Series) -> tuple[pd.Series, np.ndarray]:
     "The combined 95% half-width sqrt(h1^2 + h2^2) and, per row, whether |diff| lies within it (yes, no, n/a when unknown)."
     tol = np.sqrt(h1 ** 2 + h2 ** 2)
     return tol, np.where(tol.notna() & diff.notna(), (diff.abs() <= tol).map({True: "yes", False: "no"}), "n/a")
 
+# %% ../nbs/80_report.ipynb #3ed21972
 def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None = None) -> pd.DataFrame:
     "Rows where the run has the paper's assistant and group: both values, difference (run - paper, points) and agreement within the combined 95% interval."
     cols = ["metric", "group", "assistant", "run_assistant", "paper_pct", "paper_ci95", "run_pct", "run_ci95", "run_n", "diff_pp", "within_ci"]
@@ -188,6 +195,7 @@ def _side(o: RunOutputs, name: str) -> pd.Series:
     have = sorted(set(o.run_ids) | set(c.assistant) | {f"{r}:{a}" for r, a in zip(c.run_id, c.assistant)})
     raise ValueError(f"compare: {name!r} is neither an assistant, a run id nor run:assistant of these runs (have: {', '.join(have)})")
 
+# %% ../nbs/80_report.ipynb #5c633933
 def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataFrame:
     "Side A vs side B: each metric and group with both values, half-widths, the difference and whether it is within the combined interval."
     from groundbench.credibility.metrics import table_1
@@ -307,6 +315,7 @@ def usage_table(manifests: dict) -> pd.DataFrame:
     "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
     return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid, m in manifests.items() for u in stage_usage(m)])
 
+# %% ../nbs/80_report.ipynb #0acdcada
 REPORT_CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
 nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:#f6f6f6;border-right:1px solid #ddd;padding:1em;font-size:13px;box-sizing:border-box}
@@ -364,6 +373,7 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
     parts.append("</main></body></html>")
     return "\n".join(parts)
 
+# %% ../nbs/80_report.ipynb #03c8e815
 def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None, mapping: dict | None = None,
                  title: str = "groundbench report", compare: Sequence[Sequence[str]] = ()) -> list[Path]:
     "Write every table (CSV, Markdown, LaTeX), figure (PNG, PDF) and index.html into `out_dir`; returns the paths written."

@@ -16,7 +16,8 @@ from typing import Sequence
 
 import yaml
 
-from .core import RecordError, Run, load_settings, project_root, resolve_path, stage_usage
+from .core import RecordError, load_settings, project_root, resolve_path
+from .runfolder import Run, stage_usage
 from .stages import COLLECT, CREDIBILITY, STAGES, default_kernel, stage, stage_parameters
 
 # %% auto #0
@@ -64,6 +65,7 @@ def declared_parameters(name: str) -> set[str]:
     "Names in the `parameters` cell of stage `name`."
     return set(stage_parameters(name))
 
+# %% ../nbs/89_runner.ipynb #1d8cfccf
 def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
     "Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file."
     declared = {s: declared_parameters(s) for s in spec.stages}
@@ -75,6 +77,7 @@ def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
 class StageFailed(RuntimeError):
     "A stage notebook raised; the message names the stage, the error and the executed notebook."
 
+# %% ../nbs/89_runner.ipynb #d4e231f6
 def say(text: str):
     "A line of the runner's progress, on standard error."
     print(text, file=sys.stderr, flush=True)

@@ -41,20 +41,24 @@ class MetricScore(pydantic.BaseModel):
     score: int = pydantic.Field(ge=1, le=5)
     justification: str = pydantic.Field(max_length=400)
 
+# %% ../nbs/60_sourcebench.ipynb #d2641595
 class ContentScores(pydantic.BaseModel):
     semantic_relevance: MetricScore
     factual_accuracy: MetricScore
     objectivity_tone: MetricScore
 
+# %% ../nbs/60_sourcebench.ipynb #f0886394
 class MetadataScores(pydantic.BaseModel):
     freshness: MetricScore
     author_accountability: MetricScore
     ownership_transparency: MetricScore
     domain_authority: MetricScore
 
+# %% ../nbs/60_sourcebench.ipynb #d1d8dd60
 class LayoutScores(pydantic.BaseModel):
     layout_ad_density: MetricScore
 
+# %% ../nbs/60_sourcebench.ipynb #ab23a7cd
 FIELDS = {"CR": ("content", "semantic_relevance"), "FA": ("content", "factual_accuracy"), "NE": ("content", "objectivity_tone"),
           "FR": ("metadata", "freshness"), "AA": ("metadata", "author_accountability"), "OA": ("metadata", "ownership_transparency"),
           "DA": ("metadata", "domain_authority"), "LC": ("layout", "layout_ad_density")}
@@ -75,6 +79,7 @@ def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
     template = max(sum(len(c) for _, c in load_prompt(f"sourcebench_{k}").messages) for k in MAX_TOKENS) // 4
     return max(1000, 4 * (ctx - template - max(MAX_TOKENS.values()) - 200))
 
+# %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None, progress: bool = True,
                 scoring: str = "script") -> pd.DataFrame:
     """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page text
@@ -122,6 +127,7 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["current_date"], out["scoring"], out["text_chars"] = today, scoring, text_chars
     return out
 
+# %% ../nbs/60_sourcebench.ipynb #7b5fa71a
 def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> pd.DataFrame:
     "Mean of each metric and of the weighted score over a system's pages, with pages scored and pages missing a score."
     g = scores.groupby(list(by))
@@ -162,6 +168,7 @@ def human_scores(path: str | Path) -> pd.DataFrame:
         out.append(rec)
     return pd.DataFrame(out)
 
+# %% ../nbs/60_sourcebench.ipynb #92a3ba27
 def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
     """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row with
     `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages compared."""

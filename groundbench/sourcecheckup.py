@@ -27,6 +27,7 @@ class Support(pydantic.BaseModel):
     supported: bool
     justification: str = pydantic.Field(max_length=400)
 
+# %% ../nbs/65_sourcecheckup.ipynb #6be4bfa8
 def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: dict) -> pd.DataFrame:
     "One row per response: citations, valid cited pages with text, and whether it is source-less (no valid cited page)."
     ok = sources[sources.valid.fillna(False).astype(bool) & sources.text.fillna("").astype(str).str.strip().ne("")]
@@ -37,6 +38,7 @@ def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: 
     r["sourceless"] = r.n_valid_sources.eq(0)
     return r
 
+# %% ../nbs/65_sourcecheckup.ipynb #3b4ca752
 def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     "Statement support (any source) and response support (all statements); source-less responses and their statements unsupported."
     ok = pairs[pairs.parse_status != "failed"]
@@ -54,9 +56,11 @@ def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame, responses: 
     resp["counted"] = resp.sourceless | resp.statements.gt(0)   # left out: valid sources but no statement
     return st, resp
 
+# %% ../nbs/65_sourcecheckup.ipynb #8338c79c
 def _pct(x: pd.Series) -> float:
     return round(100 * float(x.mean()), 1) if len(x) else np.nan
 
+# %% ../nbs/65_sourcecheckup.ipynb #f170ded2
 def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) -> pd.DataFrame:
     "Per assistant: URL validity, statement- and response-level support with and without source-less responses."
     rows = []
@@ -105,6 +109,7 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
                        justification=r.value["justification"] if r.value else "", parse_status=r.parse_status)
     return pd.DataFrame(rows, columns=cols)
 
+# %% ../nbs/65_sourcecheckup.ipynb #7ab51830
 def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str]:
     "The sample's ids: those with groundedness units, then source-less ones (shortest first: no judge call), then the rest; n=0: all."
     order = sorted(range(len(responses)), key=lambda i: (responses.conversation_id.iat[i] not in with_units,

@@ -33,6 +33,7 @@ class Output:
     smoke: bool = False
     formats: tuple[str, ...] = ("csv", "md", "tex")
 
+# %% ../nbs/03_tables.ipynb #f7759f9f
 _NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
 
 def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, list[str]]:
@@ -42,11 +43,13 @@ def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, li
     align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left" for c in shown.columns]
     return shown, align
 
+# %% ../nbs/03_tables.ipynb #f759dc5f
 def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
     "Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers right-aligned."
     shown, align = shown_cells(df, index)
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align) if len(shown.columns) else ""
 
+# %% ../nbs/03_tables.ipynb #99b71058
 def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_classes: list[str] | None = None) -> str:
     "An HTML table with the same cells as the Markdown one: caption above, numbers right-aligned, inside a box that scrolls sideways."
     import html as _h
@@ -58,6 +61,7 @@ def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_cla
     cap = f"<caption>{_h.escape(caption)}</caption>" if caption else ""
     return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
 
+# %% ../nbs/03_tables.ipynb #a1e01952
 def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False,
                       index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex")) -> list[Path]:
     "Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths."
@@ -75,6 +79,7 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True), paths[-1])
     return paths
 
+# %% ../nbs/03_tables.ipynb #35d660c9
 def figure_layout_problems(fig) -> list[str]:
     "Tick labels that overlap on any axis of `fig`, drawn at its own size (the size the report shows): [] when it reads."
     fig.canvas.draw()
@@ -86,6 +91,7 @@ def figure_layout_problems(fig) -> list[str]:
                     for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
     return out
 
+# %% ../nbs/03_tables.ipynb #fe93249a
 def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> list[Path]:
     "Save a matplotlib figure as PNG and PDF (atomically), marking smoke outputs."
     import matplotlib.pyplot as plt
@@ -99,11 +105,13 @@ def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> lis
     plt.close(fig)
     return paths
 
+# %% ../nbs/03_tables.ipynb #376fd71e
 def write_output(o: Output, out_dir: str | Path) -> list[Path]:
     "Write one `Output` (its table files or its figure files)."
     if o.table is not None: return write_table_files(o.table, out_dir, o.name, o.caption, o.smoke, o.index, o.formats)
     return save_figure(o.figure, out_dir, o.name, o.smoke)
 
+# %% ../nbs/03_tables.ipynb #94ee50a2
 def pm(v: float, half: float, digits: int = 2) -> str:
     "'82.42 ± 3.71' from a percentage and its half-width, with the paper's `digits`; '-' when there is no value."
     if v is None or v != v: return "-"

@@ -37,6 +37,7 @@ def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
     kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
     return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
 
+# %% ../nbs/70_validation.ipynb #c6216ed4
 def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str], predicted: str = "judge") -> pd.DataFrame:
     "Confusion matrix: rows = human labels, columns = the `predicted` labels (the judge's, or a baseline's)."
     return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"], colnames=[predicted], dropna=False)
@@ -63,6 +64,7 @@ def support_benchmark(claims: pd.DataFrame, sources: pd.DataFrame, per_system: i
         units.append(Unit(r.unit_key, 0, r.text, "Claim", citation_indices=tuple(idx), decontextualised=r.text))
     return units, c, pd.DataFrame(rows, columns=["conversation_id", "citation_index", "text", "score"])
 
+# %% ../nbs/70_validation.ipynb #99a466fa
 def validate_judge(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder, per_system: int = 0, top_k: int = 5,
                    progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     "Judge ExpertQA claims; returns (per-claim table, agreement per system and overall, confusion matrices)."
@@ -99,6 +101,7 @@ def validate_sourcecheckup(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM
         rows.append({"system": name, **agreement(k.gold, k.pred, SUPPORT_LABELS), "undecided": int(g.pred.isna().sum())})
     return c, pd.DataFrame(rows)
 
+# %% ../nbs/70_validation.ipynb #c81c9b8d
 def reliability_agreement(claims: pd.DataFrame, page_scores: pd.DataFrame | None, ratings: pd.DataFrame | None) -> pd.DataFrame:
     "Spearman correlation of expert source reliability with SourceBench DA, FA and our credibility score, over (claim, URL) pairs."
     from scipy.stats import spearmanr

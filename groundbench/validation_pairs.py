@@ -56,6 +56,7 @@ class PairColumns:
     split: str = ""
     id: str = ""
 
+# %% ../nbs/71_validation_pairs.ipynb #47c1d8ee
 def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None = None, dev_fraction: float = 0.5,
                seed: int = 0) -> tuple[pd.DataFrame, dict]:
     "Rows (pair_id, statement, evidence, label, gold, group, split) and counts; bad rows stop with file, row and column."
@@ -111,6 +112,7 @@ def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 100
     lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))) if boots else (nan, nan)
     return {**base, "balanced_accuracy": float(np.mean(recalls)), "kappa_low": lo, "kappa_high": hi}
 
+# %% ../nbs/71_validation_pairs.ipynb #de23ba26
 def confusion_table(gold: Sequence[str], pred: Sequence[str]) -> pd.DataFrame:
     "Rows: human labels; columns: predicted labels (both labels always present)."
     return confusion(gold, pred, LABELS, predicted="predicted")
@@ -122,11 +124,13 @@ _STOP = set("a an and are as at be been but by for from has have he her his i in
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.casefold()) if len(w) > 1 and w not in _STOP}
 
+# %% ../nbs/71_validation_pairs.ipynb #f1d5f446
 def word_overlap(statement: str, evidence: str) -> float:
     "Share of the statement's content words found in the evidence (0 when it has none)."
     s = _words(statement)
     return len(s & _words(evidence)) / len(s) if s else 0.0
 
+# %% ../nbs/71_validation_pairs.ipynb #312d47dc
 def embedding_cosine(pairs: pd.DataFrame, embedder, chunk_size: int = 500) -> np.ndarray:
     "Highest cosine between each statement and any chunk of its evidence."
     from groundbench.embed import chunk_text
@@ -139,6 +143,7 @@ def embedding_cosine(pairs: pd.DataFrame, embedder, chunk_size: int = 500) -> np
         out.append(float((cv[k:k + len(cs)] @ sv[i]).max())); k += len(cs)
     return np.asarray(out)
 
+# %% ../nbs/71_validation_pairs.ipynb #a5403a08
 def dev_threshold(scores: Sequence[float], gold: Sequence[str]) -> float:
     "The threshold (score >= t is supported) with the highest balanced accuracy on these (dev) rows; the lowest on ties."
     s, g = np.asarray(scores, dtype=float), np.asarray(gold, dtype=object)
@@ -158,6 +163,7 @@ def judge_pairs_labels(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, progr
     return pd.DataFrame({"judge_label": [j.label for j in js], "parse_status": [j.parse_status for j in js],
                          "pred": [JUDGE_TO_LABEL.get(j.label) if j.parse_status != "failed" else None for j in js]}, index=pairs.index)
 
+# %% ../nbs/71_validation_pairs.ipynb #3b19d4b3
 def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: int = 1000, seed: int = 0,
                    progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
     "(scored test rows, agreement per method and group, confusion matrices, thresholds) of the judge and both baselines."

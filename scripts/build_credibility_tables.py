@@ -3,13 +3,13 @@
 
     python scripts/build_credibility_tables.py [--out DIR]
 
-The cleaning rules are documented in nbs/41_credibility_ratings.ipynb (groundbench.credibility.ratings.build_derived_tables);
+The cleaning rules are documented in nbs/41_credibility_build.ipynb (groundbench.credibility.build.build_derived_tables);
 tests/test_credibility.py checks that the committed files are exactly what this script makes."""
 import argparse
 import json
 from pathlib import Path
 
-from groundbench.credibility.ratings import build_derived_tables
+from groundbench.credibility.build import build_derived_tables
 
 root = Path(__file__).resolve().parent.parent / "data" / "credibility"
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

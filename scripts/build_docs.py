@@ -28,7 +28,7 @@ NBS = ROOT / "nbs"
 SECTIONS = [("Foundations", ("00", "01", "02", "03", "04")), ("Claims", ("10",)), ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
             ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
             ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")), ("Validation", ("70", "71")),
-            ("Report and explorer", ("80", "85")), ("Cost before you run", ("88",)), ("Running a study", ("89", "90"))]
+            ("Report and explorer", ("80", "85")), ("Cost before you run", ("87", "88")), ("Running a study", ("89", "90"))]
 # figures of the report a stage notebook describes
 FIGURES = {"42_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"], "68_profile": ["figure_profile"]}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import ROOT
 
 PKG = ROOT / "groundbench"
-MODEL_MODULES = {"groundbench.llm", "groundbench.embed"}
+MODEL_MODULES = {"groundbench.llm", "groundbench.backends", "groundbench.embed"}
 
 
 def module_name(path: Path) -> str:

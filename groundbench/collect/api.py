@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers, citable_url, conversation_from_record,
                                       is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks, _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
-from ..llm import post_with_retries
+from ..backends import post_with_retries
 
 # %% auto #0
 __all__ = ['API_COLLECTORS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion',
@@ -52,6 +52,7 @@ def _is_link_span(span: str, url: str) -> bool:
     s = span.strip()
     return bool(s) and (s[0] in "([" or "](" in s or url.split("?")[0] in s or s.startswith("http"))
 
+# %% ../../nbs/26_collect_api.ipynb #9881a06b
 def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> ParsedAnswer:
     "A ParsedAnswer from output text and url_citation annotations (flat or nested under 'url_citation')."
     anns = []
@@ -74,6 +75,7 @@ def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> 
     spans = [(a["start_index"], a["end_index"], [i]) for a in anns if (i := cl.add(a["url"], a.get("title", "")))]
     return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text), rejected_urls=tuple(cl.rejected))
 
+# %% ../../nbs/26_collect_api.ipynb #9d61cd32
 def parse_openai_responses(data: dict) -> ParsedAnswer:
     "Parse a Responses API response (web_search tool)."
     texts, anns, off = [], [], 0
@@ -92,6 +94,7 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
                                reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""),
                                model_answered=data.get("model", ""))
 
+# %% ../../nbs/26_collect_api.ipynb #5711ea2c
 def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAnswer:
     "Parse a chat completion: OpenAI url_citation annotations, or Perplexity-style `citations` with [n] markers."
     msg = (data.get("choices") or [{}])[0].get("message") or {}
@@ -113,6 +116,7 @@ def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAn
     return dataclasses.replace(p, thinking=thought(rt, bool(msg.get("reasoning_steps") or msg.get("reasoning_content"))),
                                reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""))
 
+# %% ../../nbs/26_collect_api.ipynb #f1f9696c
 def parse_perplexity(data: dict) -> ParsedAnswer:
     "Parse a Perplexity Sonar chat completion."
     return parse_chat_completion(data, "perplexity-api")
@@ -155,6 +159,7 @@ class APICollector:
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
         return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
 
+# %% ../../nbs/26_collect_api.ipynb #76f0b471
 class OpenAIResponsesCollector(APICollector):
     "OpenAI Responses API with the web_search tool forced."
     provider, path, key_env = "openai-responses", "/responses", "OPENAI_API_KEY"
@@ -163,6 +168,7 @@ class OpenAIResponsesCollector(APICollector):
                 "include": ["web_search_call.action.sources"], **self.options}
     def parse(self, data): return parse_openai_responses(data)
 
+# %% ../../nbs/26_collect_api.ipynb #11c93161
 class PerplexityCollector(APICollector):
     "Perplexity Sonar chat completions."
     provider, key_env, default_base = "perplexity-api", "PERPLEXITY_API_KEY", "https://api.perplexity.ai"

@@ -30,6 +30,7 @@ def mark(n: int) -> str:
     "The in-text marker of citation `n` (nothing for 0: a link that is not a citation)."
     return f"{MARK_OPEN}{n}{MARK_CLOSE}" if n else ""
 
+# %% ../../nbs/21_collect_base.ipynb #8ec1a4ee
 def bracket_markers(text: str, n_citations: int) -> str:
     "Replace `[n]`, `[n, m]`, `[[n]]` and `[^n^]` citing an existing citation (1..n_citations) with markers."
     def sub(m):
@@ -37,6 +38,7 @@ def bracket_markers(text: str, n_citations: int) -> str:
         return "".join(mark(n) for n in nums) if all(1 <= n <= n_citations for n in nums) else m.group(0)
     return _BRACKETS.sub(sub, text)
 
+# %% ../../nbs/21_collect_base.ipynb #3d29e6e2
 def text_blocks(text: str) -> list[str]:
     "Paragraphs and list items of a plain or markdown answer (one block per non-empty line group)."
     blocks, cur = [], []
@@ -73,6 +75,7 @@ def _sentences(block: str) -> list[str]:
     out.append(block[start:])
     return [s for s in (x.strip() for x in out) if _MARK.sub("", s).strip()]
 
+# %% ../../nbs/21_collect_base.ipynb #1738235c
 def segment_blocks(blocks: Sequence[str], n_citations: int) -> tuple[str, tuple[Segment, ...]]:
     "Answer text (markers removed) and its segments from marked blocks, by the METHOD 1.2 rules."
     every = tuple(range(1, n_citations + 1))
@@ -140,6 +143,7 @@ class ParsedAnswer:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
         return json.dumps(to_plain(self), ensure_ascii=False, sort_keys=True, indent=1)
 
+# %% ../../nbs/21_collect_base.ipynb #3e0e07ce
 _REFUSAL = re.compile(r"^\s*(i'?m sorry,? but i (can'?t|cannot|won'?t)|i (can'?t|cannot|won'?t) (help|assist|provide|comply)|"
                       r"i'?m (not able|unable) to (help|assist|provide)|sorry, i (can'?t|cannot)|"
                       r"lo siento, (pero )?no puedo|je suis désolé,? (mais )?je ne peux pas|es tut mir leid, (aber )?ich kann|"
@@ -149,6 +153,7 @@ def is_refusal(text: str) -> bool:
     "True when the answer opens with a refusal formula (heuristic)."
     return bool(_REFUSAL.match(text.replace("’", "'")))
 
+# %% ../../nbs/21_collect_base.ipynb #c60acab0
 def citable_url(url) -> bool:
     "True for an absolute http(s) URL with a host: the only links that become citations (never javascript:, data:, file: or relative)."
     from urllib.parse import urlsplit
@@ -157,6 +162,7 @@ def citable_url(url) -> bool:
     except ValueError: return False
     return p.scheme.lower() in ("http", "https") and bool(p.netloc) and bool(p.hostname)
 
+# %% ../../nbs/21_collect_base.ipynb #bd9519ea
 def parsed_from_blocks(provider: str, blocks: Sequence[str], citations: Sequence[Citation], thinking: bool = False,
                        model_shown: str = "", panel: Sequence[Citation] = (), rejected: Sequence[str] = ()) -> ParsedAnswer:
     "A ParsedAnswer from marked blocks, with panel-only sources kept apart."
@@ -177,6 +183,7 @@ def clean_url(url: str) -> str:
     q = [(k, v) for k, v in parse_qsl(p.query, keep_blank_values=True) if not _TRACKING.match(k)]
     return urlunsplit((p.scheme, p.netloc, p.path, urlencode(q), p.fragment))
 
+# %% ../../nbs/21_collect_base.ipynb #d111783d
 class CitationList:
     "Distinct URLs numbered 1.. in order of first appearance; links that are not absolute http(s) URLs are kept apart in `rejected`."
     def __init__(self): self.items: list[Citation] = []; self._idx: dict[str, int] = {}; self.rejected: list[str] = []
@@ -223,6 +230,7 @@ class Archive:
         pat = f"records/{provider}/*.json" if provider else "records/*/*.json"
         return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(self.root.glob(pat))]
 
+# %% ../../nbs/21_collect_base.ipynb #3956f95c
 def conversation_from_record(rec: dict) -> Conversation:
     "The Conversation of an archive record."
     p = rec["parsed"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
+from fastcore.basics import patch
 
 from .base import Archive, CollectionError, ParsedAnswer, conversation_from_record
 from .page import (answer_selector, full_screenshot, load_ui_config, model_label_text,
@@ -48,6 +49,7 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
     if remote_url: return remote_driver(remote_url, opts)
     return webdriver.Chrome(service=Service(os.environ.get("GROUNDBENCH_CHROMEDRIVER", CHROMEDRIVER)), options=opts)
 
+# %% ../../nbs/22_collect_browser.ipynb #f29475c6
 def remote_driver(remote_url: str, options):
     "A driver on a Selenium Grid or any W3C WebDriver endpoint, with Chromium's DevTools and log commands (stream capture, screenshots)."
     from selenium import webdriver
@@ -75,252 +77,296 @@ class BrowserCollector:
         self.timeout_s = w.get("answer_timeout_s", 240) if timeout_s is None else timeout_s
         self._driver = driver
 
-    @property
-    def driver(self):
-        if self._driver is None:
-            sc = self.cfg.get("stream_capture")
-            self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc), remote_url=self.remote_url)
-            if sc:
-                from groundbench.collect.flows import install_stream_hook
-                install_stream_hook(self._driver, sc["url_contains"])
-        return self._driver
-
-    def close(self):
-        if self._driver is not None: self._driver.quit(); self._driver = None
-
-    def url(self) -> str:
-        "The start URL; with `base_url` (a local fixture) its host is replaced."
-        start = self.cfg["start_url"]
-        if not self.base_url: return start
-        from urllib.parse import urlsplit
-        p = urlsplit(start)
-        return self.base_url.rstrip("/") + (p.path or "/") + (f"?{p.query}" if p.query else "")
-
-    # -- small helpers over CSS selectors
-    def _find(self, key: str):
-        s = self.cfg["selectors"].get(key)
-        if not s: return None
-        from selenium.webdriver.common.by import By
-        els = self.driver.find_elements(By.CSS_SELECTOR, s)
-        return els[-1] if els else None
-
-    def _visible(self, key: str) -> bool:
-        el = self._find(key)
-        try: return bool(el and el.is_displayed())
-        except Exception: return False
-
-    def _page_text(self) -> str:
-        from selenium.webdriver.common.by import By
-        try: return self.driver.find_element(By.TAG_NAME, "body").text
-        except Exception: return ""
-
-    def _stop(self, why: str, archive: Archive, prompt_id: str):
-        shot = archive.put(full_screenshot(self.driver), "png")
-        raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {self.driver.current_url}; screenshot {archive.root / shot}). "
-                              "Nothing was lost: rerun to resume after fixing it.")
-
-    def check_page(self, archive: Archive, prompt_id: str):
-        "Stop on a login wall, captcha, rate limit or unknown page (texts matched outside the prompt and the answers)."
-        from groundbench.collect.flows import find_blocker
-        hit = find_blocker(self.driver, self.cfg, composer_usable=self._visible("prompt_box"))
-        if hit:
-            kind, what = hit
-            self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
-                        "captcha": "captcha or challenge: solve it in a visible window with the same profile, then rerun",
-                        "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]", archive, prompt_id)
-
-    def _visible_sel(self, s: str) -> bool:
-        from selenium.webdriver.common.by import By
-        return any(e.is_displayed() for e in self.driver.find_elements(By.CSS_SELECTOR, s))
-
-    def wait_for(self, cond, timeout: float, what: str, archive: Archive, prompt_id: str, poll: float = 0.2):
-        "Poll `cond()` until true; on timeout, check for blockers, then stop with `what`."
-        end, checked = time.time() + timeout, time.time()
-        while time.time() < end:
-            try:
-                if cond(): return
-            except Exception: pass
-            if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()  # a blocker that appears meanwhile
-            time.sleep(poll)
-        self.check_page(archive, prompt_id)
-        self._stop(f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
-
-    # -- steps an assistant module may refine
-    def run_flow(self, name: str, archive, prompt_id):
-        "Run one configured flow (notebook 28); a failed step stops with the flow, step and selector named."
-        from groundbench.collect.flows import FlowError, run_flow
-        try: return run_flow(self.driver, name, self.cfg["flows"][name], {"model": self.model})
-        except FlowError as e: self._stop(str(e), archive, prompt_id)
-
-    def select_model(self, archive, prompt_id):
-        "Pick `self.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
-        if self.model and (self.cfg.get("flows") or {}).get("model"): return self.run_flow("model", archive, prompt_id)
-        sel = self.cfg["selectors"]
-        if not self.model or not sel.get("model_switcher"): return
-        btn = self._find("model_switcher")
-        if btn is None: self._stop("no model switcher", archive, prompt_id)
-        if self.model.lower() in (btn.get_attribute("aria-label") or btn.text).lower(): return
-        btn.click()
-        from selenium.webdriver.common.by import By
-        self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive, prompt_id)
-        for it in self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]):
-            if it.text.strip().lower() == self.model.lower() or (it.get_attribute("data-model") or "").lower() == self.model.lower():
-                it.click(); return
-        self._stop(f"model {self.model!r} is not in the model menu", archive, prompt_id)
-
-    def set_toggles(self, archive, prompt_id):
-        "Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than `model`, then `toggles`."
-        for name in (self.cfg.get("flows") or {}):
-            if name != "model": self.run_flow(name, archive, prompt_id)
-        from selenium.webdriver.common.by import By
-        for t in self.cfg.get("toggles") or []:
-            els = self.driver.find_elements(By.CSS_SELECTOR, t["selector"])
-            if not els: self._stop(f"no {t['name']} toggle ({t['selector']})", archive, prompt_id)
-            attr, want = t.get("attr", "aria-pressed"), str(t["want"])
-            if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
-            self.wait_for(lambda: (self.driver.find_elements(By.CSS_SELECTOR, t["selector"])[-1].get_attribute(attr) or "") == want, 5,
-                          f"{t['name']} to be {want}", archive, prompt_id)
-
-    def after_answer(self, archive, prompt_id):
-        "Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and wait for its items."
-        sel = self.cfg["selectors"]
-        if not sel.get("panel_button"): return
-        from selenium.webdriver.common.by import By
-        btns = [b for b in self.driver.find_elements(By.CSS_SELECTOR, sel["panel_button"]) if b.is_displayed()]
-        if pat := self.cfg.get("panel_button_text"):
-            btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
-        if not btns: return  # an answer without sources has no panel
-        btns[-1].click()
-        end = time.time() + 10  # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
-        while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
-
-    def hover_spans(self) -> int:
-        "Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights (GPT-4o)."
-        hv, sel = self.cfg.get("hover") or {}, self.cfg["selectors"]
-        models = [m.lower() for m in hv.get("models", [])]
-        if not hv or not sel.get("highlight") or (models and (self.model or "").lower() not in models): return 0
-        from selenium.webdriver.common.action_chains import ActionChains
-        from selenium.webdriver.common.by import By
-        answer = self.driver.find_elements(By.CSS_SELECTOR, sel["answer"])[-1]
-        found = []
-        away = self._find("prompt_box")
-        for pill in answer.find_elements(By.CSS_SELECTOR, sel["citation"]):
-            try: ActionChains(self.driver).move_to_element(pill).perform()
-            except Exception: continue
-            end, got = time.time() + float(hv.get("wait_s", 1.0)), []
-            while time.time() < end and not got:
-                got = self.driver.execute_script(_READ_HIGHLIGHTS, answer, sel["highlight"]); time.sleep(0.05)
-            url = self.driver.execute_script(_PILL_URL, pill)  # a highlight without a URL covers the hovered pill's
-            found += [g[:3] + [g[3] or url] for g in got if g[:3] + [g[3] or url] not in found]
-            if away is not None: ActionChains(self.driver).move_to_element(away).perform()
-        time.sleep(0.1)
-        return int(self.driver.execute_script(_MARK_SPANS, answer, found) or 0)
-
-    def send_prompt(self, text: str, archive, prompt_id):
-        "Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's renderers)."
-        box = self._find("prompt_box")
-        box.click()
-        box.send_keys(text)
-        self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt_id)
-        any_answer = answer_selector(self.cfg)
-        n_before = len(self.driver.find_elements("css selector", any_answer))
-        self._find("send_button").click()
-        self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, self.cfg["waits"].get("start_timeout_s", 60),
-                      "the answer to start", archive, prompt_id)
-
-    def wait_answer(self, archive, prompt_id):
-        "Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable for `stable_s`."
-        sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
-        last, stable_since = None, time.time()
-        def done():
-            nonlocal last, stable_since
-            if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
-            if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
-            if sel.get("done") and self._find("done") is None: return False
-            txt = self.driver.find_elements("css selector", any_answer)[-1].text
-            if txt != last: last, stable_since = txt, time.time(); return False
-            return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
-        self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt_id)
-
-    def ask(self, prompt: Prompt, archive: Archive) -> dict:
-        "Collect one prompt; returns its archive record."
-        sel, w = self.cfg["selectors"], self.cfg["waits"]
-        started = now_iso()
-        self.driver.get(self.url())
-        end = time.time() + w.get("page_timeout_s", 30)
-        while time.time() < end and self._find("prompt_box") is None:
-            self.check_page(archive, prompt.prompt_id)
-            time.sleep(0.2)
-        self.check_page(archive, prompt.prompt_id)
-        if self._find("prompt_box") is None: self._stop("unknown page: no prompt box", archive, prompt.prompt_id)
-        self.select_model(archive, prompt.prompt_id)
-        self.set_toggles(archive, prompt.prompt_id)
-        self.send_prompt(prompt.text, archive, prompt.prompt_id)
-        self.wait_answer(archive, prompt.prompt_id)
-        self.check_page(archive, prompt.prompt_id)
-        self.after_answer(archive, prompt.prompt_id)
-        extra = self.enrich_answer(archive)
-        hovered = self.hover_spans()
-        html = self.driver.execute_script("return document.documentElement.outerHTML")
-        thinking = bool(sel.get("thinking_done") and self._find("thinking_done") is not None)
-        model_shown = self.visible_model()
-        parsed = parse_answer_html(html, self.cfg, thinking=thinking, model_shown=model_shown)
-        answered = parsed.model_answered or model_shown
-        mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
-        return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown, "prompt_id": prompt.prompt_id,
-                "prompt_text": prompt.text, "html": archive.put(html, "html"), "screenshot": archive.put(full_screenshot(self.driver), "png"),
-                "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(),
-                "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered, "renderer": parsed.renderer,
-                "model_answered": answered, "model_mismatch": mismatch, "app_version": self.app_version(), **extra}
-
-    def app_version(self) -> str:
-        "The app version or build the page exposes (`app_version_script` in the YAML), or ''."
-        js = self.cfg.get("app_version_script")
-        if not js: return ""
-        try: return str(self.driver.execute_script(js) or "")[:100]
-        except Exception: return ""
-
-    def enrich_answer(self, archive) -> dict:
-        "Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was found."
-        from groundbench.collect.flows import assign_stream_urls, captured_stream, fallback_notice, resolve_popovers, stream_sources
-        from selenium.webdriver.common.by import By
-        out = {}
-        answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
-        if not answers: return out
-        if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
+# %% ../../nbs/22_collect_browser.ipynb #168db187
+@patch(as_prop=True)
+def driver(self: BrowserCollector):
+    if self._driver is None:
         sc = self.cfg.get("stream_capture")
+        self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc), remote_url=self.remote_url)
         if sc:
-            body = captured_stream(self.driver, sc["url_contains"])
-            srcs = stream_sources(body, sc.get("sources_path", "choices.0.delta.extra.web_search_info")) if body else []
-            out["stream"] = {"body": archive.put(body, "txt") if body else "", "sources": len(srcs),
-                             "pills_resolved": assign_stream_urls(self.driver, answers[-1], self.cfg, srcs) if srcs else 0}
-        if notice := fallback_notice(self.driver, self.cfg): out["model_fallback_notice"] = notice
-        return out
+            from groundbench.collect.flows import install_stream_hook
+            install_stream_hook(self._driver, sc["url_contains"])
+    return self._driver
 
-    def visible_model(self) -> str:
-        "The model name the page shows."
-        el = self._find("model_label")
-        if el is None: return ""
-        return model_label_text(el.get_attribute(self.cfg.get("model_label_attr", "data-model")) or el.text or "")
+# %% ../../nbs/22_collect_browser.ipynb #abb1d98c
+@patch
+def close(self: BrowserCollector):
+    if self._driver is not None: self._driver.quit(); self._driver = None
 
-    def collect(self, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
-        "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
-        todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
+# %% ../../nbs/22_collect_browser.ipynb #a8834e00
+@patch
+def url(self: BrowserCollector) -> str:
+    "The start URL; with `base_url` (a local fixture) its host is replaced."
+    start = self.cfg["start_url"]
+    if not self.base_url: return start
+    from urllib.parse import urlsplit
+    p = urlsplit(start)
+    return self.base_url.rstrip("/") + (p.path or "/") + (f"?{p.query}" if p.query else "")
+
+# %% ../../nbs/22_collect_browser.ipynb #44c1dbfb
+# -- small helpers over CSS selectors
+@patch
+def _find(self: BrowserCollector, key: str):
+    s = self.cfg["selectors"].get(key)
+    if not s: return None
+    from selenium.webdriver.common.by import By
+    els = self.driver.find_elements(By.CSS_SELECTOR, s)
+    return els[-1] if els else None
+
+# %% ../../nbs/22_collect_browser.ipynb #22cb456f
+@patch
+def _visible(self: BrowserCollector, key: str) -> bool:
+    el = self._find(key)
+    try: return bool(el and el.is_displayed())
+    except Exception: return False
+
+# %% ../../nbs/22_collect_browser.ipynb #6550f1f6
+@patch
+def _page_text(self: BrowserCollector) -> str:
+    from selenium.webdriver.common.by import By
+    try: return self.driver.find_element(By.TAG_NAME, "body").text
+    except Exception: return ""
+
+# %% ../../nbs/22_collect_browser.ipynb #f1ac6ed6
+@patch
+def _stop(self: BrowserCollector, why: str, archive: Archive, prompt_id: str):
+    shot = archive.put(full_screenshot(self.driver), "png")
+    raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {self.driver.current_url}; screenshot {archive.root / shot}). "
+                          "Nothing was lost: rerun to resume after fixing it.")
+
+# %% ../../nbs/22_collect_browser.ipynb #37ae6f4f
+@patch
+def check_page(self: BrowserCollector, archive: Archive, prompt_id: str):
+    "Stop on a login wall, captcha, rate limit or unknown page (texts matched outside the prompt and the answers)."
+    from groundbench.collect.flows import find_blocker
+    hit = find_blocker(self.driver, self.cfg, composer_usable=self._visible("prompt_box"))
+    if hit:
+        kind, what = hit
+        self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
+                    "captcha": "captcha or challenge: solve it in a visible window with the same profile, then rerun",
+                    "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]", archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #efef993b
+@patch
+def _visible_sel(self: BrowserCollector, s: str) -> bool:
+    from selenium.webdriver.common.by import By
+    return any(e.is_displayed() for e in self.driver.find_elements(By.CSS_SELECTOR, s))
+
+# %% ../../nbs/22_collect_browser.ipynb #6d053be0
+@patch
+def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: Archive, prompt_id: str, poll: float = 0.2):
+    "Poll `cond()` until true; on timeout, check for blockers, then stop with `what`."
+    end, checked = time.time() + timeout, time.time()
+    while time.time() < end:
         try:
-            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
-                rec = self.ask(p, archive)
-                if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
-                    time.sleep(self.delay_s); rec = self.ask(p, archive)
-                if rec.get("model_mismatch") and self.on_model_mismatch != "record":
-                    raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says {rec['model_answered']!r} "
-                                          f"answered{' (again, after a retry)' if self.on_model_mismatch == 'retry' else ''}"
-                                          f"{': ' + rec['model_fallback_notice'] if rec.get('model_fallback_notice') else ''}. "
-                                          "Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
-                archive.save_record(self.provider, p.prompt_id, rec)
-                if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
-        finally: self.close()
-        return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
+            if cond(): return
+        except Exception: pass
+        if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()  # a blocker that appears meanwhile
+        time.sleep(poll)
+    self.check_page(archive, prompt_id)
+    self._stop(f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
 
+# %% ../../nbs/22_collect_browser.ipynb #5cb8719c
+# -- steps an assistant module may refine
+@patch
+def run_flow(self: BrowserCollector, name: str, archive, prompt_id):
+    "Run one configured flow (notebook 28); a failed step stops with the flow, step and selector named."
+    from groundbench.collect.flows import FlowError, run_flow
+    try: return run_flow(self.driver, name, self.cfg["flows"][name], {"model": self.model})
+    except FlowError as e: self._stop(str(e), archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #0176c815
+@patch
+def select_model(self: BrowserCollector, archive, prompt_id):
+    "Pick `self.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
+    if self.model and (self.cfg.get("flows") or {}).get("model"): return self.run_flow("model", archive, prompt_id)
+    sel = self.cfg["selectors"]
+    if not self.model or not sel.get("model_switcher"): return
+    btn = self._find("model_switcher")
+    if btn is None: self._stop("no model switcher", archive, prompt_id)
+    if self.model.lower() in (btn.get_attribute("aria-label") or btn.text).lower(): return
+    btn.click()
+    from selenium.webdriver.common.by import By
+    self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive, prompt_id)
+    for it in self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]):
+        if it.text.strip().lower() == self.model.lower() or (it.get_attribute("data-model") or "").lower() == self.model.lower():
+            it.click(); return
+    self._stop(f"model {self.model!r} is not in the model menu", archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #93e1539d
+@patch
+def set_toggles(self: BrowserCollector, archive, prompt_id):
+    "Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than `model`, then `toggles`."
+    for name in (self.cfg.get("flows") or {}):
+        if name != "model": self.run_flow(name, archive, prompt_id)
+    from selenium.webdriver.common.by import By
+    for t in self.cfg.get("toggles") or []:
+        els = self.driver.find_elements(By.CSS_SELECTOR, t["selector"])
+        if not els: self._stop(f"no {t['name']} toggle ({t['selector']})", archive, prompt_id)
+        attr, want = t.get("attr", "aria-pressed"), str(t["want"])
+        if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
+        self.wait_for(lambda: (self.driver.find_elements(By.CSS_SELECTOR, t["selector"])[-1].get_attribute(attr) or "") == want, 5,
+                      f"{t['name']} to be {want}", archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #4066ab28
+@patch
+def after_answer(self: BrowserCollector, archive, prompt_id):
+    "Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and wait for its items."
+    sel = self.cfg["selectors"]
+    if not sel.get("panel_button"): return
+    from selenium.webdriver.common.by import By
+    btns = [b for b in self.driver.find_elements(By.CSS_SELECTOR, sel["panel_button"]) if b.is_displayed()]
+    if pat := self.cfg.get("panel_button_text"):
+        btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
+    if not btns: return  # an answer without sources has no panel
+    btns[-1].click()
+    end = time.time() + 10  # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
+    while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
+
+# %% ../../nbs/22_collect_browser.ipynb #76a27896
+@patch
+def hover_spans(self: BrowserCollector) -> int:
+    "Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights (GPT-4o)."
+    hv, sel = self.cfg.get("hover") or {}, self.cfg["selectors"]
+    models = [m.lower() for m in hv.get("models", [])]
+    if not hv or not sel.get("highlight") or (models and (self.model or "").lower() not in models): return 0
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    answer = self.driver.find_elements(By.CSS_SELECTOR, sel["answer"])[-1]
+    found = []
+    away = self._find("prompt_box")
+    for pill in answer.find_elements(By.CSS_SELECTOR, sel["citation"]):
+        try: ActionChains(self.driver).move_to_element(pill).perform()
+        except Exception: continue
+        end, got = time.time() + float(hv.get("wait_s", 1.0)), []
+        while time.time() < end and not got:
+            got = self.driver.execute_script(_READ_HIGHLIGHTS, answer, sel["highlight"]); time.sleep(0.05)
+        url = self.driver.execute_script(_PILL_URL, pill)  # a highlight without a URL covers the hovered pill's
+        found += [g[:3] + [g[3] or url] for g in got if g[:3] + [g[3] or url] not in found]
+        if away is not None: ActionChains(self.driver).move_to_element(away).perform()
+    time.sleep(0.1)
+    return int(self.driver.execute_script(_MARK_SPANS, answer, found) or 0)
+
+# %% ../../nbs/22_collect_browser.ipynb #e1ee3267
+@patch
+def send_prompt(self: BrowserCollector, text: str, archive, prompt_id):
+    "Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's renderers)."
+    box = self._find("prompt_box")
+    box.click()
+    box.send_keys(text)
+    self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt_id)
+    any_answer = answer_selector(self.cfg)
+    n_before = len(self.driver.find_elements("css selector", any_answer))
+    self._find("send_button").click()
+    self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, self.cfg["waits"].get("start_timeout_s", 60),
+                  "the answer to start", archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #18cc0d43
+@patch
+def wait_answer(self: BrowserCollector, archive, prompt_id):
+    "Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable for `stable_s`."
+    sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
+    last, stable_since = None, time.time()
+    def done():
+        nonlocal last, stable_since
+        if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
+        if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
+        if sel.get("done") and self._find("done") is None: return False
+        txt = self.driver.find_elements("css selector", any_answer)[-1].text
+        if txt != last: last, stable_since = txt, time.time(); return False
+        return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
+    self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt_id)
+
+# %% ../../nbs/22_collect_browser.ipynb #547182ad
+@patch
+def ask(self: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
+    "Collect one prompt; returns its archive record."
+    sel, w = self.cfg["selectors"], self.cfg["waits"]
+    started = now_iso()
+    self.driver.get(self.url())
+    end = time.time() + w.get("page_timeout_s", 30)
+    while time.time() < end and self._find("prompt_box") is None:
+        self.check_page(archive, prompt.prompt_id)
+        time.sleep(0.2)
+    self.check_page(archive, prompt.prompt_id)
+    if self._find("prompt_box") is None: self._stop("unknown page: no prompt box", archive, prompt.prompt_id)
+    self.select_model(archive, prompt.prompt_id)
+    self.set_toggles(archive, prompt.prompt_id)
+    self.send_prompt(prompt.text, archive, prompt.prompt_id)
+    self.wait_answer(archive, prompt.prompt_id)
+    self.check_page(archive, prompt.prompt_id)
+    self.after_answer(archive, prompt.prompt_id)
+    extra = self.enrich_answer(archive)
+    hovered = self.hover_spans()
+    html = self.driver.execute_script("return document.documentElement.outerHTML")
+    thinking = bool(sel.get("thinking_done") and self._find("thinking_done") is not None)
+    model_shown = self.visible_model()
+    parsed = parse_answer_html(html, self.cfg, thinking=thinking, model_shown=model_shown)
+    answered = parsed.model_answered or model_shown
+    mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
+    return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown, "prompt_id": prompt.prompt_id,
+            "prompt_text": prompt.text, "html": archive.put(html, "html"), "screenshot": archive.put(full_screenshot(self.driver), "png"),
+            "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(),
+            "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered, "renderer": parsed.renderer,
+            "model_answered": answered, "model_mismatch": mismatch, "app_version": self.app_version(), **extra}
+
+# %% ../../nbs/22_collect_browser.ipynb #87f18cb9
+@patch
+def app_version(self: BrowserCollector) -> str:
+    "The app version or build the page exposes (`app_version_script` in the YAML), or ''."
+    js = self.cfg.get("app_version_script")
+    if not js: return ""
+    try: return str(self.driver.execute_script(js) or "")[:100]
+    except Exception: return ""
+
+# %% ../../nbs/22_collect_browser.ipynb #3b48c27f
+@patch
+def enrich_answer(self: BrowserCollector, archive) -> dict:
+    "Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was found."
+    from groundbench.collect.flows import assign_stream_urls, captured_stream, fallback_notice, resolve_popovers, stream_sources
+    from selenium.webdriver.common.by import By
+    out = {}
+    answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
+    if not answers: return out
+    if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
+    sc = self.cfg.get("stream_capture")
+    if sc:
+        body = captured_stream(self.driver, sc["url_contains"])
+        srcs = stream_sources(body, sc.get("sources_path", "choices.0.delta.extra.web_search_info")) if body else []
+        out["stream"] = {"body": archive.put(body, "txt") if body else "", "sources": len(srcs),
+                         "pills_resolved": assign_stream_urls(self.driver, answers[-1], self.cfg, srcs) if srcs else 0}
+    if notice := fallback_notice(self.driver, self.cfg): out["model_fallback_notice"] = notice
+    return out
+
+# %% ../../nbs/22_collect_browser.ipynb #93082ec2
+@patch
+def visible_model(self: BrowserCollector) -> str:
+    "The model name the page shows."
+    el = self._find("model_label")
+    if el is None: return ""
+    return model_label_text(el.get_attribute(self.cfg.get("model_label_attr", "data-model")) or el.text or "")
+
+# %% ../../nbs/22_collect_browser.ipynb #390d8360
+@patch
+def collect(self: BrowserCollector, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
+    "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
+    todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
+    try:
+        for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
+            rec = self.ask(p, archive)
+            if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
+                time.sleep(self.delay_s); rec = self.ask(p, archive)
+            if rec.get("model_mismatch") and self.on_model_mismatch != "record":
+                raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says {rec['model_answered']!r} "
+                                      f"answered{' (again, after a retry)' if self.on_model_mismatch == 'retry' else ''}"
+                                      f"{': ' + rec['model_fallback_notice'] if rec.get('model_fallback_notice') else ''}. "
+                                      "Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
+            archive.save_record(self.provider, p.prompt_id, rec)
+            if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
+    finally: self.close()
+    return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
+
+# %% ../../nbs/22_collect_browser.ipynb #e4943596
 _BLOCKS = "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, pre"
 # every highlight now in the answer: [block index, start, end, cited URL], offsets in the block's text
 _READ_HIGHLIGHTS = """
@@ -352,11 +398,13 @@ def _model_key(name: str) -> str:
     k = k[len("chatgpt"):] if k.startswith("chatgpt") else k
     return k[3:] if k.startswith("gpt") else k
 
+# %% ../../nbs/22_collect_browser.ipynb #dfa64758
 def same_model(asked: str, answered: str, aliases: dict | None = None) -> bool:
     "True when the page's answering model is the one asked for (or one the YAML's `model_aliases` accepts for it): gpt-4o-mini is not gpt-4o."
     ok = {_model_key(asked), *(_model_key(a) for a in (aliases or {}).get(asked, []))}
     return _model_key(answered) in ok
 
+# %% ../../nbs/22_collect_browser.ipynb #d3c66c86
 def reparse_record(rec: dict, archive: Archive, cfg: dict) -> ParsedAnswer:
     "Parse an archived page again, offline."
     html = archive.read(rec["html"]).decode("utf-8")

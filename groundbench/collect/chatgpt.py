@@ -24,6 +24,7 @@ class ChatGPTCollector(BrowserCollector):
     def __init__(self, model: str = "gpt-4o", config: str | Path | dict = "chatgpt", **kw):
         super().__init__(config, model=CHATGPT_MODELS.get(model.lower(), model), **kw)
 
+# %% ../../nbs/23_collect_chatgpt.ipynb #984e3087
 def parse_chatgpt(html: str, config: str | Path | dict = "chatgpt") -> ParsedAnswer:
     "Parse an archived ChatGPT page (the last answer on it), offline."
     return parse_page(html, config)

@@ -34,6 +34,7 @@ class ExpertQAImport:
     claims: pd.DataFrame
     counts: dict
 
+# %% ../../nbs/27_collect_expertqa.ipynb #e799c18c
 def _rows(folder: Path):
     for name in EXPERTQA_FILES:
         p = folder / name
@@ -44,6 +45,7 @@ def _rows(folder: Path):
                 try: yield p, i, json.loads(line)
                 except json.JSONDecodeError as e: raise RecordError(f"{p}: line {i}: not valid JSON ({e.msg})") from None
 
+# %% ../../nbs/27_collect_expertqa.ipynb #6ca10faa
 def import_expertqa(folder: str | Path | None = None, systems: list[str] | None = None) -> ExpertQAImport:
     "Read ExpertQA's answer files into conversations, sources and expert labels."
     if folder is None: s = load_settings(); folder = resolve_path(s, s["paths"]["expertqa"])

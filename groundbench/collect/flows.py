@@ -33,12 +33,14 @@ class StepResult:
     detail: str = ""
     optional: bool = False
 
+# %% ../../nbs/28_collect_flows.ipynb #693e3c59
 class FlowError(RuntimeError):
     "A flow step that failed; its result names the flow, step and selector."
     def __init__(self, result: StepResult):
         super().__init__(f"flow {result.flow!r}: step {result.step} ({result.selector}) failed: {result.detail}")
         self.result = result
 
+# %% ../../nbs/28_collect_flows.ipynb #61ad5a6e
 def _els(driver, selector: str, visible: bool = True) -> list:
     from selenium.webdriver.common.by import By
     els = driver.find_elements(By.CSS_SELECTOR, selector)
@@ -50,13 +52,16 @@ def _els(driver, selector: str, visible: bool = True) -> list:
         except Exception: pass
     return out
 
+# %% ../../nbs/28_collect_flows.ipynb #c1000d96
 def _norm(s: str) -> str: return re.sub(r"\s+", " ", (s or "")).strip().casefold()
 
+# %% ../../nbs/28_collect_flows.ipynb #623504a7
 def _text_match(el, text: str) -> bool:
     t = _norm(el.text or el.get_attribute("aria-label") or el.get_attribute("data-model") or "")
     want = _norm(text)
     return t == want or t.startswith(want + " ") or t.startswith(want + "\n") or (el.get_attribute("data-model") or "").casefold() == want
 
+# %% ../../nbs/28_collect_flows.ipynb #b8f19e69
 def _wait(cond, timeout: float, poll: float = 0.1):
     end = time.time() + timeout
     while True:
@@ -67,15 +72,20 @@ def _wait(cond, timeout: float, poll: float = 0.1):
         if time.time() >= end: return None
         time.sleep(poll)
 
+# %% ../../nbs/28_collect_flows.ipynb #b7125018
 def _first_selector(step: dict) -> str:
     k = next(iter(k for k in step if k != "optional"))
     v = step[k]
     if k == "first_of": return _first_selector(v[0][0]) if v and v[0] else ""
     return v if isinstance(v, str) else (v.get("selector", "") if isinstance(v, dict) else "")
 
+# %% ../../nbs/28_collect_flows.ipynb #7c1a093a
 def _when(alt) -> str: return alt["when"] if isinstance(alt, dict) else (_first_selector(alt[0]) if alt else "")
+
+# %% ../../nbs/28_collect_flows.ipynb #69de9ae2
 def _steps(alt) -> list: return alt["steps"] if isinstance(alt, dict) else alt
 
+# %% ../../nbs/28_collect_flows.ipynb #3d89142b
 def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = None, timeout: float = 10.0,
              strict: bool = True) -> list[StepResult]:
     "Run a flow's steps; returns what each did. With `strict`, the first failed required step raises FlowError."
@@ -157,6 +167,7 @@ def page_text_outside(driver, cfg: dict) -> str:
     try: return driver.execute_script(_OUTSIDE_TEXT, drop) or ""
     except Exception: return ""
 
+# %% ../../nbs/28_collect_flows.ipynb #5ee35147
 def find_blocker(driver, cfg: dict, composer_usable: bool) -> tuple[str, str] | None:
     "(kind, what matched) of the first blocker on the page, or None."
     text = page_text_outside(driver, cfg).casefold()
@@ -172,6 +183,7 @@ def find_blocker(driver, cfg: dict, composer_usable: bool) -> tuple[str, str] | 
             if t.casefold() in text: return kind, f"text {t!r}"
     return None
 
+# %% ../../nbs/28_collect_flows.ipynb #ef9148ca
 def fallback_notice(driver, cfg: dict) -> str:
     "A notice that the page answered with another model than the one picked (ChatGPT's plan limit), or ''."
     text = page_text_outside(driver, cfg)
@@ -227,6 +239,7 @@ def _dig(d, path: str):
         else: return None
     return d
 
+# %% ../../nbs/28_collect_flows.ipynb #f3213db7
 def stream_sources(body: str, path: str = "choices.0.delta.extra.web_search_info") -> list[dict]:
     "The sources (url, title, hostname) of a server-sent-events body, in order, each URL once."
     out, seen = [], set()
@@ -240,6 +253,7 @@ def stream_sources(body: str, path: str = "choices.0.delta.extra.web_search_info
                 seen.add(s["url"]); out.append({"url": s["url"], "title": s.get("title", ""), "hostname": s.get("hostname", "")})
     return out
 
+# %% ../../nbs/28_collect_flows.ipynb #eec8dee2
 _STREAM_HOOK = """(() => {
   const want = %s; window.__groundbench_streams = [];
   const f = window.fetch;
@@ -266,6 +280,7 @@ def install_stream_hook(driver, url_contains: str):
     "Before any page script runs (DevTools `Page.addScriptToEvaluateOnNewDocument`), tee every fetch or XHR response whose URL contains `url_contains`."
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _STREAM_HOOK % json.dumps(url_contains)})
 
+# %% ../../nbs/28_collect_flows.ipynb #305af82a
 def captured_stream(driver, url_contains: str, wait_s: float = 3.0) -> str:
     "The body of the last response whose URL contains `url_contains`: from the tee, else from the DevTools network log ('' if none)."
     got = _wait(lambda: [r["body"] for r in (driver.execute_script("return window.__groundbench_streams || []") or [])
@@ -287,10 +302,12 @@ def captured_stream(driver, url_contains: str, wait_s: float = 3.0) -> str:
         return body
     return ""
 
+# %% ../../nbs/28_collect_flows.ipynb #9729f0bd
 def _label(s: str) -> str:
     s = _norm(s)
     return s[4:] if s.startswith("www.") else s
 
+# %% ../../nbs/28_collect_flows.ipynb #3ac98ddb
 def assign_stream_urls(driver, answer, cfg: dict, sources: list[dict]) -> int:
     "Write stream sources' URLs onto the answer's pills (k-th pill of a host = k-th source of that host); returns how many."
     from selenium.webdriver.common.by import By
@@ -316,6 +333,7 @@ def _row(kind, name, selector="", ok=True, count=0, detail="", required=False) -
     return dict(kind=kind, name=name, selector=selector, status="ok" if ok else ("FAILED" if required else "missing"), count=count,
                 detail=detail, required=required)
 
+# %% ../../nbs/28_collect_flows.ipynb #73915a9e
 def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
     "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
     from groundbench.collect.base import Archive, CollectionError
@@ -384,6 +402,7 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
     (out_dir / "doctor.json").write_text(json.dumps({"ok": ok, "rows": rows, "url": d.current_url}, indent=1, ensure_ascii=False), encoding="utf-8")
     return rows, ok
 
+# %% ../../nbs/28_collect_flows.ipynb #928665ee
 def doctor_table(rows: list[dict]) -> str:
     "The doctor's rows as a plain-text table."
     w = [max(len(str(r[k])) for r in rows + [{k: k}]) for k in ("kind", "name", "status", "count")]

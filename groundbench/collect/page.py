@@ -49,6 +49,7 @@ def _leaf_blocks(root: Tag) -> list[Tag]:
     found = root.find_all(BLOCK_TAGS)
     return [b for b in found if not b.find(BLOCK_TAGS)] or [root]
 
+# %% ../../nbs/21_collect_page.ipynb #22af6f46
 def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: CitationList) -> str:
     out = []
     def walk(node):
@@ -72,6 +73,7 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
     walk(block)
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
+# %% ../../nbs/21_collect_page.ipynb #73802ac9
 def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
     "Remove highlight delimiters; return plain-marked blocks and highlight spans (block, start, end, citations, source)."
     clean_blocks, spans, pos = [], [], 0
@@ -97,14 +99,17 @@ def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
         clean_blocks.append(plain)
     return clean_blocks, spans
 
+# %% ../../nbs/21_collect_page.ipynb #30d4db49
 def answer_selectors(cfg: dict) -> list[str]:
     "The answer selector of the base configuration and of every other renderer the YAML lists."
     return [cfg["selectors"]["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if (r.get("selectors") or {}).get("answer")]]
 
+# %% ../../nbs/21_collect_page.ipynb #2f43fbb0
 def answer_selector(cfg: dict) -> str:
     "One CSS selector matching an answer in any of the page's renderers."
     return ", ".join(answer_selectors(cfg))
 
+# %% ../../nbs/21_collect_page.ipynb #6d63bd13
 def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
     "The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the base one."
     for r in cfg.get("renderers") or []:
@@ -113,10 +118,12 @@ def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
             return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")}, "selectors": sel}, r["name"]
     return cfg, cfg.get("renderer", "default")
 
+# %% ../../nbs/21_collect_page.ipynb #ed51623c
 def _top_level(tags: list[Tag]) -> list[Tag]:
     ids = set(map(id, tags))
     return [t for t in tags if not any(id(p) in ids for p in t.parents)]
 
+# %% ../../nbs/21_collect_page.ipynb #8013a4fe
 def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
     "Move each pill that sits outside every text block (a badge after its paragraph: a div cannot be inside a p) to the end of the block before it."
     blocks = [b for body in bodies for b in _leaf_blocks(body)]
@@ -127,6 +134,7 @@ def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
         before = [b for b in blocks if order.get(id(b), -1) < order[id(p)]]
         if before: before[-1].append(p.extract())
 
+# %% ../../nbs/21_collect_page.ipynb #ce833f86
 def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_shown: str = "") -> ParsedAnswer:
     "Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page shows."
     soup = BeautifulSoup(html, "html.parser")
@@ -180,16 +188,19 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
     return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected),
                         len(unresolved), renderer, (holder.get(attr) or "") if holder is not None else "")
 
+# %% ../../nbs/21_collect_page.ipynb #8775fd5a
 def model_label_text(label: str) -> str:
     "The model name in a switcher label ('Model selector, current model is GPT-4o' -> 'GPT-4o')."
     label = (label or "").strip()
     m = re.search(r"current model is\s+(.+)$", label, re.I)
     return m.group(1).strip() if m else label
 
+# %% ../../nbs/21_collect_page.ipynb #f03838f3
 def parse_page(html: str, config: str | Path | dict) -> ParsedAnswer:
     "Parse an archived page with an assistant's configuration (a bundled name such as 'chatgpt', a YAML path, or a loaded dict)."
     return parse_answer_html(html, config if isinstance(config, dict) else load_ui_config(config))
 
+# %% ../../nbs/21_collect_page.ipynb #982beffb
 def merge_explicit(text: str, segs: Sequence[Segment], spans: Sequence[tuple[int, int, list[int]]], n: int) -> tuple[Segment, ...]:
     "Sentence segments, with every sentence that overlaps a highlighted span replaced by the span itself."
     exp = span_segments(text, spans, n)
@@ -208,11 +219,13 @@ def panel_sources(soup: BeautifulSoup, cfg: dict) -> list[Citation]:
         if url and citable_url(url): out.append(Citation(len(out) + 1, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
     return out
 
+# %% ../../nbs/21_collect_page.ipynb #e48a1412
 def _host(url: str) -> str:
     from urllib.parse import urlsplit
     h = (urlsplit(url).hostname or "").lower()
     return h[4:] if h.startswith("www.") else h
 
+# %% ../../nbs/21_collect_page.ipynb #09631dcf
 URL_ATTR = "data-groundbench-urls"  # where the collector writes the URLs it read from a pill's popover or the answer's stream
 
 def url_attrs(cfg: dict) -> list[str]:
@@ -220,6 +233,7 @@ def url_attrs(cfg: dict) -> list[str]:
     a = cfg.get("citation_url_attr") or []
     return [x for x in ([a] if isinstance(a, str) else a) if x]
 
+# %% ../../nbs/21_collect_page.ipynb #01f0e27e
 def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
     "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
     for attr in [URL_ATTR, *url_attrs(cfg)]:

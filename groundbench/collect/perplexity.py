@@ -22,6 +22,7 @@ class PerplexityBrowserCollector(BrowserCollector):
     def __init__(self, model: str = "", config: str | Path | dict = "perplexity", **kw):
         super().__init__(config, model=model, **kw)
 
+# %% ../../nbs/24_collect_perplexity.ipynb #0d0df53a
 def parse_perplexity_html(html: str, config: str | Path | dict = "perplexity") -> ParsedAnswer:
     "Parse an archived Perplexity page (last answer and its sources panel), offline."
     return parse_page(html, config)

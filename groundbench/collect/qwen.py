@@ -22,6 +22,7 @@ class QwenCollector(BrowserCollector):
     def __init__(self, model: str = "Qwen3-235B-A22B", config: str | Path | dict = "qwen", **kw):
         super().__init__(config, model=model, **kw)
 
+# %% ../../nbs/25_collect_qwen.ipynb #1123b89e
 def parse_qwen(html: str, config: str | Path | dict = "qwen") -> ParsedAnswer:
     "Parse an archived Qwen Chat page (last answer and its sources drawer), offline."
     return parse_page(html, config)

@@ -43,10 +43,12 @@ def make_collector(source: str, provider: str, model: str = "", base_url: str | 
         return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options)
     raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
 
+# %% ../../nbs/20_collect.ipynb #7eb36650
 def worker_of(prompt_id: str, workers: int) -> int:
     "The worker (0..workers-1) that collects `prompt_id` when several split one prompt set: a stable hash, the same on every machine."
     return int(hashlib.sha256(prompt_id.encode()).hexdigest(), 16) % workers
 
+# %% ../../nbs/20_collect.ipynb #b6689603
 def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
     "`n` items spread evenly over the groups of `key` (round robin over a seeded hash order); all when n <= 0."
     if n <= 0 or n >= len(items): return list(items)
@@ -59,6 +61,7 @@ def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
             if groups[g] and len(out) < n: out.append(groups[g].pop(0))
     return out
 
+# %% ../../nbs/20_collect.ipynb #bec26705
 def _spread_order(keys: list) -> list:
     "Groups ordered so that consecutive ones share as few key components as possible (topics and roles alternate)."
     used, order, rest = Counter(), [], list(keys)
@@ -68,6 +71,7 @@ def _spread_order(keys: list) -> list:
         rest.remove(best); order.append(best); used.update(comps(best))
     return order
 
+# %% ../../nbs/20_collect.ipynb #4020e07a
 def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     "Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected links, refusals, thinking."
     rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations), "segments": len(c.segments),

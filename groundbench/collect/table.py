@@ -85,6 +85,7 @@ class TableMapping:
 # %% ../../nbs/29_collect_table.ipynb #a1c29008
 def _norm(name: str) -> str: return " ".join(str(name).split()).casefold()
 
+# %% ../../nbs/29_collect_table.ipynb #894c4ad5
 def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple[int, dict]]]:
     "(column names, [(row number, row dict)]) of a CSV, TSV, JSONL, JSON, Parquet or Excel file."
     path = Path(path)
@@ -130,6 +131,7 @@ def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], lis
     if dup: raise RecordError(f"{path}: row 1: columns {dup} appear more than once (after collapsing spaces and case)")
     return cols, [(start + i, dict(zip(cols, r))) for i, r in enumerate(df.itertuples(index=False, name=None))]
 
+# %% ../../nbs/29_collect_table.ipynb #cd73bb26
 def find_column(cols: Sequence[str], name: str, path, fieldname: str) -> tuple[str, tuple[str, ...]]:
     "(column, nested keys) of mapped `name`: exact, then whitespace-collapsed and case-insensitive, then a dotted JSON path."
     if name in cols: return name, ()
@@ -144,6 +146,7 @@ def find_column(cols: Sequence[str], name: str, path, fieldname: str) -> tuple[s
     raise RecordError(f"{path}: field {fieldname!r}: no column {name!r} (columns: {', '.join(repr(c) for c in cols[:30])})"
                       + (f"; did you mean {near}?" if near else ""))
 
+# %% ../../nbs/29_collect_table.ipynb #32ffa1eb
 def _value(row: dict, col: tuple[str, tuple[str, ...]]):
     v = row.get(col[0])
     for k in col[1]:
@@ -151,6 +154,7 @@ def _value(row: dict, col: tuple[str, tuple[str, ...]]):
     if v is None or (isinstance(v, float) and v != v): return None
     return v
 
+# %% ../../nbs/29_collect_table.ipynb #8889eb7a
 def _text(v) -> str:
     if v is None: return ""
     if hasattr(v, "tolist"): v = v.tolist()
@@ -171,6 +175,7 @@ def split_cell(v) -> list:
         if isinstance(out, list): return out
     return [t.rstrip(",") for t in re.split(r"\s*;\s*|,\s+|\s+", s) if t.rstrip(",")]
 
+# %% ../../nbs/29_collect_table.ipynb #9992c2cb
 def url_items(v, url_key: str = "url", title_key: str = "title") -> list[tuple[Any, str]]:
     "(url, title) of each item of a cell of cited URLs."
     out = []
@@ -201,6 +206,7 @@ def digit_markers(digits: str, n: int) -> tuple[list[int], bool]:
     if not found: return [], False
     return found[0], len(found) > 1
 
+# %% ../../nbs/29_collect_table.ipynb #75f08843
 def _glued_ok(text: str, m: re.Match) -> bool:
     i = m.start()
     prev = text[:i]
@@ -210,6 +216,7 @@ def _glued_ok(text: str, m: re.Match) -> bool:
     w = word.group(1)
     return len(w) >= 2 and not any(ch.isdigit() for ch in w) and not w.isupper()
 
+# %% ../../nbs/29_collect_table.ipynb #cd22d949
 def read_markers(text: str, n: int, kinds: Sequence[str], counts: Counter | None = None) -> str:
     "`text` with the inline markers of `kinds` naming citations 1..n replaced by groundbench markers; found markers counted in `counts`."
     counts = counts if counts is not None else Counter()
@@ -251,14 +258,17 @@ def _labels(url: str) -> list[str]:
     labels = [l for l in host.split(".") if l and l not in ("www", "m", "en", "com", "org", "net", "gov", "edu", "int", "co", "uk", "ac")]
     return [re.sub(r"[^a-z0-9]", "", l) for l in labels]
 
+# %% ../../nbs/29_collect_table.ipynb #070b1145
 def _initials(name: str) -> set[str]:
     words = re.findall(r"[a-z0-9]+", name.lower())
     return {"".join(w[0] for w in words if w not in stop) for stop in ((), ("and", "the"), ("of", "the", "and", "for"))} - {""}
 
+# %% ../../nbs/29_collect_table.ipynb #09e247c7
 def _subsequence(short: str, long: str) -> bool:
     it = iter(long)
     return all(ch in it for ch in short)
 
+# %% ../../nbs/29_collect_table.ipynb #31af4d34
 def match_publisher(name: str, citations: Sequence[Citation]) -> int:
     "The index of the first citation whose host or title names publisher `name` (0: none)."
     key = re.sub(r"[^a-z0-9]", "", re.sub(r"\s*\+\d+$", "", name).lower())
@@ -273,6 +283,7 @@ def match_publisher(name: str, citations: Sequence[Citation]) -> int:
             if t(c): return c.index
     return 0
 
+# %% ../../nbs/29_collect_table.ipynb #b6ee1f42
 def publisher_lines(text: str, citations: Sequence[Citation], counts: Counter | None = None) -> str:
     "`text` with publisher-name lines replaced by markers after the line before them; unmatched ones removed and counted."
     counts = counts if counts is not None else Counter()
@@ -296,6 +307,7 @@ def publisher_lines(text: str, citations: Sequence[Citation], counts: Counter | 
 class BadRow(RecordError):
     "A row that cannot be imported; the message names the file, row and column."
 
+# %% ../../nbs/29_collect_table.ipynb #8822e858
 @dataclass
 class TableImport:
     "An import: prompts, conversations, one metadata row per answer, rejected rows and counts."
@@ -305,6 +317,7 @@ class TableImport:
     rejected: pd.DataFrame
     counts: dict
 
+# %% ../../nbs/29_collect_table.ipynb #c1799407
 @dataclass
 class _Answer:
     rows: list[int]
@@ -316,6 +329,7 @@ class _Answer:
     panel: list[tuple[str, str]] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
+# %% ../../nbs/29_collect_table.ipynb #2367679a
 def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) -> Iterator[_Answer]:
     cols, rows = read_rows(path, m.encoding)
     col = {f: find_column(cols, c, path, f) for f, c in m.columns().items()}
@@ -361,6 +375,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             rejected.append({"file": str(path), "row": rowno, "reason": str(e).split(": ", 2)[-1] if str(e).startswith(str(path)) else str(e)})
     yield from order
 
+# %% ../../nbs/29_collect_table.ipynb #da2087c6
 def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> tuple[Prompt, Conversation, dict]:
     cl = CitationList()
     for u, t in a.cites: cl.add(u, t)
@@ -414,6 +429,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
     return TableImport(list(prompts.values()), convs, answers, rej, c)
 
+# %% ../../nbs/29_collect_table.ipynb #72fd7582
 def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: bool = False) -> TableImport:
     "Several files, each `{path: ..., <mapping fields>}` (a relative path from the working folder, else from `base`), as one import."
     if isinstance(specs, dict): specs = [specs]

@@ -28,15 +28,18 @@ def _label(r: pd.DataFrame) -> pd.Series:
     unrated = r.decided_by.astype(str).eq("unrated") | r.decided_by.astype(str).str.startswith("invalid URL")
     return r.label.astype(str).where(~unrated, "unrated")
 
+# %% ../../nbs/43_credibility_audit.ipynb #c29b1c70
 def _rated(rater: Rater, urls: pd.Series) -> pd.DataFrame:
     r = rater.rate_many(urls.to_numpy())
     return pd.DataFrame({"host": r.host.astype(str).str.removeprefix("www."), "label": _label(r).to_numpy(),
                          "category": r.category.astype(str).to_numpy(), "decided_by": r.decided_by.astype(str).to_numpy()})
 
+# %% ../../nbs/43_credibility_audit.ipynb #aba5764e
 def _distinct(urls: Sequence[str]) -> tuple[pd.Series, pd.Series]:
     counts = pd.Series(list(urls), dtype=object).value_counts(dropna=False)
     return pd.Series(counts.index, dtype=object), pd.Series(counts.to_numpy())
 
+# %% ../../nbs/43_credibility_audit.ipynb #4e880d8a
 def rules_audit(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path | None = None, rules="full",
                 satire_category_as_satire: bool = False) -> pd.DataFrame:
     "Every cited host whose label differs between the table alone, the authors' lists and the run's rules."
@@ -51,6 +54,7 @@ def rules_audit(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path 
     out = out[["host", "citations", *views, *[f"{v}_by" for v in views]]]
     return out.sort_values(["citations", "host"], ascending=[False, True]).reset_index(drop=True)
 
+# %% ../../nbs/43_credibility_audit.ipynb #8faff193
 def _moves(a: pd.DataFrame, b: pd.DataFrame, n: pd.Series) -> dict:
     "Citations and hosts whose label differs from a to b, and where they go."
     moved = a.label.ne(b.label)
@@ -62,6 +66,7 @@ def _moves(a: pd.DataFrame, b: pd.DataFrame, n: pd.Series) -> dict:
             "to_unrated": int(n[moved & b.label.eq("unrated")].sum()),
             "top_hosts": "; ".join(f"{h} ({c})" for h, c in hosts.head(5).items())}
 
+# %% ../../nbs/43_credibility_audit.ipynb #64fa78d0
 def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path | None = None, rules="full",
                  satire_category_as_satire: bool = False) -> pd.DataFrame:
     "Per rule family: citations whose label it changes added alone to the table, and removed alone from the run's rules."
@@ -97,6 +102,7 @@ def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
         if whose == "ours": on.append(fam); steps.append((fam, tuple(on), "skip", what))
     return steps
 
+# %% ../../nbs/43_credibility_audit.ipynb #e9f5f5aa
 def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | None = None,
                 satire_category_as_satire: bool = False) -> pd.DataFrame:
     """Per correction step (`correction_steps`) and assistant: citations it moves (newly classified, to unrated, to credible,
@@ -125,6 +131,7 @@ def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | 
         prev = lab
     return pd.DataFrame(rows).round({"cr": 2, "ncr": 2, "cr_conv": 2, "ncr_conv": 2})
 
+# %% ../../nbs/43_credibility_audit.ipynb #49f95c6e
 def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
     "Per assistant: CR and NCR (%) under the authors' code (`paper`) and under `full`, both estimators, and the differences."
     first, last = corr.groupby("assistant").head(1).set_index("assistant"), corr.groupby("assistant").tail(1).set_index("assistant")
@@ -136,6 +143,7 @@ def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
     for c in out.columns[:-1]: out[c] = out[c].map(lambda v: "-" if v != v else f"{v:.2f}")
     return out.reset_index().rename(columns={"assistant": "Assistant"})
 
+# %% ../../nbs/43_credibility_audit.ipynb #953ce4df
 def corrections_headline(corr: pd.DataFrame, rule_set: str) -> list[str]:
     "One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full`."
     first, last = corr.groupby("assistant").head(1), corr.groupby("assistant").tail(1).set_index("assistant")

@@ -30,6 +30,7 @@ def assistant_name(c: Conversation) -> str:
     if c.provider == "expertqa": return c.model
     return f"{c.provider} {c.model}".strip() if c.model and c.model.lower() not in c.provider.lower() else c.provider
 
+# %% ../../nbs/42_credibility_metrics.ipynb #aee8067a
 def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rater) -> pd.DataFrame:
     "Rated citations: conversation, assistant, topic, role, thinking, url, and the DomainRating fields."
     pr = {p.prompt_id: p for p in prompts}
@@ -45,6 +46,7 @@ def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rat
     out["classified"] = out.decided_by.ne("unrated") & ~out.decided_by.astype(str).str.startswith("invalid URL")
     return out
 
+# %% ../../nbs/42_credibility_metrics.ipynb #47354108
 def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt]) -> pd.DataFrame:
     "One row per conversation: assistant, topic, role, thinking, refused, words, citations."
     pr = {p.prompt_id: p for p in prompts}
@@ -65,6 +67,7 @@ def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     half = z * math.sqrt(pc * (1 - pc) / nc)
     return max(0.0, pc - half), min(1.0, pc + half)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #c5d8a34c
 def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: int = 0,
                     alpha: float = 0.05) -> tuple[float, float]:
     "Percentile interval of sum(num)/sum(den) resampling the rows (conversations) with replacement."
@@ -77,6 +80,7 @@ def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: 
     lo, hi = np.nanpercentile(r, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(lo), float(hi)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #cee319f4
 def mean_ci95(x: np.ndarray) -> tuple[float, float]:
     "Mean and 1.96 standard errors (sample SD, ddof=1) of `x`; (nan, nan) when empty, half-width nan for one value."
     x = np.asarray(x, float)
@@ -84,6 +88,7 @@ def mean_ci95(x: np.ndarray) -> tuple[float, float]:
     if len(x) == 1: return (float(x[0]), float("nan"))
     return float(x.mean()), float(1.96 * x.std(ddof=1) / np.sqrt(len(x)))
 
+# %% ../../nbs/42_credibility_metrics.ipynb #cbe1ad49
 UNRATED_CONVERSATIONS = {"skip": "left out of the per-conversation mean (ours: no classified citation, no rate)",
                          "zero": "counted with CR = NCR = 0 (the authors' code: `... if sources else 0.0`)"}
 
@@ -127,6 +132,7 @@ def _order(values, first: Sequence[str]) -> list:
     vals = [v for v in dict.fromkeys(values) if v not in ("", None) and v == v]
     return [v for v in first if v in vals] + sorted(v for v in vals if v not in first)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #7bade0ff
 def _role_mean(parts: list[pd.DataFrame], o: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     "Overall per-conversation rates as the printed Table 1 has them: the mean of the two role rows, where both exist."
     roles = next((p for p in parts if p.breakdown.iloc[0] == "role"), None)
@@ -141,6 +147,7 @@ def _role_mean(parts: list[pd.DataFrame], o: pd.DataFrame, keys: list[str]) -> p
         o.at[i, "conv_overall"] = "mean of the two role rows"
     return o
 
+# %% ../../nbs/42_credibility_metrics.ipynb #cdadf37b
 def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] = (),
                     unrated_conversations: str = "skip") -> pd.DataFrame:
     """CR/NCR (both estimators) by topic, by role and overall per assistant (and `extra` columns): tidy, paper order.
@@ -158,11 +165,13 @@ def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] 
     parts.append(_role_mean(parts, o, ["assistant", *extra]))
     return pd.concat(parts, ignore_index=True)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #593862ae
 def _cell(r, m: str, estimator: str) -> str:
     if estimator == "conversation": return pm(100 * getattr(r, f"{m}_conv"), 100 * getattr(r, f"{m}_conv_ci95"))
     v, lo, hi = getattr(r, m), getattr(r, f"{m}_ac_low"), getattr(r, f"{m}_ac_high")
     return pm(100 * v, 100 * (hi - lo) / 2)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #4ed120bf
 def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") -> pd.DataFrame:
     "Paper layout of rate tables: one row per group, a CR and an NCR column per `column` value (percent, two decimals)."
     if estimator not in ESTIMATORS: raise ValueError(f"estimator {estimator!r}: use {', '.join(ESTIMATORS)}")
@@ -174,12 +183,14 @@ def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") ->
     w.columns = [f"{a} {m}" for a, m in w.columns]
     return w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
 
+# %% ../../nbs/42_credibility_metrics.ipynb #1ed83ea9
 def table_1(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip"
             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     "Table 1: (tidy rates with both estimators, paper layout per conversation as printed, paper layout pooled)."
     tidy = rate_breakdowns(cit, n_boot, unrated_conversations=unrated_conversations)
     return tidy, wide_rates(tidy, "conversation"), wide_rates(tidy, "pooled")
 
+# %% ../../nbs/42_credibility_metrics.ipynb #607761d1
 TABLE_2_ROWS = {"conversations": "Conversations", "total_sources": "Total sources", "unique_domains": "Unique domains",
                 "avg_sources_per_chat": "Avg. sources per chat", "refused_responses": "Refused responses",
                 "avg_response_words": "Avg. response length (words)", "fc_citations_pct": "Overall FC citations (%)",
@@ -202,18 +213,21 @@ def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
                      "social_media_citations_pct": 100 * (c.category == "social_media").sum() / n})
     return pd.DataFrame(rows, columns=["assistant", *TABLE_2_ROWS])
 
+# %% ../../nbs/42_credibility_metrics.ipynb #b814e321
 def _t2fmt(metric: str, v: float) -> str:
     if metric in ("conversations", "total_sources", "unique_domains", "refused_responses"): return f"{int(v):,}"
     if metric in ("avg_sources_per_chat", "avg_response_words"): return f"{v:,.0f}"
     if metric == "chats_with_disinfo_pct": return f"{round(v, 1):g}"   # the paper prints 14, 15, 3.5, 4
     return f"{v:.1f}"
 
+# %% ../../nbs/42_credibility_metrics.ipynb #5fcfa68e
 def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
     "Table 2 as the paper prints it: one row per measure, one column per assistant."
     v = table_2_values(cit, conv).set_index("assistant")
     return pd.DataFrame({a: [_t2fmt(m, v.loc[a, m]) for m in TABLE_2_ROWS] for a in v.index},
                         index=pd.Index(list(TABLE_2_ROWS.values()), name="Measure")).reset_index()
 
+# %% ../../nbs/42_credibility_metrics.ipynb #2f499d37
 def table_3(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip") -> tuple[pd.DataFrame, pd.DataFrame]:
     "Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was recorded."
     with_thinking = cit.groupby("assistant").thinking.any()
@@ -231,6 +245,7 @@ def table_3(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = 
              for m in ("Thinking", "Non-Thinking") for x in ("CR", "NCR")]
     return tidy.drop(columns="column"), w[["Group"] + [o for o in order if o in w.columns]]
 
+# %% ../../nbs/42_credibility_metrics.ipynb #ed3dba68
 def outlet_names(root=None) -> dict[str, str]:
     "Readable outlet names (curated/outlet_names.csv: key -> name) for Table 11."
     from groundbench.credibility.ratings import credibility_root
@@ -238,6 +253,7 @@ def outlet_names(root=None) -> dict[str, str]:
     f = Path(root or credibility_root()) / "curated" / "outlet_names.csv"
     return dict(pd.read_csv(f, keep_default_na=False).itertuples(index=False)) if f.exists() else {}
 
+# %% ../../nbs/42_credibility_metrics.ipynb #3cc7bd9a
 def top_outlets(cit: pd.DataFrame, k: int, noncredible: bool = False, names: dict | None = None) -> pd.DataFrame:
     "Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet, name, count."
     c = cit[cit.classified & (cit.score < 0)] if noncredible else cit
@@ -249,6 +265,7 @@ def top_outlets(cit: pd.DataFrame, k: int, noncredible: bool = False, names: dic
     t["name"] = [(names or {}).get(o, o) for o in t.outlet]
     return t[["assistant", "rank", "outlet", "name", "count"]].reset_index(drop=True)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #9f64c7ba
 def wide_ranks(t: pd.DataFrame, site: str = "name") -> pd.DataFrame:
     "Paper layout of Tables 11 and 12: one row per rank, a domain and a count column per assistant."
     if t.empty: return pd.DataFrame(columns=["Rank"])
@@ -259,6 +276,7 @@ def wide_ranks(t: pd.DataFrame, site: str = "name") -> pd.DataFrame:
         if col.endswith("Count"): w[col] = w[col].map(lambda v: "" if v != v else f"{int(v)}")
     return w.fillna("").reset_index().rename(columns={"rank": "Rank"})
 
+# %% ../../nbs/42_credibility_metrics.ipynb #108771b6
 def table_13(cit: pd.DataFrame) -> pd.DataFrame:
     "Table 13: disinformation citations per topic, per assistant and in total (citations without a topic in one row)."
     d = cit[cit.category == "disinformation"].assign(topic=lambda x: x.topic.fillna("").replace("", "(no topic)"))
@@ -288,6 +306,7 @@ def figure_2(cit: pd.DataFrame):
     ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8, title="label")
     return fig, share.reset_index()
 
+# %% ../../nbs/42_credibility_metrics.ipynb #efb41284
 def figure_9(cit: pd.DataFrame):
     "Figure 9: source categories per assistant, with the disinformation share."
     import matplotlib; matplotlib.use("Agg")
@@ -315,6 +334,7 @@ def table_3_sides(cit: pd.DataFrame) -> str:
         if t.any() and t.all(): notes.append(f"{a}: every conversation recorded thinking, so its Non-Thinking side is empty")
     return "; ".join(notes)
 
+# %% ../../nbs/42_credibility_metrics.ipynb #5fe8b102
 def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None,
                         rules: str = "", unrated_conversations: str = "skip") -> list[Output]:
     """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names the

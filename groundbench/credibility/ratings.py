@@ -7,99 +7,24 @@ Docs: https://groundbench.github.io/groundbench/credibility_ratings.html.md"""
 # %% ../../nbs/41_credibility_ratings.ipynb #716d39bb
 from __future__ import annotations
 
-import csv
 import functools
 import posixpath
-import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
-from ..core import DomainRating, browser_host, load_settings, resolve_path
+from ..core import DomainRating, load_settings, resolve_path
+from ..urls import _PREFIXES, key_of, parent_chain, registrable_domain, split_url, strip_prefixes
 
 # %% auto #0
-__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'FACTCHECK_WORDS', 'STATE_LISTS', 'CATEGORIES',
-           'TABLES', 'RULE_FAMILIES', 'RULE_PRESETS', 'registrable_domain', 'public_suffix', 'strip_prefixes',
-           'split_url', 'key_of', 'parent_chain', 'archived_url', 'try_key', 'build_mbfc', 'platform_hosts',
-           'section_paths', 'factchecker_subdomains', 'build_lin', 'build_categories', 'build_fimi',
-           'disinformation_hosts', 'disinformation_overrides', 'government_suffixes', 'build_derived_tables',
+__all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'CATEGORIES', 'TABLES', 'RULE_FAMILIES', 'RULE_PRESETS',
            'parse_rules', 'Entry', 'credibility_root', 'Rater', 'is_paper']
-
-# %% ../../nbs/41_credibility_ratings.ipynb #616e2b63
-@functools.lru_cache(maxsize=1)
-def _extractor():
-    import tldextract
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-@functools.lru_cache(maxsize=1 << 20)
-def registrable_domain(host: str) -> str:
-    "The registrable domain of `host` by the Public Suffix List ('' for IPs and bare suffixes)."
-    ext = _extractor()(host)
-    v = getattr(ext, "top_domain_under_public_suffix", None)  # tldextract >= 5.3; registered_domain before
-    return v if v is not None else ext.registered_domain
-
-def public_suffix(host: str) -> str:
-    "The public suffix of `host` ('co.uk', 'gov', 'gouv.fr')."
-    return _extractor()(host).suffix
-
-_PREFIXES = ("www.", "www2.", "www3.", "m.", "mobile.", "amp.")
-
-@functools.lru_cache(maxsize=1 << 20)
-def strip_prefixes(host: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
-    "Host without www-, mobile- and AMP-style prefixes, as long as a registrable domain remains."
-    changed = True
-    while changed:
-        changed = False
-        for p in prefixes:
-            if host.startswith(p) and registrable_domain(host[len(p):]):
-                host, changed = host[len(p):], True
-    return host
-
-_NOT_HTTP = re.compile(r"^(mailto|javascript|data|tel|file|about|urn|blob|ftp):", re.I)
-
-def split_url(url: str) -> tuple[str, str]:
-    "(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises ValueError."
-    u = (url or "").strip() if isinstance(url, str) else ""
-    if not u: raise ValueError("empty URL")
-    if _NOT_HTTP.match(u): raise ValueError(f"not an http(s) URL: {u[:80]!r}")
-    if "://" not in u: u = "http://" + u
-    scheme, rest = u.split("://", 1)
-    u = scheme + "://" + rest.replace("\\", "/")  # browsers read a backslash as a slash
-    try: p = urlsplit(u); host = (p.hostname or "").rstrip(".").lower(); p.port  # a bad port is a bad URL
-    except ValueError as e: raise ValueError(f"unparsable URL {url[:80]!r}: {e}") from None
-    if p.scheme.lower() not in ("http", "https"): raise ValueError(f"not an http(s) URL: {url[:80]!r}")
-    if not host.isascii() or "%" in host or "xn--" in host: host = browser_host(host)
-    if not host or "." not in host or " " in host: raise ValueError(f"no valid host in {url[:80]!r}")
-    path = unquote(p.path)
-    if "/." in path: path = posixpath.normpath(path)  # dot segments, as browsers resolve them
-    return host, path.rstrip("/")
-
-def key_of(url: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
-    "The rating key of a table entry written as a URL or a domain: host, or host/path for path entries."
-    host, path = split_url(url)
-    host = strip_prefixes(host, prefixes)
-    path = re.sub(r"/(index|default|home|main_page)(\.\w+)?$", "", path, flags=re.I)
-    if re.fullmatch(r"/([a-z]{2}(-[a-z]{2})?|english|espanol|french|intl|international)", path, flags=re.I): path = ""
-    return host + path.lower() if path else host
-
-_WAYBACK = re.compile(r"^(?:https?://)?(?:web\.)?archive\.org/web/\d+[a-z_]*/(.+)$", re.I)
-
-@functools.lru_cache(maxsize=1 << 20)
-def parent_chain(host: str) -> tuple[str, ...]:
-    "The host and its parent domains down to its registrable domain (`a.b.bbc.co.uk` ... `bbc.co.uk`)."
-    reg = registrable_domain(host) or host
-    labels = host.split(".")
-    return tuple(".".join(labels[i:]) for i in range(len(labels)) if len(".".join(labels[i:])) >= len(reg))
-
-def archived_url(url: str) -> str:
-    "The URL a Wayback Machine snapshot archives (`web.archive.org/web/<time>/<url>`), else `url` itself."
-    m = _WAYBACK.match((url or "").strip())
-    return m.group(1) if m else url
 
 # %% ../../nbs/41_credibility_ratings.ipynb #30b2e9c9
 LABELS = ("very high", "high", "mostly factual", "mixed", "low", "very low", "satire", "not rated")
@@ -112,199 +37,6 @@ CRED1_LABELS = {"reliable": "high", "mixed": "mixed", "unreliable": "low", "rumo
 AUTHOR_CATEGORIES = {"government": ("government", "high"), "publications": ("publication", "high"),
                      "fact-checking": ("fact_checker", "high"), "reliable-news": ("news_media", "high"),
                      "social-media": ("social_media", "mixed"), "disinformation": ("disinformation", "very low")}
-
-def try_key(value) -> str | None:
-    "The key of a table entry (archived snapshots stand for the archived site), or None when it is not a usable domain."
-    try: return key_of(archived_url(value)) if isinstance(value, str) else None
-    except ValueError: return None
-
-def _write(df: pd.DataFrame, path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False, lineterminator="\n")
-
-def build_mbfc(src: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Clean MBFC table and the list of conflicting duplicates."
-    rows = []
-    for r in csv.DictReader(open(src, encoding="utf-8")):
-        if not (k := try_key(r["domain"])): continue
-        rows.append({"key": k, "label": r["factuality_rating"].strip().lower(), "bias": r["bias_rating"].strip().lower(),
-                     "mbfc_category": r["page"].strip().lower(), "mbfc_url": r["url"].strip()})
-    df = pd.DataFrame(rows)
-    out, conflicts = [], []
-    for k, g in df.groupby("key", sort=True):
-        counts = Counter(g.label)
-        best = sorted(counts, key=lambda l: (-counts[l], _ORDER.get(l, 99)))[0]
-        if len(counts) > 1:
-            conflicts.append({"key": k, "labels": "; ".join(f"{l} x{n}" for l, n in sorted(counts.items())), "kept": best})
-        out.append(g[g.label == best].iloc[0].to_dict())
-    return pd.DataFrame(out), pd.DataFrame(conflicts, columns=["key", "labels", "kept"])
-
-def platform_hosts(src_root: Path) -> set[str]:
-    "Hosts of social media and of platforms for third-party pages (ours and the authors'): no rule widens an entry to them."
-    cur = src_root / "curated"
-    hosts = set(pd.read_csv(cur / "social_media.csv").host) | set(pd.read_csv(cur / "platforms.csv").host)
-    cats = pd.read_csv(src_root / "vykopal2025" / "categories.csv")
-    return hosts | {k for u in cats[cats.category == "social-media"].url if (k := try_key(u))}
-
-def section_paths(mbfc: pd.DataFrame, platforms: set[str]) -> pd.DataFrame:
-    "MBFC path entries whose outlet MBFC lists no other way, and whether the `section_paths` rule widens each to its host."
-    hosts = set(mbfc.key[~mbfc.key.str.contains("/")])
-    p = mbfc[mbfc.key.str.contains("/")][["key", "label"]].copy()
-    p["host"] = p.key.str.split("/").str[0]
-    chain = parent_chain
-    p = p[[not any(c in hosts for c in chain(h)) for h in p.host]]
-    agree = p.groupby("host").label.nunique()
-    def why(h):
-        if any(c in platforms for c in chain(h)): return "kept as a path: the host is a platform for third-party pages"
-        if agree[h] > 1: return "kept as a path: the host's sections have different labels"
-        return "widened to the host"
-    p["rule"] = p.host.map(why)
-    p["widened"] = p.rule.eq("widened to the host")
-    return p[["key", "host", "label", "widened", "rule"]].sort_values("key").reset_index(drop=True)
-
-FACTCHECK_WORDS = re.compile(r"fact|check|verif|chequ|fakt|hoax|desintox|poligra|proveri|provjer|sprawdz|tenyker|periksa|semak|"
-                             r"comprov|checam|napravo|cinjenic|truth|detector|factuel|factual|debunk|mythbust", re.I)
-
-def factchecker_subdomains(keys: Sequence[str]) -> pd.DataFrame:
-    "Fact-checker entries listed only by a page on a subdomain whose own name says fact-checking (factcheck.afp.com/afp-kenya)."
-    hosts = {k for k in keys if "/" not in k}
-    rows = []
-    for k in keys:
-        h = k.split("/")[0]
-        reg = registrable_domain(h) or h
-        if "/" in k and h != reg and h not in hosts and FACTCHECK_WORDS.search(h[: -len(reg)]): rows.append({"key": k, "host": h})
-    return pd.DataFrame(rows, columns=["key", "host"])
-
-def build_lin(src: Path, mbfc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Lin et al. pc1 scores with labels by cut points derived from the MBFC overlap, and the cut-point table."
-    lin = pd.read_csv(src)[["domain", "pc1"]]
-    lin["key"] = [try_key(d) for d in lin.domain]
-    lin = lin.dropna(subset=["key"]).drop_duplicates("key")
-    m = mbfc[["key", "label"]].replace({"label": {"very high": "high"}})
-    both = lin.merge(m, on="key")
-    levels = ["very low", "low", "mixed", "mostly factual", "high"]
-    med = both[both.label.isin(levels)].groupby("label").pc1.agg(["median", "count"]).reindex(levels)
-    cuts = [(med["median"].iloc[i] + med["median"].iloc[i + 1]) / 2 for i in range(len(levels) - 1)]
-    def label(x):
-        for i, c in enumerate(cuts):
-            if x < c: return levels[i]
-        return levels[-1]
-    lin["label"] = lin.pc1.map(label)
-    agree = (both.pc1.map(label) == both.label).mean()
-    th = med.reset_index().rename(columns={"index": "label", "median": "median_pc1", "count": "domains_in_both"})
-    th["lower_cut"] = [0.0] + cuts
-    th["agreement_with_mbfc"] = round(float(agree), 4)
-    return lin[["key", "pc1", "label"]].sort_values("key"), th
-
-def build_categories(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]]:
-    "The authors' category lists as keys with their category and label; and the rows left out, with the reason."
-    keep, dropped = [], []
-    for i, r in enumerate(csv.DictReader(open(src, encoding="utf-8")), start=2):
-        why = ("the authors' SITES_CATEGORIES does not use this list" if r["used_by_upstream"] != "in SITES_CATEGORIES"
-               else "two URLs joined by a missing comma upstream: the authors' code never matched it" if r["note"]
-               else "not a usable domain" if not (k := try_key(r["url"]))
-               else f"their category {r['category']!r} has no label in their code" if r["category"] not in AUTHOR_CATEGORIES
-               else "names a whole platform host" if r["category"] == "disinformation" and "/" not in k and k in platforms
-               else "")
-        if why: dropped.append({"source": f"vykopal2025/categories.csv:{i}", "entry": r["url"], "reason": why}); continue
-        cat, label = AUTHOR_CATEGORIES[r["category"]]
-        keep.append({"key": k, "category": cat, "label": label, "upstream_list": r["upstream_list"]})
-    df = pd.DataFrame(keep).drop_duplicates(["key", "category"]).sort_values(["key", "category"])
-    return df.reset_index(drop=True), dropped
-
-def build_fimi(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]]:
-    "FIMI (DIMA) domains as keys; entries that are no domain or name a whole platform host are left out."
-    fimi = pd.read_csv(src)
-    fimi["line"] = np.arange(len(fimi)) + 2
-    fimi["key"] = [try_key(d) if "." in str(d) else None for d in fimi.domain]
-    bad = fimi.key.isna().to_numpy() | np.array([isinstance(k, str) and "/" not in k and k in platforms for k in fimi.key])
-    dropped = [{"source": f"fimi-dima/DERIVED_fimi_domains.csv:{r.line}", "entry": r.domain,
-                "reason": "not a usable domain" if not isinstance(r.key, str) else "names a whole platform host"} for r in fimi[bad].itertuples()]
-    f = fimi[~bad].sort_values(["key", "operation"]).drop_duplicates("key")
-    return f[["key", "operation", "source", "riskLevel"]], dropped
-
-
-# %% ../../nbs/41_credibility_ratings.ipynb #91e6f786
-STATE_LISTS = {"RUSSIA_GOV_PAGES": "Russia"}  # the authors' lists of one state's government sites
-
-def disinformation_hosts(cats: pd.DataFrame, fimi: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-    "Every key a disinformation list we load names: key, whose (authors, ours), list (which list and what), state."
-    rows = [{"key": r.key, "whose": "authors", "list": f"authors {r.upstream_list}",
-             "state": STATE_LISTS.get(r.upstream_list, "")} for r in cats[cats.category == "disinformation"].itertuples()]
-    rows += [{"key": key_of(r.host), "whose": "ours", "list": f"disinformation_extra ({r.operation})", "state": ""}
-             for r in extra.itertuples()]
-    rows += [{"key": r.key, "whose": "ours", "list": f"fimi ({r.operation})", "state": ""} for r in fimi.itertuples()]
-    return pd.DataFrame(rows, columns=["key", "whose", "list", "state"])
-
-def disinformation_overrides(dis: pd.DataFrame, mbfc: pd.DataFrame) -> pd.DataFrame:
-    "Hosts a disinformation list names that MBFC rates mixed or better (at the host or a parent): both labels."
-    rated = dict(zip(mbfc.key, mbfc.label))
-    rows = []
-    for r in dis.itertuples():
-        h = r.key.split("/")[0]
-        hit = next((c for c in parent_chain(h) if c in rated), None)
-        if hit and LABEL_SCORES.get(rated[hit], -1) >= 0:
-            rows.append({"key": r.key, "whose": r.whose, "list": r.list, "mbfc_key": hit, "mbfc_label": rated[hit]})
-    return pd.DataFrame(rows, columns=["key", "whose", "list", "mbfc_key", "mbfc_label"]).sort_values(["key", "list"],
-                                                                                                       ignore_index=True)
-
-def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.DataFrame) -> pd.DataFrame:
-    """Each government suffix rule: suffix, state, credible (False where a site the state controls is on a disinformation
-    list: under the suffix, on the authors' list of its government pages, or state-controlled by ASD), evidence, why."""
-    sc = state_media[state_media.typology == "SC"]
-    sc_state = dict(zip(sc.host.astype(str).str.removeprefix("www."), sc.country))
-    def state_of(r) -> str:
-        return r.state or next((sc_state[c] for c in parent_chain(r.key.split("/")[0]) if c in sc_state), "")
-    states = [state_of(r) for r in dis.itertuples()]
-    rows = []
-    for g in gov[gov.kind == "suffix"].itertuples():
-        ev = [f"{d.key} ({d.list})" for d, st in zip(dis.itertuples(), states)
-              if d.key.split("/")[0] == g.value or d.key.split("/")[0].endswith("." + g.value) or (g.state and st == g.state)]
-        why = (f"{len(ev)} sites {g.state or g.value} controls are on a disinformation list: " + "; ".join(ev[:4])
-               + (" ..." if len(ev) > 4 else "")) if ev else "no site this state controls is on a disinformation list"
-        rows.append({"suffix": g.value, "state": g.state, "credible": not ev, "evidence": len(ev), "why": why})
-    return pd.DataFrame(rows, columns=["suffix", "state", "credible", "evidence", "why"])
-
-# %% ../../nbs/41_credibility_ratings.ipynb #5df7c40a
-def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str, int]:
-    "Write the cleaned tables of data/credibility/derived/ from the upstream files; returns row counts."
-    src_root, out_root = Path(src_root), Path(out_root)
-    platforms = platform_hosts(src_root)
-    mbfc, conflicts = build_mbfc(src_root / "vykopal2025" / "mbfc.csv")
-    _write(mbfc, out_root / "mbfc.csv"); _write(conflicts, out_root / "mbfc_conflicts.csv")
-    sp = section_paths(mbfc, platforms); _write(sp, out_root / "mbfc_section_paths.csv")
-    fc_raw = [r["url"] for r in csv.DictReader(open(src_root / "vykopal2025" / "fact-checking-organizations.csv", encoding="utf-8"))]
-    fc = sorted({k for u in fc_raw if (k := try_key(u))})
-    dropped = [{"source": f"vykopal2025/fact-checking-organizations.csv:{i}", "entry": u, "reason": "not a usable domain"}
-               for i, u in enumerate(fc_raw, start=2) if not try_key(u)]
-    _write(pd.DataFrame({"key": fc}), out_root / "factcheckers.csv")
-    fcs = factchecker_subdomains(fc); _write(fcs, out_root / "factchecker_subdomains.csv")
-    cats, d = build_categories(src_root / "vykopal2025" / "categories.csv", platforms); dropped += d
-    _write(cats, out_root / "categories_vykopal2025.csv")
-    fimi, d = build_fimi(src_root / "fimi-dima" / "DERIVED_fimi_domains.csv", platforms); dropped += d
-    _write(fimi, out_root / "fimi.csv")
-    dis = disinformation_hosts(cats, fimi, pd.read_csv(src_root / "curated" / "disinformation_extra.csv"))
-    over = disinformation_overrides(dis, mbfc); _write(over, out_root / "disinformation_overrides.csv")
-    gov = pd.read_csv(src_root / "curated" / "government.csv", keep_default_na=False)
-    gs = government_suffixes(gov, dis, pd.read_csv(src_root / "state-media-asd" / "DERIVED_state_media_hosts.csv"))
-    _write(gs, out_root / "government_suffixes.csv")
-    line = {v: i for i, v in enumerate(gov.value, start=2)}
-    dropped += [{"source": f"curated/government.csv:{line[r.suffix]}", "entry": r.suffix,
-                 "reason": f"the government suffix of {r.state}, whose state sites are on a disinformation list "
-                           "(derived/government_suffixes.csv)"} for r in gs[~gs.credible].itertuples()]
-    lin, th = build_lin(src_root / "lin2023" / "domain_pc1.csv", mbfc)
-    _write(lin, out_root / "lin2023.csv"); _write(th, out_root / "lin2023_thresholds.csv")
-    c1 = pd.read_csv(src_root / "cred1" / "cred1_current.csv")
-    c1["key"] = [try_key(d) for d in c1.domain]
-    c1["label"] = c1.category.map(CRED1_LABELS)
-    c1 = c1.dropna(subset=["label", "key"]).drop_duplicates("key")[["key", "label", "category", "credibility_score"]]
-    _write(c1.sort_values("key"), out_root / "cred1.csv")
-    _write(pd.DataFrame(dropped, columns=["source", "entry", "reason"]), out_root / "dropped_entries.csv")
-    return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "mbfc_section_paths_widened": int(sp.widened.sum()),
-            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats),
-            "fimi": len(fimi), "disinformation_overrides": len(over),
-            "government_suffixes_withheld": int((~gs.credible).sum()), "lin2023": len(lin), "cred1": len(c1),
-            "dropped_entries": len(dropped)}
 
 # %% ../../nbs/41_credibility_ratings.ipynb #bb29292b
 CATEGORIES = ("fact_checker", "government", "publication", "social_media", "disinformation", "news_media", "other")
@@ -343,6 +75,7 @@ def parse_rules(spec: str | Sequence[str] | None) -> tuple[str, ...]:
             elif not neg and f not in on: on.append(f)
     return tuple(f for f in RULE_FAMILIES if f in on)
 
+# %% ../../nbs/41_credibility_ratings.ipynb #eef852ce
 @dataclass(frozen=True)
 class Entry:
     "One rating-table or list entry: `kind` is disinfo, table or category; `order` ranks tables (first first) and categories."
@@ -353,14 +86,17 @@ class Entry:
     family: str
     order: float = 0
 
+# %% ../../nbs/41_credibility_ratings.ipynb #be6fe622
 def credibility_root(settings: dict | None = None) -> Path:
     s = settings or load_settings()
     return resolve_path(s, s["paths"].get("credibility", "data/credibility"))
 
+# %% ../../nbs/41_credibility_ratings.ipynb #c863f755
 @functools.lru_cache(maxsize=64)
 def _csv(path: str, mtime: float) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False)
 
+# %% ../../nbs/41_credibility_ratings.ipynb #a64f436f
 def _read(path: Path) -> pd.DataFrame:
     if not path.exists(): raise FileNotFoundError(f"{path}: credibility data missing (run scripts/build_credibility_tables.py)")
     return _csv(str(path), path.stat().st_mtime)
@@ -384,211 +120,240 @@ class Rater:
         self._load()
         self._cache: dict[str, tuple] = {}
 
-    def describe(self) -> dict:
-        "The configuration, for the manifest."
-        return {"tables": self.tables, "rules": list(self.rules), "satire_category_as_satire": self.satire_category_as_satire}
+# %% ../../nbs/41_credibility_ratings.ipynb #32c106c6
+@patch
+def describe(self: Rater) -> dict:
+    "The configuration, for the manifest."
+    return {"tables": self.tables, "rules": list(self.rules), "satire_category_as_satire": self.satire_category_as_satire}
 
-    def _add(self, key: str, e: Entry):
-        host, _, path = key.partition("/")
-        if path: self.path_entries[host].append(("/" + path, e))
-        else: self.host_entries[host].append(e)
+# %% ../../nbs/41_credibility_ratings.ipynb #1ad4b274
+@patch
+def _add(self: Rater, key: str, e: Entry):
+    host, _, path = key.partition("/")
+    if path: self.path_entries[host].append(("/" + path, e))
+    else: self.host_entries[host].append(e)
 
-    def _load(self):
-        cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
-        if "authors_aliases" in on:
-            for r in _read(self.root / "vykopal2025" / "sites_mapping.csv").itertuples():
-                self.aliases[strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
-        if "aliases" in on:
-            al = _read(cur / "aliases.csv")
-            for r in al[al.kind == "host"].itertuples(): self.aliases.setdefault(r.alias, r.canonical)
-        if "authors_categories" in on:
-            for r in _read(der / "categories_vykopal2025.csv").itertuples():
-                kind = "disinfo" if r.category == "disinformation" else "category"
-                self._add(r.key, Entry(r.label, r.category, f"authors {r.upstream_list}", kind, "authors_categories",
-                                       _CAT_ORDER.get(r.category, 9)))
-        if "authors_factcheckers" in on:
-            for k in _read(der / "factcheckers.csv").key:
-                self._add(k, Entry("high", "fact_checker", "authors fact-checkers", "category", "authors_factcheckers", 0))
-        if "factcheck_subdomains" in on:
-            for h in dict.fromkeys(_read(der / "factchecker_subdomains.csv").host):
-                self._add(h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
-        if "disinformation_extra" in on:
-            for r in _read(cur / "disinformation_extra.csv").itertuples():
-                self._add(key_of(r.host), Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
-                                                "disinformation_extra"))
-        if "fimi" in on:
-            for r in _read(der / "fimi.csv").itertuples():
-                self._add(r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
-        gs = _read(der / "government_suffixes.csv")
-        withheld = set(gs.suffix[gs.credible.astype(str) == "False"])  # states whose sites are on a disinformation list
-        for name, cat in (("government", "government"), ("publications", "publication")):
-            if name not in on: continue
-            for r in _read(cur / f"{name}.csv").itertuples():
-                if name == "government" and r.kind == "suffix" and r.value in withheld: continue
-                e = Entry("high", cat, f"{name} ({r.kind} {r.value})", "category", name, _CAT_ORDER[cat])
-                if r.kind == "suffix": self.suffix_entries[r.value].append(e)
-                else: self._add(key_of(r.value), e)
-        if "social_media" in on:
-            for r in _read(cur / "social_media.csv").itertuples():
-                self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
-        for i, t in enumerate(self.tables): self._load_table(t, i, der)
-        self._domain_aliases = {a: c for a, c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
-        self._path_index: dict[str, dict[str, list[Entry]]] = {}
-        for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
-            pes.sort(key=lambda pe: -len(pe[0]))
-            for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
+# %% ../../nbs/41_credibility_ratings.ipynb #5c30d4fe
+@patch
+def _load(self: Rater):
+    cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
+    if "authors_aliases" in on:
+        for r in _read(self.root / "vykopal2025" / "sites_mapping.csv").itertuples():
+            self.aliases[strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
+    if "aliases" in on:
+        al = _read(cur / "aliases.csv")
+        for r in al[al.kind == "host"].itertuples(): self.aliases.setdefault(r.alias, r.canonical)
+    if "authors_categories" in on:
+        for r in _read(der / "categories_vykopal2025.csv").itertuples():
+            kind = "disinfo" if r.category == "disinformation" else "category"
+            self._add(r.key, Entry(r.label, r.category, f"authors {r.upstream_list}", kind, "authors_categories",
+                                   _CAT_ORDER.get(r.category, 9)))
+    if "authors_factcheckers" in on:
+        for k in _read(der / "factcheckers.csv").key:
+            self._add(k, Entry("high", "fact_checker", "authors fact-checkers", "category", "authors_factcheckers", 0))
+    if "factcheck_subdomains" in on:
+        for h in dict.fromkeys(_read(der / "factchecker_subdomains.csv").host):
+            self._add(h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
+    if "disinformation_extra" in on:
+        for r in _read(cur / "disinformation_extra.csv").itertuples():
+            self._add(key_of(r.host), Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
+                                            "disinformation_extra"))
+    if "fimi" in on:
+        for r in _read(der / "fimi.csv").itertuples():
+            self._add(r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
+    gs = _read(der / "government_suffixes.csv")
+    withheld = set(gs.suffix[gs.credible.astype(str) == "False"])  # states whose sites are on a disinformation list
+    for name, cat in (("government", "government"), ("publications", "publication")):
+        if name not in on: continue
+        for r in _read(cur / f"{name}.csv").itertuples():
+            if name == "government" and r.kind == "suffix" and r.value in withheld: continue
+            e = Entry("high", cat, f"{name} ({r.kind} {r.value})", "category", name, _CAT_ORDER[cat])
+            if r.kind == "suffix": self.suffix_entries[r.value].append(e)
+            else: self._add(key_of(r.value), e)
+    if "social_media" in on:
+        for r in _read(cur / "social_media.csv").itertuples():
+            self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
+    for i, t in enumerate(self.tables): self._load_table(t, i, der)
+    self._domain_aliases = {a: c for a, c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
+    self._path_index: dict[str, dict[str, list[Entry]]] = {}
+    for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
+        pes.sort(key=lambda pe: -len(pe[0]))
+        for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
 
-    def _load_table(self, t: str, order: int, der: Path):
-        if t == "mbfc_vykopal2025":
-            for r in _read(der / "mbfc.csv").itertuples():
-                label, questionable = r.label, r.mbfc_category in ("fake-news", "conspiracy") and r.label in ("low", "very low")
-                explains = questionable or r.mbfc_category == "satire"  # MBFC's page named only where it explains the label
-                by = f"mbfc_vykopal2025 ({r.mbfc_category})" if explains else "mbfc_vykopal2025"
-                if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
-                    label, by = "satire", by + " satire category"
-                cat = "disinformation" if questionable else "other" if r.mbfc_category == "satire" else "news_media"
-                self._add(r.key, Entry(label, cat, by, "table", t, order))
-            if "section_paths" in self.rules:
-                for r in _read(der / "mbfc_section_paths.csv").itertuples():
-                    if r.widened in (True, "True"):
-                        self._add(r.host, Entry(r.label, "news_media", f"mbfc_vykopal2025 (section {r.key} widened)",
-                                                "table", "section_paths", order + 0.5))
-        elif t == "lin2023":
-            for r in _read(der / "lin2023.csv").itertuples():
-                self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
-        elif t == "cred1":
-            for r in _read(der / "cred1.csv").itertuples():
-                cat = "disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire" else "news_media"
-                self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
+# %% ../../nbs/41_credibility_ratings.ipynb #2a67c855
+@patch
+def _load_table(self: Rater, t: str, order: int, der: Path):
+    if t == "mbfc_vykopal2025":
+        for r in _read(der / "mbfc.csv").itertuples():
+            label, questionable = r.label, r.mbfc_category in ("fake-news", "conspiracy") and r.label in ("low", "very low")
+            explains = questionable or r.mbfc_category == "satire"  # MBFC's page named only where it explains the label
+            by = f"mbfc_vykopal2025 ({r.mbfc_category})" if explains else "mbfc_vykopal2025"
+            if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
+                label, by = "satire", by + " satire category"
+            cat = "disinformation" if questionable else "other" if r.mbfc_category == "satire" else "news_media"
+            self._add(r.key, Entry(label, cat, by, "table", t, order))
+        if "section_paths" in self.rules:
+            for r in _read(der / "mbfc_section_paths.csv").itertuples():
+                if r.widened in (True, "True"):
+                    self._add(r.host, Entry(r.label, "news_media", f"mbfc_vykopal2025 (section {r.key} widened)",
+                                            "table", "section_paths", order + 0.5))
+    elif t == "lin2023":
+        for r in _read(der / "lin2023.csv").itertuples():
+            self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
+    elif t == "cred1":
+        for r in _read(der / "cred1.csv").itertuples():
+            cat = "disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire" else "news_media"
+            self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
 
-    def canonical_host(self, host: str) -> str:
-        """The host after prefix stripping and host aliases (x.com -> twitter.com); an alias of one registrable domain for
-        another covers its subdomains too (news.bbc.co.uk -> news.bbc.com)."""
-        h = strip_prefixes(host, self.prefixes)
-        if h in self.aliases: return self.aliases[h]
-        for p in parent_chain(h)[1:]:
-            if p in self._domain_aliases: return h[: -len(p)] + self._domain_aliases[p]
-        return h
+# %% ../../nbs/41_credibility_ratings.ipynb #30b2d596
+@patch
+def canonical_host(self: Rater, host: str) -> str:
+    """The host after prefix stripping and host aliases (x.com -> twitter.com); an alias of one registrable domain for
+    another covers its subdomains too (news.bbc.co.uk -> news.bbc.com)."""
+    h = strip_prefixes(host, self.prefixes)
+    if h in self.aliases: return self.aliases[h]
+    for p in parent_chain(h)[1:]:
+        if p in self._domain_aliases: return h[: -len(p)] + self._domain_aliases[p]
+    return h
 
-    def _chain(self, host: str) -> tuple[str, ...]: return parent_chain(host)
+# %% ../../nbs/41_credibility_ratings.ipynb #849b857b
+@patch
+def _chain(self: Rater, host: str) -> tuple[str, ...]: return parent_chain(host)
 
-    def _matches(self, host: str, path: str) -> list[tuple[float, str, Entry]]:
-        "Every (specificity, matched key, entry) for a canonical host and path, most specific first."
-        out, p = [], path.lower()
-        for depth, h in enumerate(self._chain(host)):
-            spec = 1000 - depth * 10
-            for prefix, e in self._under(h, p): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
-            for e in self.host_entries.get(h, ()): out.append((spec, h, e))
-        labels = host.split(".")
-        for depth in range(len(labels)):
-            t = ".".join(labels[depth:])
-            for e in self.suffix_entries.get(t, ()): out.append((100 - depth, t, e))
-        return sorted(out, key=lambda m: -m[0])
+# %% ../../nbs/41_credibility_ratings.ipynb #eb8a8692
+@patch
+def _matches(self: Rater, host: str, path: str) -> list[tuple[float, str, Entry]]:
+    "Every (specificity, matched key, entry) for a canonical host and path, most specific first."
+    out, p = [], path.lower()
+    for depth, h in enumerate(self._chain(host)):
+        spec = 1000 - depth * 10
+        for prefix, e in self._under(h, p): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
+        for e in self.host_entries.get(h, ()): out.append((spec, h, e))
+    labels = host.split(".")
+    for depth in range(len(labels)):
+        t = ".".join(labels[depth:])
+        for e in self.suffix_entries.get(t, ()): out.append((100 - depth, t, e))
+    return sorted(out, key=lambda m: -m[0])
 
-    def _decide(self, host: str, path: str) -> tuple:
-        "(matched key, label, score, category, decided_by, outlet) by the precedence above."
-        ms = self._matches(host, path)
-        hosts = [k for s, k, e in ms if s >= 200]  # host and path entries, not suffix rules
-        outlet = hosts[0].split("/")[0] if hosts else host
-        dis = [m for m in ms if m[2].kind == "disinfo"]
-        tab = sorted((m for m in ms if m[2].kind == "table"), key=lambda m: (m[2].order, -m[0]))
-        cat = sorted((m for m in ms if m[2].kind == "category"), key=lambda m: (-m[0], m[2].order))
-        if dis:
-            _, key, e = dis[0]
-            neg = [m[2] for m in tab if LABEL_SCORES.get(m[2].label, 0) < 0]
-            label, by = (neg[0].label, f"{e.decided_by}; label {neg[0].decided_by}") if neg else ("very low", e.decided_by)
-            return (key, label, LABEL_SCORES[label], "disinformation", by, outlet)
-        if tab:
-            _, key, e = tab[0]
-            return (key, e.label, LABEL_SCORES[e.label], cat[0][2].category if cat else e.category, e.decided_by, outlet)
-        if cat:
-            _, key, e = cat[0]
-            return (key, e.label, LABEL_SCORES[e.label], e.category, e.decided_by, outlet)
-        return ("", "unrated", float("nan"), "other", "unrated", outlet)
+# %% ../../nbs/41_credibility_ratings.ipynb #46e16e6c
+@patch
+def _decide(self: Rater, host: str, path: str) -> tuple:
+    "(matched key, label, score, category, decided_by, outlet) by the precedence above."
+    ms = self._matches(host, path)
+    hosts = [k for s, k, e in ms if s >= 200]  # host and path entries, not suffix rules
+    outlet = hosts[0].split("/")[0] if hosts else host
+    dis = [m for m in ms if m[2].kind == "disinfo"]
+    tab = sorted((m for m in ms if m[2].kind == "table"), key=lambda m: (m[2].order, -m[0]))
+    cat = sorted((m for m in ms if m[2].kind == "category"), key=lambda m: (-m[0], m[2].order))
+    if dis:
+        _, key, e = dis[0]
+        neg = [m[2] for m in tab if LABEL_SCORES.get(m[2].label, 0) < 0]
+        label, by = (neg[0].label, f"{e.decided_by}; label {neg[0].decided_by}") if neg else ("very low", e.decided_by)
+        return (key, label, LABEL_SCORES[label], "disinformation", by, outlet)
+    if tab:
+        _, key, e = tab[0]
+        return (key, e.label, LABEL_SCORES[e.label], cat[0][2].category if cat else e.category, e.decided_by, outlet)
+    if cat:
+        _, key, e = cat[0]
+        return (key, e.label, LABEL_SCORES[e.label], e.category, e.decided_by, outlet)
+    return ("", "unrated", float("nan"), "other", "unrated", outlet)
 
-    def _path_dependent(self, host: str) -> bool:
-        "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
-        return any(self.path_entries.get(x) for x in self._chain(host))
+# %% ../../nbs/41_credibility_ratings.ipynb #fec8e8ec
+@patch
+def _path_dependent(self: Rater, host: str) -> bool:
+    "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
+    return any(self.path_entries.get(x) for x in self._chain(host))
 
-    def _under(self, h: str, path: str) -> list[tuple[str, Entry]]:
-        "The path entries of host `h` that a (lowercase) path is under, longest first: one lookup per leading segment run."
-        idx = self._path_index.get(h)
-        if not idx: return []
-        out, i = [], 0
-        while True:
-            j = path.find("/", i + 1)
-            pre = path if j < 0 else path[:j]
-            out += [(pre, e) for e in idx.get(pre, ())]
-            if j < 0: return out[::-1]
-            i = j
+# %% ../../nbs/41_credibility_ratings.ipynb #c30162a7
+@patch
+def _under(self: Rater, h: str, path: str) -> list[tuple[str, Entry]]:
+    "The path entries of host `h` that a (lowercase) path is under, longest first: one lookup per leading segment run."
+    idx = self._path_index.get(h)
+    if not idx: return []
+    out, i = [], 0
+    while True:
+        j = path.find("/", i + 1)
+        pre = path if j < 0 else path[:j]
+        out += [(pre, e) for e in idx.get(pre, ())]
+        if j < 0: return out[::-1]
+        i = j
 
-    def _prefix_key(self, host: str, path: str) -> str:
-        "The path entries a path is under: all of the rating that depends on the path."
-        p = path.lower()
-        return "|".join(h + pre for h in self._chain(host) for pre, _ in self._under(h, p))
+# %% ../../nbs/41_credibility_ratings.ipynb #bd48e1a4
+@patch
+def _prefix_key(self: Rater, host: str, path: str) -> str:
+    "The path entries a path is under: all of the rating that depends on the path."
+    p = path.lower()
+    return "|".join(h + pre for h in self._chain(host) for pre, _ in self._under(h, p))
 
-    def _decided(self, h: str, path: str, dependent: bool | None = None) -> tuple:
-        "The decision for canonical host `h` and `path`, memoised by host and the path entries the path is under."
-        dependent = self._path_dependent(h) if dependent is None else dependent
-        ck = (h, self._prefix_key(h, path) if dependent else "")
-        if ck not in self._cache: self._cache[ck] = self._decide(h, path)
-        return self._cache[ck]
+# %% ../../nbs/41_credibility_ratings.ipynb #576bed21
+@patch
+def _decided(self: Rater, h: str, path: str, dependent: bool | None = None) -> tuple:
+    "The decision for canonical host `h` and `path`, memoised by host and the path entries the path is under."
+    dependent = self._path_dependent(h) if dependent is None else dependent
+    ck = (h, self._prefix_key(h, path) if dependent else "")
+    if ck not in self._cache: self._cache[ck] = self._decide(h, path)
+    return self._cache[ck]
 
-    def rate(self, url: str) -> DomainRating:
-        "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
-        try: host, path = split_url(url)
-        except ValueError as e:
-            return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other", f"invalid URL: {e}")
-        key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
-        return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
+# %% ../../nbs/41_credibility_ratings.ipynb #e4982499
+@patch
+def rate(self: Rater, url: str) -> DomainRating:
+    "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
+    try: host, path = split_url(url)
+    except ValueError as e:
+        return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other", f"invalid URL: {e}")
+    key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
+    return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
 
-    def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
-        "Ratings of many URLs as a table, the same as `rate` row by row, fast: hosts are parsed in Arrow and decided once."
-        cols = list(DomainRating.__dataclass_fields__)
-        u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
-        n = len(u)
-        if n == 0: return pd.DataFrame(columns=cols)
-        import pyarrow as pa, pyarrow.compute as pc
-        isstr = np.fromiter((type(x) is str for x in u), bool, n)
-        m = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN_URL)
-        enc = pc.utf8_lower(m.field("host")).dictionary_encode()  # null: not a plain http(s) URL, rated the slow, exact way
-        hcode = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        hosts = enc.dictionary.to_pylist()
-        records: list[tuple] = []                        # (host, domain, key, label, score, category, decided_by, outlet)
-        host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
-        canon: dict[int, str] = {}
-        for i, h in enumerate(hosts):
-            if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue  # the exact way
-            ch = canon[i] = self.canonical_host(h)
-            if self._path_dependent(ch): dependent[i] = True; continue
-            host_rec[i] = len(records)
-            records.append((h, registrable_domain(h) or h, *self._decided(ch, "", False)))
-        rec = host_rec[hcode]                            # hcode -1 picks the sentinel: -1
-        memo: dict[tuple, int] = {}
-        dep = np.flatnonzero(dependent[hcode])
-        rests = m.field("rest").take(pa.array(dep, type=pa.int64())).to_pylist()
-        for i, rest in zip(dep, rests):                  # hosts with path entries: decided per path entry matched
-            h, path = hosts[hcode[i]], _url_path(rest or "")
-            ch = canon[hcode[i]]
-            k = (h, self._prefix_key(ch, path))
-            if k not in memo:
-                memo[k] = len(records)
-                records.append((h, registrable_domain(h) or h, *self._decided(ch, path, True)))
-            rec[i] = memo[k]
-        for i in np.flatnonzero(rec < 0):                # anything else: exactly as `rate`
-            r = self.rate(u[i])
-            rec[i] = len(records)
-            records.append(tuple(getattr(r, c) for c in cols[1:]))
-        out = {"url": np.where(isstr, u, "")}
-        for j, c in enumerate(cols[1:]):
-            vals = np.empty(len(records), dtype=object); vals[:] = [r[j] for r in records]
-            if c == "score": out[c] = vals.astype(float)[rec]
-            elif c == "host": out[c] = vals[rec]
-            else:
-                codes, cats = pd.factorize(vals)
-                out[c] = pd.Categorical.from_codes(codes[rec], categories=pd.Index(cats, dtype=object))
-        return pd.DataFrame(out)
+# %% ../../nbs/41_credibility_ratings.ipynb #ebafcee0
+@patch
+def rate_many(self: Rater, urls: Iterable[str]) -> pd.DataFrame:
+    "Ratings of many URLs as a table, the same as `rate` row by row, fast: hosts are parsed in Arrow and decided once."
+    cols = list(DomainRating.__dataclass_fields__)
+    u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
+    n = len(u)
+    if n == 0: return pd.DataFrame(columns=cols)
+    import pyarrow as pa, pyarrow.compute as pc
+    isstr = np.fromiter((type(x) is str for x in u), bool, n)
+    m = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN_URL)
+    enc = pc.utf8_lower(m.field("host")).dictionary_encode()  # null: not a plain http(s) URL, rated the slow, exact way
+    hcode = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    hosts = enc.dictionary.to_pylist()
+    records: list[tuple] = []                        # (host, domain, key, label, score, category, decided_by, outlet)
+    host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
+    canon: dict[int, str] = {}
+    for i, h in enumerate(hosts):
+        if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue  # the exact way
+        ch = canon[i] = self.canonical_host(h)
+        if self._path_dependent(ch): dependent[i] = True; continue
+        host_rec[i] = len(records)
+        records.append((h, registrable_domain(h) or h, *self._decided(ch, "", False)))
+    rec = host_rec[hcode]                            # hcode -1 picks the sentinel: -1
+    memo: dict[tuple, int] = {}
+    dep = np.flatnonzero(dependent[hcode])
+    rests = m.field("rest").take(pa.array(dep, type=pa.int64())).to_pylist()
+    for i, rest in zip(dep, rests):                  # hosts with path entries: decided per path entry matched
+        h, path = hosts[hcode[i]], _url_path(rest or "")
+        ch = canon[hcode[i]]
+        k = (h, self._prefix_key(ch, path))
+        if k not in memo:
+            memo[k] = len(records)
+            records.append((h, registrable_domain(h) or h, *self._decided(ch, path, True)))
+        rec[i] = memo[k]
+    for i in np.flatnonzero(rec < 0):                # anything else: exactly as `rate`
+        r = self.rate(u[i])
+        rec[i] = len(records)
+        records.append(tuple(getattr(r, c) for c in cols[1:]))
+    out = {"url": np.where(isstr, u, "")}
+    for j, c in enumerate(cols[1:]):
+        vals = np.empty(len(records), dtype=object); vals[:] = [r[j] for r in records]
+        if c == "score": out[c] = vals.astype(float)[rec]
+        elif c == "host": out[c] = vals[rec]
+        else:
+            codes, cats = pd.factorize(vals)
+            out[c] = pd.Categorical.from_codes(codes[rec], categories=pd.Index(cats, dtype=object))
+    return pd.DataFrame(out)
 
+# %% ../../nbs/41_credibility_ratings.ipynb #5528d1ac
 # a plain http(s) URL: lowercase scheme, an authority without user, port, percent or whitespace, no tab or line break
 _PLAIN_URL = r"^https?://(?P<host>[^/?#\\\s@:%]+)(?P<rest>[/?#][^\t\r\n]*)?$"
 

@@ -35,6 +35,7 @@ class Evidence:
     citation_indices: list[int]
     scores: list[float]
 
+# %% ../../nbs/52_groundedness_judge.ipynb #5830389e
 def source_chunks(sources: pd.DataFrame, size: int = 500) -> pd.DataFrame:
     "Chunks of every source text: conversation_id, citation_index, chunk, credibility (credible, non_credible or neither)."
     rows = []
@@ -44,6 +45,7 @@ def source_chunks(sources: pd.DataFrame, size: int = 500) -> pd.DataFrame:
         for c in chunk_text(r.text, size): rows.append((r.conversation_id, int(r.citation_index), c.text, cred))
     return pd.DataFrame(rows, columns=["conversation_id", "citation_index", "chunk", "credibility"])
 
+# %% ../../nbs/52_groundedness_judge.ipynb #0d0a784a
 def retrieve(units: Sequence[Unit], chunks: pd.DataFrame, embedder: Embedder, k: int = 5, scopes: Sequence[str] = SCOPES) -> dict[tuple[str, str], Evidence]:
     "Top-k evidence chunks per (unit, scope) from the unit's own cited sources."
     out = {}
@@ -68,6 +70,7 @@ class Verdict(pydantic.BaseModel):
     relation: str = pydantic.Field(max_length=400)
     label: Literal["Supported", "Contradicted", "Unverifiable"]
 
+# %% ../../nbs/52_groundedness_judge.ipynb #7f98481e
 JUDGE_LABELS = ("Supported", "Contradicted", "Unverifiable")
 _LABEL = re.compile(r"\[\s*(supported|contradicted|unverifiable)\s*\]", re.I)
 
@@ -77,6 +80,7 @@ def judge_grammar(reasoning_chars: int = 1500) -> str:
     return (f'root ::= item{{0,{reasoning_chars}}} "[" ({labels}) "]"\n'
             'item ::= [^\\[] | "[" [0-9] [0-9]? "]"')
 
+# %% ../../nbs/52_groundedness_judge.ipynb #113dc033
 def parse_bracket_label(text: str) -> tuple[dict | None, str]:
     "VERIFY's judgment read from its final bracketed label; the reasoning before it kept as the summary (600 characters)."
     found = list(_LABEL.finditer(text))
@@ -84,16 +88,19 @@ def parse_bracket_label(text: str) -> tuple[dict | None, str]:
     m = found[-1]
     return {"label": m.group(1).capitalize(), "summary": text[:m.start()].strip()[:600], "relation": ""}, ""
 
+# %% ../../nbs/52_groundedness_judge.ipynb #1756880d
 def judge_max_tokens(reasoning_chars: int = 1500) -> int:
     "The judge's output budget (prompt v2): its reasoning, a third of the characters in tokens, and the label."
     return reasoning_chars // 3 + 24
 
+# %% ../../nbs/52_groundedness_judge.ipynb #d0dc68dc
 def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
     "The judge's reasoning room: settings [groundedness] judge_reasoning_chars, or smoke_judge_reasoning_chars for a smoke model."
     from groundbench.core import load_settings
     g = (settings or load_settings()).get("groundedness", {})
     return int(g.get("smoke_judge_reasoning_chars", 200) if getattr(llm, "smoke", False) else g.get("judge_reasoning_chars", 1500))
 
+# %% ../../nbs/52_groundedness_judge.ipynb #633ea135
 def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES, prompt_version: int | None = None,
                 progress: bool = True, reasoning_chars: int | None = None, step: str = "judge") -> list[Judgment]:
     """Judgments of every unit in every scope (one batched LLM step, named `step`); prompt v2 (the default) answers in

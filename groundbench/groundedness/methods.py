@@ -35,6 +35,7 @@ def output_tokens(step: str, llm: LLM) -> int:
     "The output budget of a method's extraction step for this model (smaller for a smoke model)."
     return OUTPUT_TOKENS[step][1 if getattr(llm, "smoke", False) else 0]
 
+# %% ../../nbs/54_groundedness_methods.ipynb #3cfa25ca
 def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     stats: dict | None = None) -> list:
     "VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, counted)."
@@ -46,6 +47,7 @@ def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int 
                             max_tokens=output_tokens("verify_extract", llm), grammar=g))
     return reqs
 
+# %% ../../nbs/54_groundedness_methods.ipynb #c2196749
 def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
     "(start, end, segment index, citations) of a unit: its sentence's citations, else all the response's."
     at = c.answer_text.find(text)
@@ -54,6 +56,7 @@ def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
             if s.start <= at < s.end: return at, at + len(text), i, tuple(s.citation_indices)
     return -1, -1, 0, tuple(x.index for x in c.citations)
 
+# %% ../../nbs/54_groundedness_methods.ipynb #bc0e141f
 def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, progress: bool = True,
                  stats: dict | None = None) -> list[Unit]:
     "VERIFY's units of every response (step `verify_extract`); an unreadable response is one failed unit, counted."
@@ -69,6 +72,7 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
                               r.parse_status if it["label"] else "failed"))   # a unit without a readable type: failed
     return units
 
+# %% ../../nbs/54_groundedness_methods.ipynb #83b9bafb
 def run_verify(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, top_k: int = 5,
                context_chars: int = 12000, reasoning_chars: int = 1500, progress: bool = True,
                stats: dict | None = None) -> tuple[list[Unit], list[Judgment]]:
@@ -89,6 +93,7 @@ def factscore_demos(n: int = 8, path: str | Path | None = None) -> list[tuple[st
     p = Path(path) if path else project_root() / "data" / "external" / "factscore" / "demons_complex.json"
     return list(json.loads(p.read_text(encoding="utf-8")).items())[:n]
 
+# %% ../../nbs/54_groundedness_methods.ipynb #97573460
 def factscore_sentences(c: Conversation) -> list[tuple[int, str]]:
     """(segment index, sentence) FActScore splits: not one starting with 'Sure', nor a last one starting with 'Please',
     'I hope' or 'Here are'."""
@@ -98,16 +103,19 @@ def factscore_sentences(c: Conversation) -> list[tuple[int, str]]:
     if out and out[-1][0] == len(segs) - 1 and out[-1][1].lstrip().startswith(closing): out.pop()
     return out
 
+# %% ../../nbs/54_groundedness_methods.ipynb #ba6ff2b7
 def atomic_fact_prompt(sentence: str, demos: Sequence[tuple[str, list[str]]]) -> str:
     "FActScore's atomic-fact prompt: the demonstrations, then the sentence to break down."
     parts = [FACTSCORE_INSTRUCTION + s + "\n" + "".join(f"- {f}\n" for f in facts) for s, facts in demos]
     return "\n".join(parts) + "\n" + FACTSCORE_INSTRUCTION + sentence + "\n"
 
+# %% ../../nbs/54_groundedness_methods.ipynb #6d4327a7
 def parse_fact_lines(text: str) -> tuple[list[str] | None, str]:
     "The `- <fact>` lines of an answer (FActScore keeps the lines that start with '- ')."
     facts = [l[2:].strip() for l in text.splitlines() if l.startswith("- ") and l[2:].strip()]
     return (facts, "") if facts else (None, "no fact line (a line starting with '- ')")
 
+# %% ../../nbs/54_groundedness_methods.ipynb #48eb023f
 def read_true_false(answer: str) -> bool:
     "FActScore's reading of a True/False answer: supported or not."
     a = answer.lower()
@@ -136,6 +144,7 @@ def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos=None, progres
                               tuple(seg.citation_indices), f, r.parse_status))
     return units
 
+# %% ../../nbs/54_groundedness_methods.ipynb #af95aba5
 def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conversation], topics: dict, llm: LLM,
                      progress: bool = True) -> list[Judgment]:
     "FActScore's True/False verification of each fact against its retrieved chunks (step `factscore_verify`)."
@@ -158,6 +167,7 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
                                   o.text[:600], "", "ok", "", model)
     return [out[u.unit_id] for u in facts if u.unit_id in out]
 
+# %% ../../nbs/54_groundedness_methods.ipynb #d5a76e26
 def run_factscore(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, topics: dict, top_k: int = 5,
                   progress: bool = True) -> tuple[list[Unit], list[Judgment]]:
     "FActScore end to end over the cited sources: atomic facts and their True/False verification."

@@ -75,6 +75,7 @@ def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str], metrics
         rows.append(row)
     return pd.DataFrame(rows)
 
+# %% ../../nbs/53_groundedness_metrics.ipynb #7f111ee5
 def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"), n_boot: int = 1000) -> pd.DataFrame:
     "Aggregates by assistant x topic, assistant x role and assistant overall, stacked with a `breakdown` column."
     parts = []
@@ -83,6 +84,7 @@ def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = 
     o = aggregate(resp, meta, ["assistant"], metrics, n_boot); o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall"); parts.append(o)
     return pd.concat(parts, ignore_index=True)
 
+# %% ../../nbs/53_groundedness_metrics.ipynb #c953caed
 def paper_layout(t: pd.DataFrame, metrics: Sequence[str], pct: bool = True) -> pd.DataFrame:
     "Wide table: one row per breakdown group, 'value ± half-width' per assistant and metric (percent when `pct`)."
     f = 100 if pct else 1
@@ -102,6 +104,7 @@ def _long_cg_ncg(resp: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
     d["metric"] = d.metric.map({"cg": "Credible Groundedness (CG)", "ncg": "Non-Credible Groundedness (NCG)"})
     return d
 
+# %% ../../nbs/53_groundedness_metrics.ipynb #ef29a202
 def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
     "Figure 3 as the paper draws it: histograms of per-response CG and NCG, one row per assistant."
     import matplotlib; matplotlib.use("Agg")
@@ -124,6 +127,7 @@ def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+# %% ../../nbs/53_groundedness_metrics.ipynb #4ca0fe3b
 def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     "Figure 3 (extra view): the same per-response CG and NCG as box plots with the responses as points."
     import matplotlib; matplotlib.use("Agg")
@@ -154,6 +158,7 @@ def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str]
     w = t.pivot_table(index=["breakdown", "group", "assistant"], columns="view", values="cell", aggfunc="first", sort=False)
     return w.reindex(columns=[VIEW_NAMES[v] for v in views]).reset_index().rename_axis(None, axis=1).fillna("-")
 
+# %% ../../nbs/53_groundedness_metrics.ipynb #69b18cd7
 def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smoke: bool = False) -> list:
     "Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s."
     from groundbench.tables import Output

@@ -23,6 +23,7 @@ def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) ->
     ok = set(sources[sources.text.fillna("").str.strip() != ""].conversation_id)
     return [c for c in convs if c.conversation_id in ok]
 
+# %% ../../nbs/50_groundedness.ipynb #3fa92d04
 FAILED_PAGES = {"unverifiable": "scored: their Fact and Claim units have no evidence and count as Unverifiable (GS 0)",
                 "skip": "left out of the groundedness tables (counted in the manifest)"}
 

@@ -29,12 +29,15 @@ class UnitItem(pydantic.BaseModel):
     text: str = pydantic.Field(min_length=1, max_length=MAX_UNIT_CHARS)
     label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other"]
 
+# %% ../../nbs/51_groundedness_units.ipynb #28d77890
 class UnitList(pydantic.BaseModel):
     units: list[UnitItem] = pydantic.Field(min_length=1, max_length=64)  # a longer list is cut to MAX_UNITS, counted
 
+# %% ../../nbs/51_groundedness_units.ipynb #850cc8c2
 class Decontextualised(pydantic.BaseModel):
     decontextualised: str = pydantic.Field(min_length=1, max_length=600)
 
+# %% ../../nbs/51_groundedness_units.ipynb #5d4c1f32
 def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tuple[str, bool]:
     "The whole answer as context, or, when longer than `budget_chars`, the segment with its neighbours up to the budget."
     t = c.answer_text
@@ -51,9 +54,11 @@ def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tu
     text = t[segs[lo].start:segs[hi].end][:budget_chars]
     return ("... " if lo > 0 else "") + text + (" ..." if hi < len(segs) - 1 else ""), True
 
+# %% ../../nbs/51_groundedness_units.ipynb #a10ca852
 def _count(stats: dict | None, key: str, n: int = 1):
     if stats is not None: stats[key] = stats.get(key, 0) + n
 
+# %% ../../nbs/51_groundedness_units.ipynb #3e59db42
 def unit_grammar(labels: Sequence[str] = LABELS8) -> str:
     """GBNF of VERIFY's unit lines (`- <unit>: <label>`), labels from `labels`. Unbounded repetitions (the output budget
     ends the answer; units over the cap are dropped and counted): llama.cpp checks a bounded repetition of hundreds of
@@ -62,6 +67,7 @@ def unit_grammar(labels: Sequence[str] = LABELS8) -> str:
     return ('root ::= line+\nline ::= "- " ch+ ": " label "\\n"\nch ::= [^\\n:] | ":" [^ \\n:]\n'
             f"label ::= {alts}")
 
+# %% ../../nbs/51_groundedness_units.ipynb #7bdb6a17
 def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
     """VERIFY's unit lines read as VERIFY reads them: a line starting with `- ` starts a unit, other lines continue it;
     the unit is split at its last `": "`. A unit whose type is not one of `labels` keeps an empty label (counted as failed)."""
@@ -78,19 +84,23 @@ def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[d
         if body.strip(): out.append({"text": body.strip()[:MAX_UNIT_CHARS], "label": lab})
     return (out, "") if out else (None, "every unit line is empty")
 
+# %% ../../nbs/51_groundedness_units.ipynb #472946a5
 def _unit_answer(text: str) -> tuple[dict | None, str]:
     units, err = parse_unit_lines(text)
     return ({"units": units}, "") if units is not None else (None, err)
 
+# %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
 def extract_tokens(llm: LLM) -> int:
     """The extraction's output budget: 384 tokens (12 units of a sentence), 160 for the bundled smoke model, which repeats
     its lines until the budget ends (the same code path in less time; JSON prompts (v1) keep 384)."""
     return 160 if getattr(llm, "smoke", False) else 384
 
+# %% ../../nbs/51_groundedness_units.ipynb #9db2ce42
 def text_format(name: str, prompt_version: int | None) -> bool:
     "True when the prompt's version answers in VERIFY's text format (v2 and later), False for JSON (v1)."
     return load_prompt(name, prompt_version).version >= 2
 
+# %% ../../nbs/51_groundedness_units.ipynb #e62b58fd
 def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
                      stats: dict | None = None) -> tuple[list, list]:
     """The extraction jobs (conversation, segment index, segment) and their requests, as sent (JSON schema for v1, the
@@ -106,6 +116,7 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
                             grammar=grammar))
     return jobs, (reqs if grammar else with_schema(reqs, UnitList))
 
+# %% ../../nbs/51_groundedness_units.ipynb #c9983122
 def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
                   progress: bool = True, stats: dict | None = None) -> list[Unit]:
     "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
@@ -139,6 +150,7 @@ def parse_code_block(text: str) -> tuple[dict | None, str]:
     if len(blocks[-1]) > 600: return None, "the revised unit is over 600 characters"
     return {"decontextualised": blocks[-1]}, ""
 
+# %% ../../nbs/51_groundedness_units.ipynb #f7daabae
 def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                        prompt_version: int | None = None, stats: dict | None = None) -> tuple[list[Unit], list]:
     "The Fact and Claim units and their decontextualisation requests (what the estimate counts)."
@@ -153,6 +165,7 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
         reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200, grammar=grammar))
     return todo, (reqs if grammar else with_schema(reqs, Decontextualised))
 
+# %% ../../nbs/51_groundedness_units.ipynb #352a7406
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     prompt_version: int | None = None, progress: bool = True,
                     stats: dict | None = None, step: str = "decontextualise") -> tuple[list[Unit], dict[str, str]]:

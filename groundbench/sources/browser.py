@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 from urllib.parse import urlsplit
+from fastcore.basics import patch
 
 from .fetch import FetchFailure, _default_resolve, check_url
 
@@ -34,36 +35,6 @@ class GuardProxy:
 
     def __enter__(self): self.start(); return self
     def __exit__(self, *a): self.stop()
-
-    def start(self) -> int:
-        "Start serving on 127.0.0.1 in a background thread; returns the port."
-        ready = threading.Event()
-        def run():
-            self._loop = asyncio.new_event_loop()
-            self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, limit=65536))
-            self.port = self._server.sockets[0].getsockname()[1]
-            ready.set()
-            self._loop.run_forever()
-        self._thread = threading.Thread(target=run, daemon=True, name="groundbench-guard-proxy")
-        self._thread.start()
-        ready.wait(10)
-        return self.port
-
-    def stop(self):
-        "Stop serving."
-        if self._loop is None: return
-        async def close():
-            self._server.close()
-            for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]: t.cancel()
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop = None
-
-    def chromium_args(self) -> list[str]:
-        "The Chromium switches that send every request through this proxy."
-        return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>",
-                "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--dns-prefetch-disable"]
 
     async def _check(self, url: str) -> tuple[str, int, str]:
         try:
@@ -126,6 +97,42 @@ class GuardProxy:
             try: dst.close()
             except Exception: pass
 
+# %% ../../nbs/33_sources_browser.ipynb #3d543d1e
+@patch
+def start(self: GuardProxy) -> int:
+    "Start serving on 127.0.0.1 in a background thread; returns the port."
+    ready = threading.Event()
+    def run():
+        self._loop = asyncio.new_event_loop()
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, limit=65536))
+        self.port = self._server.sockets[0].getsockname()[1]
+        ready.set()
+        self._loop.run_forever()
+    self._thread = threading.Thread(target=run, daemon=True, name="groundbench-guard-proxy")
+    self._thread.start()
+    ready.wait(10)
+    return self.port
+
+# %% ../../nbs/33_sources_browser.ipynb #66df8549
+@patch
+def stop(self: GuardProxy):
+    "Stop serving."
+    if self._loop is None: return
+    async def close():
+        self._server.close()
+        for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]: t.cancel()
+    asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+    self._loop.call_soon_threadsafe(self._loop.stop)
+    self._thread.join(10)
+    self._loop = None
+
+# %% ../../nbs/33_sources_browser.ipynb #0931f69f
+@patch
+def chromium_args(self: GuardProxy) -> list[str]:
+    "The Chromium switches that send every request through this proxy."
+    return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>",
+            "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--dns-prefetch-disable"]
+
 # %% ../../nbs/33_sources_browser.ipynb #b0a1c00a
 @dataclass
 class Rendered:
@@ -137,6 +144,7 @@ class Rendered:
     reason: str = ""
     seconds: float = 0.0
 
+# %% ../../nbs/33_sources_browser.ipynb #5f622939
 def render_with_browser(url: str, allow_private: bool | Sequence[str] = False, wait_s: float = 3.0, timeout_s: float = 30.0,
                         resolve: Callable[[str, int], list[str]] = _default_resolve) -> Rendered:
     "The rendered HTML of `url` in headless Chromium, every request of which passes the address check."

@@ -33,15 +33,18 @@ def text_codec(label: str | None) -> str | None:
     if not getattr(info, "_is_text_encoding", True) or info.name in ("undefined", "utf-7", "mbcs", "oem"): return None
     return info.name
 
+# %% ../../nbs/32_sources_extract.ipynb #49b653d7
 def _try(body: bytes, enc: str | None) -> str | None:
     codec = text_codec(enc)
     if not codec: return None
     try: return body.decode(codec)
     except (UnicodeError, ValueError, LookupError): return None  # UnicodeError: some codecs raise it bare
 
+# %% ../../nbs/32_sources_extract.ipynb #914cde0a
 def _single_byte(codec: str) -> bool:
     return codec.startswith(("cp12", "iso8859", "latin", "cp8", "mac-", "koi8", "ascii"))
 
+# %% ../../nbs/32_sources_extract.ipynb #9680e12b
 def decode_bytes(body: bytes, content_type: str = "") -> tuple[str, str]:
     "(text, encoding used) of a body: declared, sniffed, or detected charset; UTF-8 mis-declared as single-byte is repaired."
     for bom, enc in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
@@ -76,6 +79,7 @@ class Extracted:
     reason: str = ""
     seconds: float = 0.0
 
+# %% ../../nbs/32_sources_extract.ipynb #6a4a5614
 EXTRACT_REASONS = {  # reason: what it means (none of them is a valid source)
     "too_large": "extracted text over max_text_chars (cut there)",
     "extract_timeout": "extraction ran past its time limit (the worker was stopped)",
@@ -92,6 +96,7 @@ class ExtractLimits:
     max_text_chars: int = 2_000_000
     max_pdf_pages: int = 300
 
+# %% ../../nbs/32_sources_extract.ipynb #1aec832a
 def extract_html(html: str, url: str = "") -> Extracted:
     "Main text and metadata of an HTML page (trafilatura; dates with htmldate)."
     import trafilatura, htmldate
@@ -105,6 +110,7 @@ def extract_html(html: str, url: str = "") -> Extracted:
     return Extracted("html" if text else "empty", text, d.get("title") or "", d.get("author") or "", d.get("date") or "", updated,
                      d.get("sitename") or "")
 
+# %% ../../nbs/32_sources_extract.ipynb #b8d352f3
 def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -> Extracted:
     "Text and metadata of a PDF (pypdf): at most `max_pages` pages, stopping once the text passes `max_chars`."
     from pypdf import PdfReader
@@ -126,6 +132,7 @@ def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -
     except MemoryError: raise
     except Exception as e: return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300], reason="unreadable_pdf")
 
+# %% ../../nbs/32_sources_extract.ipynb #41e85309
 def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractLimits | None = None) -> Extracted:
     "Text and metadata of a fetched body, by its type, in this process (see `ExtractWorker` for the limited one)."
     lim = limits or ExtractLimits()
@@ -168,6 +175,7 @@ def _serve(conn_in, conn_out, memory_mb: int):
         try: conn_out.send(asdict(e))  # plain data both ways: the classes may live in a notebook
         except MemoryError: conn_out.send(asdict(Extracted("failed", error="extract_memory: result too large", reason="extract_memory")))
 
+# %% ../../nbs/32_sources_extract.ipynb #3a852baf
 def worker_main(memory_mb: int = 0):
     "Entry point of the worker process: the protocol on the stdin/stdout pipes; anything printed goes to stderr."
     import os
@@ -177,6 +185,7 @@ def worker_main(memory_mb: int = 0):
     for m in _PRELOAD: __import__(m)
     _serve(Connection(os.dup(0), writable=False), Connection(out_fd, readable=False), memory_mb)
 
+# %% ../../nbs/32_sources_extract.ipynb #2efea583
 _PRELOAD = ["trafilatura", "htmldate", "pypdf", "charset_normalizer", "lxml.html"]
 
 class ExtractWorker:

@@ -23,7 +23,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from ..core import browser_host, now_iso
+from ..core import now_iso
+from ..urls import browser_host
 
 # %% auto #0
 __all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING', 'FetchFailure', 'Refused', 'InvalidURL',
@@ -54,18 +55,22 @@ class FetchFailure(Exception):
         super().__init__(message)
         self.reason = reason or type(self).reason
 
+# %% ../../nbs/31_sources_fetch.ipynb #2f3d9480
 class Refused(FetchFailure):
     "A URL that must not be fetched (scheme, or an address on the machine's own network)."
     reason = "refused"
 
+# %% ../../nbs/31_sources_fetch.ipynb #da546f62
 class InvalidURL(FetchFailure, ValueError):
     "A URL that cannot be parsed (bad port, broken IPv6 literal, no host)."
     reason = "invalid_url"
 
+# %% ../../nbs/31_sources_fetch.ipynb #a9a7df77
 class Unresolvable(FetchFailure, ConnectionError):
     "A host name that does not resolve (not retried within a run)."
     reason = "dns"
 
+# %% ../../nbs/31_sources_fetch.ipynb #249c7b42
 def is_transient(reason: str) -> bool:
     "True when a record with this reason should be fetched again on a rerun."
     return REASONS.get(reason, (True,))[0] if reason else False
@@ -77,9 +82,11 @@ def address_is_public(ip: str) -> bool:
     if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped: a = a.ipv4_mapped
     return not (a.is_private or a.is_loopback or a.is_link_local or a.is_multicast or a.is_reserved or a.is_unspecified) and a.is_global
 
+# %% ../../nbs/31_sources_fetch.ipynb #c9558dfb
 def _default_resolve(host: str, port: int) -> list[str]:
     return sorted({ai[4][0] for ai in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
 
+# %% ../../nbs/31_sources_fetch.ipynb #0ddf0978
 def ascii_host(host: str) -> str:
     "A host name as browsers send it: IDNA/UTS 46 mapped (full-width letters, ideographic dots) and punycoded. Raises InvalidURL."
     host = host.rstrip(".").lower()
@@ -90,6 +97,7 @@ def ascii_host(host: str) -> str:
     try: return idna.encode(browser_host(host), uts46=True, transitional=False).decode("ascii")
     except (idna.IDNAError, UnicodeError, ValueError) as e: raise InvalidURL(f"host {host[:80]!r} is not a valid domain name ({e})") from None
 
+# %% ../../nbs/31_sources_fetch.ipynb #f35b2a79
 def url_parts(url: str) -> tuple[str, str, int]:
     "(scheme, ASCII host, port) of a URL. Raises Refused for other schemes and InvalidURL for what cannot be parsed."
     if not isinstance(url, str): raise InvalidURL(f"not a URL: {type(url).__name__}")
@@ -103,10 +111,12 @@ def url_parts(url: str) -> tuple[str, str, int]:
     if port == 0: raise InvalidURL(f"port 0 in {url[:100]!r}")
     return scheme, host, port or (443 if scheme == "https" else 80)
 
+# %% ../../nbs/31_sources_fetch.ipynb #705f77d4
 def allowed_private(host: str, port: int, allow_private: bool | Sequence[str]) -> bool:
     "True when tests lifted the rule for this host and port."
     return allow_private is True or (not isinstance(allow_private, bool) and f"{host}:{port}" in set(allow_private or ()))
 
+# %% ../../nbs/31_sources_fetch.ipynb #bab5a294
 def check_url(url: str, allow_private: bool | Sequence[str] = False, resolve: Callable[[str, int], list[str]] = _default_resolve) -> tuple[str, int, str]:
     "Validate `url`: returns (host, port, the address to connect to). Raises Refused, InvalidURL or Unresolvable."
     _, host, port = url_parts(url)
@@ -119,6 +129,7 @@ def check_url(url: str, allow_private: bool | Sequence[str] = False, resolve: Ca
                       "(a cited URL may not reach this machine's own network; --allow-private lifts this for tests)")
     return host, port, addrs[0]
 
+# %% ../../nbs/31_sources_fetch.ipynb #5e0788d7
 def _is_ip(h: str) -> bool:
     try: ipaddress.ip_address(h); return True
     except ValueError: return False
@@ -142,6 +153,7 @@ class FetchRecord:
     content_encoding: str = ""
     settings_key: str = ""
 
+# %% ../../nbs/31_sources_fetch.ipynb #a9014f50
 # Chromium 156 on Linux, as a real browser sends it
 BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -180,6 +192,7 @@ class FetchSettings:
         d = {"allow_private": allow, "max_bytes": self.max_bytes, "max_redirects": self.max_redirects, "user_agent": self.user_agent}
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
+# %% ../../nbs/31_sources_fetch.ipynb #fdb609fa
 def reusable(rec: FetchRecord, cfg: FetchSettings) -> bool:
     "True when a stored record stands on a rerun: a success or a permanent failure, under the same outcome settings."
     if is_transient(rec.reason) or (not rec.reason and rec.error): return False  # old records: an error without a reason
@@ -219,6 +232,7 @@ def _classify(e: BaseException) -> tuple[str, str]:
     if isinstance(e, (ValueError, UnicodeError, httpx.HTTPError)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
     return "error", f"{type(e).__name__}: {e}"[:300]
 
+# %% ../../nbs/31_sources_fetch.ipynb #174bf4b3
 async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> None:
     "One attempt: follow redirects (each checked) and read the body into the record."
     current, rec.hops = rec.url, []
@@ -250,6 +264,7 @@ async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> 
             return
     raise FetchFailure(f"more than {cfg.max_redirects} redirects", "redirects")
 
+# %% ../../nbs/31_sources_fetch.ipynb #9be325d6
 async def _fetch_one(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> None:
     "Attempts with backoff on transient failures; the outcome is written into `rec`."
     for attempt in range(cfg.retries + 1):
@@ -266,6 +281,7 @@ async def _fetch_one(client, rec: FetchRecord, cfg: FetchSettings, resolve, stor
             rec.error = f"HTTP {rec.status}"
         return
 
+# %% ../../nbs/31_sources_fetch.ipynb #984e40ed
 async def _fetch_all(urls, cfg, resolve, store, done):
     limits = httpx.Limits(max_connections=cfg.concurrency, max_keepalive_connections=cfg.concurrency)
     timeout = httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)
@@ -287,6 +303,7 @@ async def _fetch_all(urls, cfg, resolve, store, done):
             return rec
         return await asyncio.gather(*(one(u) for u in urls))
 
+# %% ../../nbs/31_sources_fetch.ipynb #6219614b
 def fetch_all(urls: Sequence[str], cfg: FetchSettings | None = None, store: Callable[[bytes], str] | None = None,
               done: Callable[[FetchRecord], None] | None = None, resolve: Callable[[str, int], list[str]] = _default_resolve) -> list[FetchRecord]:
     "Fetch distinct `urls` (order kept); never raises for a bad URL or server."
