@@ -26,10 +26,9 @@ from .runner import (StageFailed, check_parameters, load_run_spec, parse_params,
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['app', 'cache_app', 'HTML_PROVIDERS', 'JSON_PROVIDERS', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd',
-           'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
-           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd', 'main']
+__all__ = ['app', 'cache_app', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd', 'import_specs', 'import_cmd',
+           'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd', 'estimate_cmd', 'cache_merge_cmd',
+           'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -317,11 +316,14 @@ def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run
     except (RecordError, OSError, ValueError, TypeError) as e: fail(e)
 
 # %% ../nbs/90_cli.ipynb #57df4fa8
-HTML_PROVIDERS = ("chatgpt", "perplexity", "qwen")
-JSON_PROVIDERS = ("openai-responses", "perplexity-api", "openai-chat")
+def _providers() -> str:
+    "The providers `parse` reads: every browser assistant's page, every API's response."
+    from groundbench.collect.api import API_PARSERS
+    from groundbench.collect.assistants import browser_assistants
+    return ", ".join([*browser_assistants(), *API_PARSERS])
 
 @app.command("parse")
-def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PROVIDERS + JSON_PROVIDERS)}"),
+def parse_cmd(provider: str = typer.Option(..., help=f"one of {_providers()}"),
               html: Optional[Path] = typer.Option(None, help="archived page (browser providers)"),
               json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
@@ -334,7 +336,8 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
         if p.is_dir(): fail(f"{opt} {p}: is a folder; give the file")
         try: return p.read_bytes()
         except OSError as e: fail(e)
-    if provider in HTML_PROVIDERS:
+    from groundbench.collect.assistants import browser_assistants
+    if provider in browser_assistants():
         if not html: fail(f"--provider {provider} reads a page: give --html FILE")
         page, _ = decode_bytes(readable(html, "--html"), "text/html")  # the page's own charset, as a browser reads it
         if (i := page.rfind("<")) > page.rfind(">"): page = page[:i]  # a truncated file: drop the unfinished tag, never show markup as text
@@ -347,7 +350,7 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
         except ValueError as e: fail(f"{html}: {e}")
         except Exception as e:  # soupsieve raises its own SelectorSyntaxError for a bad CSS selector in the configuration
             fail(f"{config or provider}: a selector cannot be used ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    elif provider in JSON_PROVIDERS:
+    elif provider in api.API_PARSERS:
         if not json_file: fail(f"--provider {provider} reads an API response: give --json FILE")
         raw = readable(json_file, "--json")
         try: data = json.loads(raw.decode("utf-8-sig"))
@@ -356,16 +359,15 @@ def parse_cmd(provider: str = typer.Option(..., help=f"one of {', '.join(HTML_PR
         except RecursionError: fail(f"{json_file}: JSON nested too deeply")
         if not isinstance(data, dict): fail(f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
         try:
-            parsed = {"openai-responses": api.parse_openai_responses, "perplexity-api": api.parse_perplexity,
-                      "openai-chat": api.parse_chat_completion}[provider](data)
+            parsed = api.API_PARSERS[provider](data)
         except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as e:
             fail(f"{json_file}: not a {provider} response of the expected shape ({error_line(e)})")
-    else: fail(f"unknown provider {provider!r}: use one of {', '.join(HTML_PROVIDERS + JSON_PROVIDERS)}")
+    else: fail(f"unknown provider {provider!r}: use one of {_providers()}")
     typer.echo(parsed.to_json())
 
 # %% ../nbs/90_cli.ipynb #0f6209e8
 @app.command("login")
-def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or qwen"),
+def login_cmd(assistant: str = typer.Argument(..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
               profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):
     "Open the assistant's page in a visible Chromium with a persistent profile; sign in, then close the window."
     from groundbench.collect.browser import make_driver
@@ -383,9 +385,9 @@ def login_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or 
 
 # %% ../nbs/90_cli.ipynb #d0c70002
 @app.command("doctor")
-def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or qwen"),
+def doctor_cmd(assistant: str = typer.Argument(..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
                profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
-               model: Optional[str] = typer.Option(None, help="the model to pick (default: the YAML's default_model)"),
+               model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
                config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
                base_url: Optional[str] = typer.Option(None, help="another site in place of the start URL's host (local fixtures)"),
                out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
@@ -393,13 +395,15 @@ def doctor_cmd(assistant: str = typer.Argument(..., help="chatgpt, perplexity or
     "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
     from groundbench.collect.page import load_ui_config
     from groundbench.collect.flows import doctor, doctor_table
-    from groundbench.collect.stage import BROWSER_COLLECTORS
-    if assistant not in BROWSER_COLLECTORS: fail(f"unknown assistant {assistant!r}: use one of {', '.join(BROWSER_COLLECTORS)}")
+    from groundbench.collect.assistants import browser_assistants
+    from groundbench.collect.browser import BrowserCollector
+    if config is None and assistant not in browser_assistants():
+        fail(f"unknown assistant {assistant!r}: use one of {', '.join(browser_assistants())}, or give --config FILE")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     try: cfg = load_ui_config(config or assistant)
     except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
     except (ValueError, FileNotFoundError, TypeError, KeyError) as e: fail(e)
-    c = BROWSER_COLLECTORS[assistant](model=model or "", config=cfg, base_url=base_url, profile_dir=profile_dir, headless=not headed, delay_s=0)
+    c = BrowserCollector(cfg, model=model or "", base_url=base_url, profile_dir=profile_dir, headless=not headed, delay_s=0)
     try: rows, ok = doctor(c, out)
     finally: c.close()
     typer.echo(printable(doctor_table(rows)))

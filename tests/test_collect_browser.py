@@ -10,17 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import groundbench
+from conftest import ROOT, groundbench
 from fixture_site import FixtureSite
 from groundbench.collect.base import Archive, CollectionError
-from groundbench.collect.chatgpt import ChatGPTCollector
-from groundbench.collect.perplexity import PerplexityBrowserCollector
-from groundbench.collect.qwen import QwenCollector
+from groundbench.collect.browser import BrowserCollector
 from groundbench.core import Prompt
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium]
 
 PROMPT = Prompt("H1", "Health", "fact_checker", 1, "Fact-check: mRNA vaccines alter human DNA, with evidence")
+
+
+def assistant(name):
+    "The browser collector of the assistant `name` (its YAML), made with the keyword arguments given."
+    return lambda config=name, **kw: BrowserCollector(config, **kw)
 
 
 def collect_one(cls, site, tmp_path, **kw):
@@ -44,7 +47,7 @@ def segs(conv):
 
 def test_chatgpt_gpt4o(tmp_path):
     with FixtureSite("chatgpt") as site:
-        ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-4o")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="gpt-4o")
         assert site.sent[PROMPT.text] == 1
     check_archive(ar, rec, "webpage-citation-pill")
     assert rec["model_shown"] == "GPT-4o" and conv.thinking is False
@@ -56,7 +59,7 @@ def test_chatgpt_gpt4o(tmp_path):
 
 def test_chatgpt_gpt4o_hover_highlight_gives_exact_spans(tmp_path):
     with FixtureSite("chatgpt", "highlight") as site:
-        ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-4o")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="gpt-4o")
     hl = [s for s in conv.segments if s.text == "This claim is false"]
     assert hl and hl[0].citation_indices == (1,) and conv.answer_text[hl[0].start:hl[0].end] == "This claim is false"
 
@@ -65,7 +68,7 @@ def test_chatgpt_gpt4o_spans_read_by_hovering_each_pill(tmp_path):
     """GPT-4o highlights the cited words only while the mouse is over a pill (fixture variant "hover", modelled on seed
     000's Figure 4): the collector hovers every pill with ActionChains and keeps the spans in the archived page."""
     with FixtureSite("chatgpt", "hover") as site:
-        ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-4o")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="gpt-4o")
     html = check_archive(ar, rec, "data-groundbench-hover")
     assert rec["hover_spans"] == 2
     by_text = {s.text: s for s in conv.segments}
@@ -73,13 +76,13 @@ def test_chatgpt_gpt4o_spans_read_by_hovering_each_pill(tmp_path):
     assert by_text["rated it false"].citation_indices == (2,) and by_text["rated it false"].span_source == "hover"
     assert by_text["The agency gives the details."].span_source == "sentence"  # its pill highlights nothing: the sentence rule
     with FixtureSite("chatgpt", "hover") as site:  # GPT-5 highlights nothing: no hovering
-        ar5, rec5, conv5 = collect_one(ChatGPTCollector, site, tmp_path / "g5", model="gpt-5")
+        ar5, rec5, conv5 = collect_one(assistant("chatgpt"), site, tmp_path / "g5", model="gpt-5")
     assert rec5["hover_spans"] == 0 and {s.span_source for s in conv5.segments} == {"sentence"}
 
 
 def test_chatgpt_gpt5_thinking_is_recorded(tmp_path):
     with FixtureSite("chatgpt") as site:
-        ar, rec, conv = collect_one(ChatGPTCollector, site, tmp_path, model="gpt-5")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="gpt-5")
     assert rec["model_shown"] == "GPT-5" and conv.thinking is True
     assert "Searching the web for the claim" not in conv.answer_text  # the reasoning summary is not the answer
     assert len(conv.citations) == 2
@@ -87,7 +90,7 @@ def test_chatgpt_gpt5_thinking_is_recorded(tmp_path):
 
 def test_perplexity_with_sources_panel(tmp_path):
     with FixtureSite("perplexity") as site:
-        ar, rec, conv = collect_one(PerplexityBrowserCollector, site, tmp_path)
+        ar, rec, conv = collect_one(assistant("perplexity"), site, tmp_path)
     html = check_archive(ar, rec, "data-pplx-citation-url")
     assert 'data-context-pane="true"' in html  # the opened sources panel is archived too
     assert [c.url for c in conv.citations] == ["https://apnews.com/article/fact-check-123", "https://www.who.int/news-room/q-a",
@@ -97,9 +100,28 @@ def test_perplexity_with_sources_panel(tmp_path):
                               ("An encyclopedia summarises it.", (3,), False), ("In short, it is false.", (1, 2, 3), True)]
 
 
+def test_a_fourth_assistant_is_one_yaml_and_one_fixture_page(tmp_path):
+    """Issue 28: an assistant groundbench does not ship, added the way the README says: a YAML file (any path) and a page to
+    test it on, no Python. The same collector drives it in Chromium: the answer archived, its two links as citations, each
+    paragraph a segment with the citation it carries, and a login wall stops it with the YAML's own words."""
+    cfg = ROOT / "tests" / "fixtures" / "assistants" / "lechat.yaml"
+    with FixtureSite("lechat") as site:
+        ar, rec, conv = collect_one(assistant(cfg), site, tmp_path)
+    check_archive(ar, rec, 'class="ref"')
+    assert conv.provider == "lechat" and rec["source"] == "browser"
+    assert [c.url for c in conv.citations] == ["https://www.who.int/news-room/fact-sheets/detail/measles",
+                                               "https://www.cdc.gov/measles/vaccines/index.html"]
+    assert segs(conv) == [("The claim is false: measles vaccines do not alter DNA.", (1,), False),
+                          ("Two doses protect about 97% of people.", (2,), False),
+                          ("Ask a doctor about your own case.", (1, 2), True)]
+    with FixtureSite("lechat", "login") as site:
+        with pytest.raises(CollectionError, match="login wall"):
+            collect_one(assistant(cfg), site, tmp_path / "login")
+
+
 def test_qwen_thinking_off_search_on_hostname_pills(tmp_path):
     with FixtureSite("qwen") as site:
-        ar, rec, conv = collect_one(QwenCollector, site, tmp_path)
+        ar, rec, conv = collect_one(assistant("qwen"), site, tmp_path)
     check_archive(ar, rec, "qwen-markdown-citation")
     assert conv.thinking is False and "step by step" not in conv.answer_text  # thinking was switched off
     assert [c.url for c in conv.citations] == ["https://www.bbc.co.uk/news/health-1", "https://www.reuters.com/fact-check/x",
@@ -112,7 +134,7 @@ def test_qwen_thinking_off_search_on_hostname_pills(tmp_path):
                                                         ("chatgpt", "ratelimit", "rate limit"), ("chatgpt", "unknown", "unknown page"),
                                                         ("perplexity", "login", "login wall"), ("qwen", "login", "login wall")])
 def test_blockers_stop_with_message_and_screenshot(tmp_path, site_name, variant, expected):
-    cls = {"chatgpt": ChatGPTCollector, "perplexity": PerplexityBrowserCollector, "qwen": QwenCollector}[site_name]
+    cls = assistant(site_name)
     ar = Archive(tmp_path / "c")
     with FixtureSite(site_name, variant) as site:
         c = cls(base_url=site.url, delay_s=0)
@@ -128,7 +150,7 @@ def test_blockers_stop_with_message_and_screenshot(tmp_path, site_name, variant,
 
 def test_parse_cli_reproduces_archived_record_byte_for_byte(tmp_path):
     with FixtureSite("perplexity") as site:
-        ar, rec, conv = collect_one(PerplexityBrowserCollector, site, tmp_path)
+        ar, rec, conv = collect_one(assistant("perplexity"), site, tmp_path)
     page = tmp_path / "page.html"
     page.write_bytes(ar.read(rec["html"]))
     outs = [groundbench("parse", "--provider", "perplexity", "--html", page, check=True).stdout for _ in range(2)]
@@ -141,10 +163,10 @@ def test_parse_cli_reproduces_archived_record_byte_for_byte(tmp_path):
 RUNNER = """
 import sys, json
 from groundbench.collect.base import Archive
-from groundbench.collect.chatgpt import ChatGPTCollector
+from groundbench.collect.browser import BrowserCollector
 from groundbench.core import Prompt
 ps = [Prompt("H%d" % i, "Health", "fact_checker", 1, "Is claim number %d true?" % i) for i in range(5)]
-ChatGPTCollector("gpt-4o", base_url=sys.argv[1], delay_s=0.5).collect(ps, Archive(sys.argv[2]), progress=False)
+BrowserCollector("chatgpt", model="gpt-4o", base_url=sys.argv[1], delay_s=0.5).collect(ps, Archive(sys.argv[2]), progress=False)
 """
 
 

@@ -24,8 +24,9 @@ from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..backends import post_with_retries
 
 # %% auto #0
-__all__ = ['API_COLLECTORS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion',
-           'parse_perplexity', 'APICollector', 'OpenAIResponsesCollector', 'PerplexityCollector']
+__all__ = ['API_COLLECTORS', 'API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
+           'parse_chat_completion', 'parse_perplexity', 'APICollector', 'OpenAIResponsesCollector',
+           'PerplexityCollector']
 
 # %% ../../nbs/26_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
@@ -175,3 +176,7 @@ class PerplexityCollector(APICollector):
     def parse(self, data): return parse_perplexity(data)
 
 API_COLLECTORS = {c.provider: c for c in (APICollector, OpenAIResponsesCollector, PerplexityCollector)}
+
+# %% ../../nbs/26_collect_api.ipynb #5e20e9a7
+API_PARSERS = {"openai-chat": parse_chat_completion, "openai-responses": parse_openai_responses,
+               "perplexity-api": parse_perplexity}  # an archived API response read offline (`groundbench parse --json`)

@@ -70,7 +70,8 @@ class BrowserCollector:
         self.on_model_mismatch = on_model_mismatch
         self.cfg = config if isinstance(config, dict) else load_ui_config(config)
         self.provider = self.cfg["provider"]
-        self.base_url, self.model = base_url, model or self.cfg.get("default_model", "")
+        m = self.cfg.get("default_model", "") if model is None else model  # "": the page's default; None: the YAML's
+        self.base_url, self.model = base_url, (self.cfg.get("model_names") or {}).get(m.lower(), m) if m else ""
         self.profile_dir, self.headless, self.remote_url = profile_dir, headless, remote_url
         w = self.cfg["waits"]
         self.delay_s = w.get("between_prompts_s", 5) if delay_s is None else delay_s

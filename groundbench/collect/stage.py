@@ -15,28 +15,25 @@ import pandas as pd
 
 from .api import API_COLLECTORS
 from .base import Archive
-from .chatgpt import ChatGPTCollector
+from .assistants import browser_assistants
+from .browser import BrowserCollector
 from .expertqa import import_expertqa
 from .table import import_tables as import_answer_tables, write_import
-from .perplexity import PerplexityBrowserCollector
-from .qwen import QwenCollector
 from ..core import Conversation, Prompt, read_records
 
 # %% auto #0
-__all__ = ['BROWSER_COLLECTORS', 'make_collector', 'worker_of', 'sample_by_group', 'conversation_counts']
+__all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts']
 
 # %% ../../nbs/20_collect.ipynb #ca207703
-BROWSER_COLLECTORS = {"chatgpt": ChatGPTCollector, "perplexity": PerplexityBrowserCollector, "qwen": QwenCollector}
-
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None, api_key_env: str | None = None,
                    profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None, on_model_mismatch: str = "record",
                    options: dict | None = None, remote_url: str | None = None):
     "The collector for `source` and `provider`."
     if source == "browser":
-        if provider not in BROWSER_COLLECTORS: raise ValueError(f"provider {provider!r}: browser collectors are {', '.join(BROWSER_COLLECTORS)}")
-        kw = {"model": model} if model else {}
-        return BROWSER_COLLECTORS[provider](base_url=base_url, profile_dir=profile_dir, headless=headless, delay_s=delay_s,
-                                            on_model_mismatch=on_model_mismatch, remote_url=remote_url, **kw)
+        if provider not in browser_assistants():
+            raise ValueError(f"provider {provider!r}: browser assistants are {', '.join(browser_assistants())}")
+        return BrowserCollector(provider, base_url=base_url, model=model or None, profile_dir=profile_dir, headless=headless,
+                                delay_s=delay_s, on_model_mismatch=on_model_mismatch, remote_url=remote_url)
     if source == "api":
         if provider not in API_COLLECTORS: raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
