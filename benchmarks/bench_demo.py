@@ -21,7 +21,8 @@ from groundbench.backends import llama_threads
 ROOT = Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--params", type=Path, default=ROOT / "papermill_params" / "demo.yaml")
-ap.add_argument("--keep", type=Path, help="an empty folder that keeps the run and its caches (to compare outputs)")
+ap.add_argument("--keep", type=Path, default=os.environ.get("BENCH_DEMO_KEEP") or None,
+                help="an empty folder that keeps the run and its caches, to compare outputs (default: $BENCH_DEMO_KEEP)")
 args = ap.parse_args()
 
 with tempfile.TemporaryDirectory() as tmp:
