@@ -323,7 +323,8 @@ def _providers() -> str:
     return ", ".join([*browser_assistants(), *API_PARSERS])
 
 @app.command("parse")
-def parse_cmd(provider: str = typer.Option(..., help=f"one of {_providers()}"),
+def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groundbench/collect/<name>.yaml) or an API "
+                                                        "(openai-chat, openai-responses, perplexity-api)"),
               html: Optional[Path] = typer.Option(None, help="archived page (browser providers)"),
               json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
