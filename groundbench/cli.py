@@ -291,7 +291,10 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
             log_output: bool = typer.Option(False, help="stream the notebooks' output"),
             worker: Optional[str] = typer.Option(None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
             param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
-            stages: Optional[str] = typer.Option(None, "--stages", help="only these of the file's stages, comma-separated (e.g. 10_claims)")):
+            stages: Optional[str] = typer.Option(None, "--stages", help="only these of the file's stages, comma-separated (e.g. 10_claims)"),
+            fresh_kernels: bool = typer.Option(False, "--fresh-kernels",
+                                               help="a new Jupyter kernel for every stage (default: one kernel for the run, "
+                                                    "its namespace cleared between stages)")):
     "Run the stage notebooks of each parameter file into runs/<run_id>/ (resumes from caches when rerun)."
     if run_id and len(params) > 1: fail("--run-id needs exactly one parameter file")
     if worker and len(params) > 1: fail("--worker needs exactly one parameter file")
@@ -299,7 +302,8 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         w, extra = parse_worker(worker), parse_params(param or [])
         for p in params: load_run_spec(p)
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
-        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only, not no_estimate) for p in params]
+        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only, not no_estimate,
+                 fresh_kernels) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
         else: summaries = [run_file(*a) for a in args]

@@ -77,6 +77,10 @@ class EmbeddingCache:
             q = f"SELECT text_hash, vec FROM vectors WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
             for h, v in self.db.execute(q, [model, *part]): out[h] = np.frombuffer(v, dtype=np.float32)
         return out
+    def dim(self, model: str) -> int | None:
+        "The length of this model's cached vectors (None: none cached)."
+        row = self.db.execute("SELECT length(vec) FROM vectors WHERE model=? LIMIT 1", [model]).fetchone()
+        return row[0] // 4 if row else None
     def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]):
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
         self.db.commit()
@@ -85,15 +89,29 @@ class EmbeddingCache:
 class Embedder:
     "A sentence-transformers model with a disk cache; `encode` returns normalised float32 vectors."
     def __init__(self, model: str = BUNDLED_EMBEDDING, cache: EmbeddingCache | None = None, batch_size: int = 64, device: str = "cpu"):
-        self.model_name, self.cache, self.batch_size = model, cache, batch_size
+        self.model_name, self.cache, self.batch_size, self.device = model, cache, batch_size, device
         if model == BUNDLED_EMBEDDING:
             os.environ["HF_HUB_OFFLINE"] = "1"
-            path, kw = str(bundled_embedding_path()), {}
-        else: path, kw = model, {"trust_remote_code": True}
-        from sentence_transformers import SentenceTransformer
-        self.st = SentenceTransformer(path, device=device, **kw)
-        self.dim = (getattr(self.st, "get_embedding_dimension", None) or self.st.get_sentence_embedding_dimension)()
+            self._path, self._kw = str(bundled_embedding_path()), {}
+        else: self._path, self._kw = model, {"trust_remote_code": True}
+        self._st, self._dim = None, None
         self.stats = {"texts": 0, "encoded": 0, "cache_hits": 0}
+
+    @property
+    def st(self):
+        "The sentence-transformers model, loaded when a text is first encoded: a stage whose vectors are all cached never loads it."
+        if self._st is None:
+            from sentence_transformers import SentenceTransformer
+            self._st = SentenceTransformer(self._path, device=self.device, **self._kw)
+        return self._st
+
+    @property
+    def dim(self) -> int:
+        "The vectors' length: of a cached vector of this model when there is one, else the loaded model's."
+        if self._dim is None:
+            self._dim = self.cache.dim(self.model_name) if self.cache is not None else None
+            if self._dim is None: self._dim = (getattr(self.st, "get_embedding_dimension", None) or self.st.get_sentence_embedding_dimension)()
+        return self._dim
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         "Normalised embeddings of `texts` (n x dim, float32), from cache where possible."

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/runner.html.md"""
 # %% ../nbs/89_runner.ipynb #0ed18fd5
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -22,7 +23,8 @@ from .stages import COLLECT, CREDIBILITY, STAGES, default_kernel, stage, stage_p
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'estimate_into_run', 'run_study', 'printable', 'run_summary', 'parse_worker', 'parse_params', 'run_file']
+           'estimate_into_run', 'SharedKernel', 'run_study', 'printable', 'run_summary', 'parse_worker', 'parse_params',
+           'run_file']
 
 # %% ../nbs/89_runner.ipynb #49797ea6
 @dataclass
@@ -99,12 +101,79 @@ def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run:
         say(f"[{spec.run_id}] estimate skipped: {msg}")
         run.update_manifest(lambda m: m.__setitem__("estimate_error", msg))
 
+# %% ../nbs/89_runner.ipynb #536bb9dc
+_FRESH_NAMESPACE = """%reset -f
+import os as _os, sys as _sys
+_os.chdir({root!r})
+if "matplotlib.pyplot" in _sys.modules: _sys.modules["matplotlib.pyplot"].close("all")
+get_ipython().history_manager.reset(new_session=True)  # cell numbers from 1 again, in a history session of their own
+get_ipython().execution_count = 1
+del _os, _sys"""
+
+class SharedKernel:
+    """One Jupyter kernel for the stages of a run (`with SharedKernel(name, cwd) as k:`); `k.fresh()` clears the
+    namespace between stages, `k.papermill_kwargs()` hands the kernel to papermill."""
+    def __init__(self, name: str, cwd: Path):
+        self.name, self.cwd, self.km, self.kc = name, Path(cwd), None, None
+    def __enter__(self):
+        from jupyter_client.manager import KernelManager
+        self.km = KernelManager(kernel_name=self.name)
+        self.km.start_kernel(cwd=str(self.cwd))
+        from jupyter_client.session import Session  # a session of its own: papermill's clients use the manager's, and the
+        s = self.km.session                          # kernel answers the newest client of a session
+        self.kc = self.km.client(session=Session(key=s.key, signature_scheme=s.signature_scheme))
+        self.kc.start_channels()
+        try: self.kc.wait_for_ready(timeout=120)
+        except BaseException: self.__exit__(); raise
+        return self
+    def __exit__(self, *exc):
+        if self.kc is not None: self.kc.stop_channels()
+        if self.km is not None and self.km.has_kernel: self.km.shutdown_kernel(now=True)
+        self.km = self.kc = None
+    def fresh(self):
+        "A clean namespace, the working folder and cell numbers as a new kernel's; raises if the kernel is gone."
+        if not self.km.is_alive(): raise RuntimeError(f"the run's kernel {self.name!r} died")
+        reply = self.kc.execute_interactive(_FRESH_NAMESPACE.format(root=str(self.cwd)), store_history=False,
+                                            timeout=120, output_hook=lambda msg: None)
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"the run's kernel {self.name!r} could not start a clean namespace: "
+                               f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+    def papermill_kwargs(self) -> dict: return {"km": self.km}
+
+# %% ../nbs/89_runner.ipynb #5175321f
+def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
+               shared: SharedKernel | None, clean: bool):
+    "Execute one stage notebook with papermill (in `shared`, its namespace cleaned first when `clean`)."
+    import papermill
+    from nbclient.exceptions import DeadKernelError
+    params = {k: v for k, v in spec.parameters.items() if k in declared}
+    params["run_dir"] = str(run.dir.resolve())
+    if "settings_overrides" in declared: params["settings_overrides"] = spec.settings
+    if spec.worker: params["worker"], params["workers"] = spec.worker
+    k, n = spec.worker or (0, 0)
+    out = run.dir / "notebooks" / (f"{name}.worker-{k}-of-{n}.ipynb" if spec.worker else f"{name}.ipynb")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    say(f"[{spec.run_id}] {name} ...")
+    t0 = time.perf_counter()
+    try:
+        if shared is not None and clean: shared.fresh()
+        papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
+                                   cwd=str(project_root()), progress_bar=False, log_output=log_output,
+                                   **(shared.papermill_kwargs() if shared is not None else {}))
+    except papermill.PapermillExecutionError as e:
+        raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
+                          f"(executed notebook: {out})") from None
+    except (DeadKernelError, RuntimeError) as e:
+        if isinstance(e, StageFailed): raise
+        raise StageFailed(f"run {spec.run_id}: stage {name} failed: its kernel stopped ({type(e).__name__}: {e}) "
+                          f"(executed notebook: {out})") from None
+    say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
+
 # %% ../nbs/89_runner.ipynb #968d9499
 def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False,
-              estimate: bool = True) -> Run:
+              estimate: bool = True, fresh_kernels: bool = False) -> Run:
     """Execute the stages of `spec` in order into runs/<run_id>/ (after printing the estimate, unless `estimate` is
-    False); returns the run."""
-    import papermill
+    False), in one shared kernel (`fresh_kernels`: a kernel per stage); returns the run."""
     declared = check_parameters(spec)
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
@@ -118,23 +187,8 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
             raise RecordError(f"{spec.path}: --worker splits the {COLLECT} stage, which this file does not run")
         stages = [COLLECT]
     if estimate and not spec.worker: estimate_into_run(spec, stages, settings, run, runs_dir)
-    for name in stages:
-        params = {k: v for k, v in spec.parameters.items() if k in declared[name]}
-        params["run_dir"] = str(run.dir.resolve())
-        if "settings_overrides" in declared[name]: params["settings_overrides"] = spec.settings
-        if spec.worker: params["worker"], params["workers"] = spec.worker
-        k, n = spec.worker or (0, 0)
-        out = run.dir / "notebooks" / (f"{name}.worker-{k}-of-{n}.ipynb" if spec.worker else f"{name}.ipynb")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        say(f"[{spec.run_id}] {name} ...")
-        t0 = time.perf_counter()
-        try:
-            papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
-                                       cwd=str(project_root()), progress_bar=False, log_output=log_output)
-        except papermill.PapermillExecutionError as e:
-            raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
-                              f"(executed notebook: {out})") from None
-        say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
+    with contextlib.nullcontext() if fresh_kernels else SharedKernel(kernel, project_root()) as shared:
+        for i, name in enumerate(stages): _run_stage(spec, run, name, declared[name], kernel, log_output, shared, i > 0)
     return run
 
 # %% ../nbs/89_runner.ipynb #38930fce
@@ -189,7 +243,7 @@ def parse_params(items: Sequence[str]) -> dict:
 # %% ../nbs/89_runner.ipynb #4f597ef6
 def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, run_id: str | None = None,
              log_output: bool = False, worker: tuple[int, int] | None = None, extra: dict | None = None,
-             only: Sequence[str] = (), estimate: bool = True) -> str:
+             only: Sequence[str] = (), estimate: bool = True, fresh_kernels: bool = False) -> str:
     """Run one parameter file (with `groundbench run`'s options: another run id, a worker's share, parameters over the
     file's, only some of its stages); returns the run's summary."""
     spec = load_run_spec(path)
@@ -198,4 +252,4 @@ def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, 
         raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
     spec.only, spec.worker = list(only), worker
     spec.parameters = {**spec.parameters, **(extra or {})}
-    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate))
+    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate, fresh_kernels))

@@ -135,14 +135,16 @@ def _add(self: Rater, key: str, e: Entry):
 
 # %% ../../nbs/41_credibility_ratings.ipynb #5c30d4fe
 @patch
-def _load(self: Rater):
+def _load_entries(self: Rater):
+    "Read the entries of this rater's rule families and tables from their files (host aliases by family in `_alias_from`)."
     cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
+    self._alias_from = {"authors_aliases": {}, "aliases": {}}
     if "authors_aliases" in on:
         for r in _read(self.root / "vykopal2025" / "sites_mapping.csv").itertuples():
-            self.aliases[strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
+            self._alias_from["authors_aliases"][strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
     if "aliases" in on:
         al = _read(cur / "aliases.csv")
-        for r in al[al.kind == "host"].itertuples(): self.aliases.setdefault(r.alias, r.canonical)
+        for r in al[al.kind == "host"].itertuples(): self._alias_from["aliases"].setdefault(r.alias, r.canonical)
     if "authors_categories" in on:
         for r in _read(der / "categories_vykopal2025.csv").itertuples():
             kind = "disinfo" if r.category == "disinformation" else "category"
@@ -174,11 +176,47 @@ def _load(self: Rater):
         for r in _read(cur / "social_media.csv").itertuples():
             self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
     for i, t in enumerate(self.tables): self._load_table(t, i, der)
+
+# %% ../../nbs/41_credibility_ratings.ipynb #bdb6faf8
+@patch
+def _index(self: Rater):
+    "Host aliases (the authors' first, ours where they name no alias), domain aliases and path entries by prefix."
+    self.aliases = dict(self._alias_from["authors_aliases"])
+    for a, c in self._alias_from["aliases"].items(): self.aliases.setdefault(a, c)
     self._domain_aliases = {a: c for a, c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
     self._path_index: dict[str, dict[str, list[Entry]]] = {}
     for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
         pes.sort(key=lambda pe: -len(pe[0]))
         for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
+
+# %% ../../nbs/41_credibility_ratings.ipynb #9a0e9c2c
+def _data_stamp(root: Path) -> tuple:
+    "The credibility tables' version: their files' names, sizes and modification times."
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*.csv")))
+
+@functools.lru_cache(maxsize=8)
+def _every_family(root: str, tables: tuple[str, ...], satire: bool, stamp: tuple) -> Rater:
+    "A rater with every rule family, read from the files once per process and version of the tables."
+    r = Rater.__new__(Rater)
+    r.root, r.tables, r.rules, r.satire_category_as_satire = Path(root), list(tables), RULE_PRESETS["full"], satire
+    r.host_entries, r.path_entries, r.suffix_entries = defaultdict(list), defaultdict(list), defaultdict(list)
+    r._load_entries()
+    return r
+
+# %% ../../nbs/41_credibility_ratings.ipynb #e7a4b773
+@patch
+def _load(self: Rater):
+    """This rater's entries: those of its families and tables in the rater with every family (read once, see
+    `_every_family`), in the order they were read; a rule set is a filter, so comparing rule sets re-reads nothing."""
+    full = _every_family(str(self.root), tuple(self.tables), self.satire_category_as_satire, _data_stamp(self.root))
+    keep = set(self.rules) | set(self.tables)
+    for name in ("host_entries", "suffix_entries"):
+        for k, es in getattr(full, name).items():
+            if kept := [e for e in es if e.family in keep]: getattr(self, name)[k] = kept
+    for h, pes in full.path_entries.items():
+        if kept := [(p, e) for p, e in pes if e.family in keep]: self.path_entries[h] = kept
+    self._alias_from = {f: dict(full._alias_from[f]) if f in keep else {} for f in ("authors_aliases", "aliases")}
+    self._index()
 
 # %% ../../nbs/41_credibility_ratings.ipynb #2a67c855
 @patch

@@ -29,7 +29,7 @@ from ..urls import browser_host
 # %% auto #0
 __all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING', 'FetchFailure', 'Refused', 'InvalidURL',
            'Unresolvable', 'is_transient', 'address_is_public', 'ascii_host', 'url_parts', 'allowed_private',
-           'check_url', 'FetchRecord', 'FetchSettings', 'reusable', 'fetch_all']
+           'check_url', 'FetchRecord', 'FetchSettings', 'reusable', 'resolve_all', 'fetch_all']
 
 # %% ../../nbs/31_sources_fetch.ipynb #e1a0c0d2
 REASONS = {  # reason: (transient, what it means)
@@ -303,6 +303,30 @@ async def _fetch_all(urls, cfg, resolve, store, done):
             return rec
         return await asyncio.gather(*(one(u) for u in urls))
 
+# %% ../../nbs/31_sources_fetch.ipynb #5d174d2c
+def resolve_all(urls: Sequence[str], resolve: Callable[[str, int], list[str]], threads: int = 64) -> Callable[[str, int], list[str]]:
+    """`resolve` for one batch: every distinct host of `urls` looked up once and all at once (a lookup blocks a thread,
+    and an offline machine's resolver takes seconds to give up on some names), answers and failures kept; a host first
+    met in a redirect is looked up when it is met."""
+    from concurrent.futures import ThreadPoolExecutor
+    keys = set()
+    for u in urls:
+        try: _, h, p = url_parts(u)
+        except FetchFailure: continue
+        if not _is_ip(h): keys.add((h, p))
+    memo: dict[tuple[str, int], tuple] = {}
+    def look(k):
+        try: memo[k] = (resolve(*k), None)
+        except Exception as e: memo[k] = (None, e)
+    if keys:
+        with ThreadPoolExecutor(min(threads, len(keys))) as ex: list(ex.map(look, keys))
+    def cached(host: str, port: int) -> list[str]:
+        if (host, port) not in memo: return resolve(host, port)
+        addrs, err = memo[(host, port)]
+        if err is not None: raise err.with_traceback(None)
+        return addrs
+    return cached
+
 # %% ../../nbs/31_sources_fetch.ipynb #6219614b
 def fetch_all(urls: Sequence[str], cfg: FetchSettings | None = None, store: Callable[[bytes], str] | None = None,
               done: Callable[[FetchRecord], None] | None = None, resolve: Callable[[str, int], list[str]] = _default_resolve) -> list[FetchRecord]:
@@ -311,6 +335,7 @@ def fetch_all(urls: Sequence[str], cfg: FetchSettings | None = None, store: Call
     store = store or (lambda b: hashlib.sha256(b).hexdigest())
     urls = list(dict.fromkeys(urls))
     if not urls: return []
+    resolve = resolve_all(urls, resolve)
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(_fetch_all(urls, cfg, resolve, store, done))
     from concurrent.futures import ThreadPoolExecutor  # inside Jupyter an event loop is already running: use a thread of our own
