@@ -14,21 +14,22 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
-from .core import RecordError, load_settings, project_root, resolve_path, to_plain, write_table
+from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, to_plain, write_table
 from .runfolder import Run
 from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['app', 'cache_app', 'error_line', 'say_error', 'fail', 'same_file', 'prompts_cmd', 'import_specs', 'import_cmd',
-           'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd', 'estimate_cmd', 'cache_merge_cmd',
-           'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'main']
+__all__ = ['app', 'IMPORT_OUTPUTS', 'cache_app', 'error_line', 'say_error', 'fail', 'same_file', 'check_out', 'prompts_cmd',
+           'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
+           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
+           'credibility_cmd', 'fetch_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -74,6 +75,30 @@ def same_file(a: Path, b: Path) -> bool:
     try: return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
     except OSError: return False
 
+# %% ../nbs/90_cli.ipynb #320d3106
+def _in_run_folder(p: Path) -> str | None:
+    "The run folder part (`<run>/<stage folder>` or `<run>/notebooks`) that `p` lies in, if any."
+    from groundbench.stages import STAGES
+    for d in [p, *p.parents]:
+        if (d.parent / "manifest.json").is_file() and (d.name in STAGES or d.name == "notebooks"):
+            return f"{d.parent.name}/{d.name}"
+    return None
+
+def check_out(opt: str, out: Path, reads: Sequence[Path] = (), writes: Sequence[str] = ()) -> Path:
+    """Refuse an output path that would overwrite what the command reads: `out` itself (a file output) or `out/<name>`
+    for each name in `writes` (a folder output) being one of `reads`, or anything inside a run's stage folders (only
+    that stage writes there). Fails with one line naming the option and the file."""
+    targets = [out / w for w in writes] if writes else [out]
+    for t in targets:
+        for r in reads:
+            if r is not None and same_file(Path(r), t):
+                fail(f"{opt} {out}: would overwrite {t}, which this command reads; choose another "
+                     f"{'folder' if writes else 'file'}")
+        if where := _in_run_folder(t.resolve() if t.exists() else t.absolute()):
+            fail(f"{opt} {out}: {t} is inside the run folder {where}, which only that stage writes; choose a path "
+                 "outside the run's stage folders")
+    return out
+
 # %% ../nbs/90_cli.ipynb #804d0c15
 @app.command("prompts")
 def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table (.csv, .parquet or .jsonl)"),
@@ -97,7 +122,7 @@ def import_specs(source: Path, maps: list[str]) -> list[dict]:
     "The import specs of a YAML file (`import_tables` of a parameter file, or the list itself), or of one table and `field=column` options."
     if source.suffix.lower() in (".yaml", ".yml"):
         if maps: raise ValueError(f"{source}: a YAML spec holds its own mappings; --map is for a table file")
-        try: doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+        try: doc = load_yaml(source.read_text(encoding="utf-8"))
         except yaml.YAMLError as e: raise ValueError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from None
         specs = doc.get("parameters", doc).get("import_tables") if isinstance(doc, dict) else doc
         if not specs or not isinstance(specs, (list, dict)): raise ValueError(f"{source}: no import_tables list (files with their column mappings)")
@@ -112,6 +137,9 @@ def import_specs(source: Path, maps: list[str]) -> list[dict]:
     return [spec]
 
 # %% ../nbs/90_cli.ipynb #35df0418
+IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.parquet", "rejected_rows.csv",
+                  "import_counts.json")
+
 @app.command("import")
 def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
                out: Path = typer.Option(..., "--out", "-o", help="output folder"),
@@ -126,8 +154,7 @@ def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .js
     try:
         specs = import_specs(source, list(map_ or []))
         ins = [Path(s["path"]) for s in specs if isinstance(s, dict) and "path" in s]
-        if any(p.exists() and p.resolve().parent == out.resolve() and p.name in ("conversations.jsonl", "prompts.parquet") for p in ins):
-            fail(f"--out {out}: would overwrite an input file; choose another folder")
+        check_out("--out", out, [source, *ins], IMPORT_OUTPUTS)
         imp = import_tables(specs, project_root(), skip_bad_rows)
         write_jsonl(imp.conversations, out / "conversations.jsonl")
         write_table(imp.prompts, out / "prompts.parquet")
@@ -164,7 +191,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
     if pairs.is_dir(): fail(f"{pairs}: is a folder; give a table file")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     try:
-        over = (yaml.safe_load(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
+        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
         settings = load_settings(overrides=over)
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
@@ -176,6 +203,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
                f"judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
                + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
     if smoke: typer.echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's quality.")
+    for note in summary.get("notes") or (): typer.echo(f"note: {note}")
     t = agree[agree.group == "all"].copy()
     t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
     typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)", "parse_failures"]].to_string(index=False))
@@ -194,7 +222,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(..., help="pages with
     from groundbench.tables import write_table_files
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     try:
-        over = (yaml.safe_load(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
+        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
         settings = load_settings(overrides=over)
         human = human_scores(scores)
         sb = settings.get("sourcebench", {})
@@ -225,6 +253,7 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     from groundbench.report import compare_sides, load_outputs
     for r in runs:
         if not r.is_dir(): fail(f"{r}: not a run folder")
+    if out is not None: check_out("--out", out)
     try:
         cmp = compare_sides(load_outputs(runs), a, b, n_boot)
         if out is not None: write_table(cmp, out)
@@ -248,6 +277,7 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
     "Before a run: per LLM step, requests, cache hits, duplicates, prompt tokens, calls and completion ranges, cost (no model loaded)."
     from groundbench.estimate import estimate_run, format_estimate
     if out is not None and out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv")
+    if out is not None: check_out("--out", out, [params])
     try:
         spec = load_run_spec(params)
         spec.parameters = {**spec.parameters, **parse_params(param or [])}

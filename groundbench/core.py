@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import json
@@ -26,9 +27,9 @@ import pydantic
 
 # %% auto #0
 __all__ = ['RECORD_TYPES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation', 'SourceDoc',
-           'DomainRating', 'Unit', 'Judgment', 'RecordError', 'atomic_path', 'write_text', 'write_json', 'to_plain',
-           'write_jsonl', 'records_frame', 'spreadsheet_safe', 'write_table', 'read_table', 'read_records',
-           'project_root', 'load_settings', 'resolve_path', 'now_iso']
+           'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text', 'write_json',
+           'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame', 'write_table',
+           'read_table', 'read_records', 'load_yaml', 'project_root', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -183,6 +184,26 @@ RECORD_TYPES = {c.__name__: c for c in (Claim, Prompt, Citation, Segment, Conver
 class RecordError(ValueError):
     "Bad input: the message names the file, the row and the field."
 
+# %% ../nbs/00_core.ipynb #442125a9
+@functools.cache
+def _umask() -> int:
+    "This process's umask (read once: setting it to read it is not thread-safe, so it is done at the first write)."
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"): return int(line.split()[1], 8)
+    except (OSError, ValueError): pass
+    m = os.umask(0o022); os.umask(m)
+    return m
+
+# %% ../nbs/00_core.ipynb #9b6c12da
+def regular_file(path: str | Path, what: str = "file") -> Path:
+    "`path` if it is an existing regular file; a device (/dev/zero), pipe or socket is refused before it is read."
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"{path}: no such {what}")
+    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder; give a {what}")
+    if not path.is_file(): raise RecordError(f"{path}: not a regular file (a device, pipe or socket); give a {what}")
+    return path
+
 # %% ../nbs/00_core.ipynb #8107c12c
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
@@ -191,6 +212,7 @@ def atomic_path(path: str | Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # the mode any new file gets (mkstemp's is owner-only): run folders can be shared
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as f: os.fsync(f.fileno())
@@ -206,9 +228,16 @@ def write_text(text: str, path: str | Path) -> Path:
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #1790e352
+def _finite(obj: Any) -> Any:
+    "NaN and infinities as null (JSON has neither), inside dicts and lists too."
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))): return None
+    if isinstance(obj, dict): return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
+    return obj
+
 def write_json(obj: Any, path: str | Path) -> Path:
-    "Write `obj` as indented JSON atomically."
-    return write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", path)
+    "Write `obj` as indented JSON atomically; a number that is not finite is written as null (JSON has no NaN)."
+    return write_text(json.dumps(_finite(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n", path)
 
 # %% ../nbs/00_core.ipynb #b5a1c281
 def to_plain(obj: Any) -> Any:
@@ -252,6 +281,24 @@ def spreadsheet_safe(value):
 def _unsafe(value):
     return value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:]) and not _NUMBER.match(value[1:].strip()) else value
 
+def _safe_labels(idx: pd.Index) -> pd.Index:
+    "Column or index labels made spreadsheet-safe (each level of a MultiIndex)."
+    if isinstance(idx, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples([tuple(spreadsheet_safe(x) for x in t) for t in idx], names=idx.names)
+    text = pd.api.types.is_object_dtype(idx) or pd.api.types.is_string_dtype(idx)
+    return idx.map(spreadsheet_safe) if text else idx
+
+def spreadsheet_safe_frame(df: pd.DataFrame, index: bool = False) -> pd.DataFrame:
+    "A copy of `df` to write as CSV: text cells, column names (and the index when written) spreadsheet-safe."
+    out = df.copy()
+    for c in range(out.shape[1]):
+        col = out.iloc[:, c]
+        if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
+            out.isetitem(c, col.map(spreadsheet_safe))
+    out.columns = _safe_labels(out.columns)
+    if index: out.index = _safe_labels(out.index)
+    return out
+
 # %% ../nbs/00_core.ipynb #60293061
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
     "Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made spreadsheet-safe."
@@ -260,11 +307,7 @@ def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
     df = data if isinstance(data, pd.DataFrame) else records_frame(data)
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet": df.to_parquet(tmp, index=False)
-        elif path.suffix == ".csv":
-            out = df.copy()
-            for c in out.columns:
-                if pd.api.types.is_object_dtype(out[c]) or pd.api.types.is_string_dtype(out[c]): out[c] = out[c].map(spreadsheet_safe)
-            out.to_csv(tmp, index=False)
+        elif path.suffix == ".csv": spreadsheet_safe_frame(df).to_csv(tmp, index=False)
         elif path.suffix == ".jsonl": df.to_json(tmp, orient="records", lines=True, force_ascii=False)
         else: raise ValueError(f"{path}: unknown table format {path.suffix!r} (use .parquet, .csv or .jsonl)")
     return path
@@ -272,11 +315,11 @@ def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
 # %% ../nbs/00_core.ipynb #ac97423c
 def read_table(path: str | Path) -> pd.DataFrame:
     "Read a .parquet, .csv or .jsonl table."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
-    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder, not a table file")
+    path = regular_file(path, "table file")
     if path.suffix == ".parquet": return pd.read_parquet(path)
-    if path.suffix == ".csv": return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8").map(_unsafe)
+    if path.suffix == ".csv":
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        return df.map(_unsafe).rename(columns=_unsafe)
     if path.suffix == ".jsonl":
         rows = []
         with open(path, encoding="utf-8") as f:
@@ -302,6 +345,24 @@ def read_records(path: str | Path, cls: type) -> list:
             field = ".".join(str(x) for x in err["loc"]) or "?"
             raise RecordError(f"{path}: row {i}: field '{field}': {err['msg']}") from None
     return out
+
+# %% ../nbs/00_core.ipynb #27ba24cd
+def _no_alias_loader():
+    import yaml
+    class NoAliasLoader(yaml.SafeLoader):
+        "YAML's safe loader without anchors and aliases: a few hundred bytes of nested aliases expand to gigabytes."
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.events.AliasEvent):
+                ev = self.peek_event()
+                raise yaml.YAMLError(f"line {ev.start_mark.line + 1}: YAML aliases (*{str(ev.anchor)[:40]}) are not "
+                                     "accepted here: write the value out")
+            return super().compose_node(parent, index)
+    return NoAliasLoader
+
+def load_yaml(text: str) -> Any:
+    "Parse YAML safely and boundedly: plain data only (safe_load's types), no anchors or aliases."
+    import yaml
+    return yaml.load(text, Loader=_no_alias_loader())
 
 # %% ../nbs/00_core.ipynb #a1181f54
 def project_root() -> Path:

@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/estimate_steps.html.md"""
 from __future__ import annotations
 
 import json
+import warnings
 import math
 import re
 from collections import Counter
@@ -106,16 +107,25 @@ def usage_history(runs_dir: str | Path | None, model: str) -> dict:
     out: dict = {}
     if not runs_dir or not Path(runs_dir).is_dir(): return out
     for mf in sorted(Path(runs_dir).glob("*/manifest.json")):
-        try: m = json.loads(mf.read_text(encoding="utf-8"))
-        except (OSError, ValueError): continue
-        if not isinstance(m, dict) or ((m.get("models") or {}).get("llm") or {}).get("model") != model: continue
-        for stage, st in (m.get("stages") or {}).items():
-            if not isinstance(st, dict) or st.get("status") != "done": continue
-            for step, v in (st.get("llm") or {}).items():
-                if step == "embedding" or not isinstance(v, dict): continue
-                h = out.setdefault((stage, step), Counter())
-                for k in STAT_KEYS: h[k] += int(v.get(k, 0) or 0)
-                h["runs"] += 1
+        try:
+            m = json.loads(mf.read_text(encoding="utf-8"))
+            if not isinstance(m, dict) or ((m.get("models") or {}).get("llm") or {}).get("model") != model: continue
+            mine: dict = {}
+            for stage, st in (m.get("stages") or {}).items():
+                if not isinstance(st, dict) or st.get("status") != "done": continue
+                for step, v in (st.get("llm") or {}).items():
+                    if step == "embedding" or not isinstance(v, dict): continue
+                    h = mine.setdefault((stage, step), Counter())
+                    for k in STAT_KEYS:
+                        x = v.get(k, 0) or 0
+                        if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+                            raise ValueError(f"stage {stage!r}, step {step!r}: {k} is {str(x)[:40]!r}, not a count")
+                        h[k] += x
+                    h["runs"] += 1
+        except (OSError, ValueError, AttributeError, TypeError) as e:  # one broken earlier run never stops an estimate
+            warnings.warn(f"{mf}: not used as history ({str(e)[:200]})", stacklevel=2)
+            continue
+        for key, h in mine.items(): out.setdefault(key, Counter()).update(h)
     return out
 
 # %% ../nbs/87_estimate_steps.ipynb #6ac5fbbf

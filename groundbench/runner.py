@@ -17,7 +17,7 @@ from typing import Sequence
 
 import yaml
 
-from .core import RecordError, load_settings, project_root, resolve_path
+from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
 from .runfolder import Run, stage_usage
 from .stages import COLLECT, CREDIBILITY, STAGES, default_kernel, stage, stage_parameters
 
@@ -44,10 +44,9 @@ SPEC_FIELDS = ("run_id", "stages", "parameters", "settings", "description")
 
 def load_run_spec(path: str | Path) -> RunSpec:
     "Read and check a parameter file: known fields, stages of the registry, mappings where mappings belong."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no such parameter file")
-    try: d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e: raise RecordError(f"{path}: not valid YAML ({e})") from None
+    path = regular_file(path, "parameter file")
+    try: d = load_yaml(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e: raise RecordError(f"{path}: not valid YAML ({str(e)[:300]})") from None
     if not isinstance(d, dict): raise RecordError(f"{path}: expected a mapping with run_id, stages, parameters, settings")
     if extra := set(d) - set(SPEC_FIELDS):
         raise RecordError(f"{path}: field {sorted(map(str, extra))[0]!r}: unknown (allowed: {', '.join(SPEC_FIELDS)})")
@@ -236,7 +235,7 @@ def parse_params(items: Sequence[str]) -> dict:
         k, sep, v = it.partition("=")
         if not sep or not k.strip():
             raise ValueError(f"--param {it!r}: use key=value, e.g. --param profile_dir=~/.groundbench/w1")
-        try: out[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+        try: out[k.strip()] = load_yaml(v) if v.strip() else ""
         except yaml.YAMLError: out[k.strip()] = v
     return out
 

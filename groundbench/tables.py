@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core import atomic_path, write_text
+from .core import atomic_path, spreadsheet_safe_frame, write_text
 
 # %% auto #0
 __all__ = ['SMOKE_NOTE', 'Output', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files', 'figure_layout_problems',
@@ -70,7 +70,7 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
     paths = []
     if "csv" in formats:
         paths.append(out_dir / f"{name}.csv")
-        with atomic_path(paths[-1]) as t: df.to_csv(t, index=index)
+        with atomic_path(paths[-1]) as t: spreadsheet_safe_frame(df, index).to_csv(t, index=index)
     if "md" in formats:
         paths.append(out_dir / f"{name}.md")
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])

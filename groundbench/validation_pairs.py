@@ -96,6 +96,9 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
               "test": int((df.split == "test").sum()), "gold_supported_share": round(float((df.gold == POS).mean()), 3) if len(df) else None}
     if counts["dev"] == 0 or counts["test"] == 0:
         raise ValueError(f"{path}: the split has {counts['dev']} dev and {counts['test']} test rows; both are needed")
+    one = sorted(set(df.gold[df.split == "test"]))
+    counts["notes"] = [f"every test row's human label is {one[0]!r}: kappa is undefined (left empty) and accuracy "
+                       "says nothing about the other label; give rows of both labels"] if len(one) == 1 else []
     return df, counts
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0011

@@ -54,21 +54,23 @@ def text_blocks(text: str) -> list[str]:
 # %% ../../nbs/21_collect_base.ipynb #d157013f
 _SENT_END = re.compile(r"[.!?。！？]+[\"'”’)\]]*")
 _NAME_ABBR = re.compile(r"(?:^|[\s(])(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|St|Gen|Sen|Rep|Gov|vs|No)\.$")
+_ABSORB = re.compile(rf"\s*{MARK_OPEN}\d+{MARK_CLOSE}")
+_NEXT_WORD = re.compile(r"\s*(\S{0,200})")
 
 def _sentences(block: str) -> list[str]:
-    "Split a marked block into sentences; markers right after the end punctuation stay with the sentence."
-    out, start, i = [], 0, 0
+    """Split a marked block into sentences; markers right after the end punctuation stay with the sentence. Linear in
+    the block's length: every look-around reads from a position of the block, never a copy of its rest or of what came
+    before (a paragraph of a million characters is split in about a second)."""
+    out, start = [], 0
     for m in _SENT_END.finditer(block):
         end = m.end()
-        while True:  # absorb markers (and spaces between them) that follow the punctuation
-            mm = re.match(rf"\s*{MARK_OPEN}\d+{MARK_CLOSE}", block[end:])
-            if not mm: break
-            end += mm.end()
+        while mm := _ABSORB.match(block, end): end = mm.end()  # markers (and spaces between them) after the punctuation
         cjk = any(c in "。！？" for c in m.group(0))
         if end < len(block) and not block[end].isspace() and not cjk: continue  # "3.5", "e.g.x": not a boundary
-        nxt = re.match(r"\s*(\S*)", block[end:]).group(1)
+        nxt = _NEXT_WORD.match(block, end).group(1)
         word = re.match(r"[^\W\d_]+", nxt)
-        if m.group(0) == "." and ((word and word.group(0).islower()) or (_NAME_ABBR.search(block[:end]) and nxt[:1].isupper())):
+        abbr = _NAME_ABBR.search(block, max(0, end - 8), end)  # "^" matches only at the block's start, "$" at `end`
+        if m.group(0) == "." and ((word and word.group(0).islower()) or (abbr and nxt[:1].isupper())):
             continue  # "the U.S. government", "P. falciparum", "Dr. Smith", "J. K. Rowling": not a boundary
         out.append(block[start:end])
         start = end
@@ -200,6 +202,8 @@ class CitationList:
     def __len__(self): return len(self.items)
 
 # %% ../../nbs/21_collect_base.ipynb #7466a9fd
+_SAFE_NAME = re.compile(r"[^\W_][\w.+=@-]{0,150}")  # a letter or digit first; letters, digits and ._+=@- after
+
 class Archive:
     "Content-addressed raw files plus one JSON record per (provider, prompt)."
     def __init__(self, root: str | Path): self.root = Path(root)
@@ -218,7 +222,16 @@ class Archive:
         "The bytes of an archived file."
         return (self.root / rel).read_bytes()
 
-    def record_path(self, provider: str, prompt_id: str) -> Path: return self.root / "records" / provider / f"{prompt_id}.json"
+    def record_path(self, provider: str, prompt_id: str) -> Path:
+        """Where the record of (provider, prompt) lives: `records/<provider>/<prompt id>.json`, a prompt id that is
+        not a plain file name (a path, `..`, a leading dot or dash, a slash, a control character) by its hash instead.
+        An unsafe provider name is an error."""
+        if not _SAFE_NAME.fullmatch(provider):
+            raise ValueError(f"collector name {provider[:80]!r} is not a plain file name")
+        name = prompt_id
+        if not _SAFE_NAME.fullmatch(prompt_id):
+            name = "_" + hashlib.sha256(prompt_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        return self.root / "records" / provider / f"{name}.json"
     def has(self, provider: str, prompt_id: str) -> bool: return self.record_path(provider, prompt_id).exists()
 
     def save_record(self, provider: str, prompt_id: str, record: dict) -> Path:

@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 
 from .base import (CitationList, ParsedAnswer, citable_url, is_refusal, mark, segment_blocks,
                                       span_segments)
-from ..core import Citation, Segment
+from ..core import Citation, Segment, load_yaml
 
 # %% auto #0
 __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'load_ui_config', 'answer_selectors', 'answer_selector', 'pick_renderer',
@@ -33,7 +33,7 @@ def load_ui_config(name_or_path: str | Path) -> dict:
     p = Path(name_or_path)
     if not p.suffix: p = CONFIG_DIR / f"{name_or_path}.yaml"
     if not p.exists(): raise FileNotFoundError(f"{p}: no UI configuration (bundled: {', '.join(sorted(x.stem for x in CONFIG_DIR.glob('*.yaml')))})")
-    cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
+    cfg = load_yaml(p.read_text(encoding="utf-8"))
     for k in ("provider", "start_url", "selectors", "waits"):
         if k not in cfg: raise ValueError(f"{p}: field {k!r}: missing")
     for k in ("prompt_box", "send_button", "answer", "answer_body", "citation"):

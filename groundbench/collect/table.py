@@ -18,7 +18,7 @@ import pandas as pd
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal, mark,
                                       segment_blocks, text_blocks)
-from ..core import Citation, Conversation, Prompt, RecordError, Segment, stable_id, write_table
+from ..core import Citation, Conversation, Prompt, RecordError, Segment, regular_file, stable_id, write_table
 
 # %% auto #0
 __all__ = ['MARKER_TYPES', 'TableMapping', 'read_rows', 'find_column', 'split_cell', 'url_items', 'digit_markers', 'read_markers',
@@ -88,9 +88,7 @@ def _norm(name: str) -> str: return " ".join(str(name).split()).casefold()
 # %% ../../nbs/29_collect_table.ipynb #894c4ad5
 def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple[int, dict]]]:
     "(column names, [(row number, row dict)]) of a CSV, TSV, JSONL, JSON, Parquet or Excel file."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
-    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder, not a table file")
+    path = regular_file(path, "table file")
     suf = path.suffix.lower()
     if suf in (".csv", ".tsv", ".txt"):
         raw = path.read_bytes()
@@ -103,7 +101,7 @@ def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], lis
         text = text.lstrip("\ufeff")
         sep = "\t" if suf == ".tsv" else (csv.Sniffer().sniff(text[:20000], delimiters=",;\t").delimiter if suf == ".txt" else ",")
         df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False)
-        start = 2
+        header, start = next(csv.reader(io.StringIO(text), delimiter=sep), []), 2  # as written: pandas renames a repeat
     elif suf in (".jsonl", ".ndjson"):
         rows = []
         with open(path, encoding=encoding, errors="strict") as f:
@@ -123,11 +121,14 @@ def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], lis
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise RecordError(f"{path}: expected a JSON list of objects")
         return list(dict.fromkeys(k for r in data for k in r)), list(enumerate(data, 1))
-    elif suf == ".parquet": df, start = pd.read_parquet(path), 1
-    elif suf in (".xlsx", ".xlsm"): df, start = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl"), 2
+    elif suf == ".parquet": df, start, header = pd.read_parquet(path), 1, None
+    elif suf in (".xlsx", ".xlsm"):
+        df, start = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl"), 2
+        first = pd.read_excel(path, header=None, nrows=1, engine="openpyxl") if len(df.columns) else pd.DataFrame()
+        header = ["" if v != v else str(v) for v in first.iloc[0]] if len(first) else []
     else: raise ValueError(f"{path}: unknown table format {path.suffix!r} (use .csv, .tsv, .jsonl, .json, .parquet or .xlsx)")
     cols = [str(c) for c in df.columns]
-    dup = [c for c, n in Counter(_norm(c) for c in cols).items() if n > 1]
+    dup = [c for c, n in Counter(_norm(c) for c in (header if header is not None else cols)).items() if n > 1 and c]
     if dup: raise RecordError(f"{path}: row 1: columns {dup} appear more than once (after collapsing spaces and case)")
     return cols, [(start + i, dict(zip(cols, r))) for i, r in enumerate(df.itertuples(index=False, name=None))]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -28,6 +29,7 @@ __all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'failure_reason', 're
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 SUBSTANTIVE_CHARS = 500
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 class PageStore:
     "Fetch records, archived bodies and extractions of one run's sources."
@@ -48,8 +50,10 @@ def _rec_path(self: PageStore, url: str) -> Path:
 def record(self: PageStore, url: str) -> FetchRecord | None:
     "The stored fetch record of `url`, if any (a corrupt record counts as none)."
     p = self._rec_path(url)
-    try: return FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
+    try: rec = FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
     except (ValueError, TypeError, OSError): return None
+    if rec is not None and rec.sha256 and not _SHA256.fullmatch(str(rec.sha256)): return None  # a path, not a digest
+    return rec
 
 # %% ../../nbs/30_sources.ipynb #ddba7e1b
 @patch
@@ -64,7 +68,10 @@ def store_body(self: PageStore, body: bytes) -> str:
 
 # %% ../../nbs/30_sources.ipynb #a352fd5a
 @patch
-def body(self: PageStore, sha: str) -> bytes: return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
+def body(self: PageStore, sha: str) -> bytes:
+    "An archived body by its sha256 (64 hexadecimal digits: anything else is refused, never used as a path)."
+    if not _SHA256.fullmatch(str(sha)): raise ValueError(f"not a sha256 digest: {str(sha)[:80]!r}")
+    return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
 
 # %% ../../nbs/30_sources.ipynb #4e78b79e
 @patch

