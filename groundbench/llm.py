@@ -25,10 +25,10 @@ from .budget import Budget, BudgetExceeded, budget_from_settings
 from .core import load_settings, now_iso, resolve_path, stable_id
 
 # %% auto #0
-__all__ = ['BACKENDS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend', 'register_backend', 'make_backend',
-           'MockBackend', 'cache_key', 'LLMCache', 'merge_caches', 'LLM', 'Structured', 'parse_json_answer',
-           'repair_request', 'with_schema', 'complete_json', 'complete_parsed', 'llm_from_settings', 'request',
-           'PromptTemplate', 'load_prompt']
+__all__ = ['BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
+           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'merge_caches', 'LLM',
+           'Structured', 'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed',
+           'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -117,6 +117,16 @@ def cache_key(backend: dict, r: ChatRequest) -> str | None:
     extra = (r.grammar,) if r.grammar else ()   # requests without a grammar keep the keys they always had
     return stable_id(backend, r.messages, r.schema, r.max_tokens, r.temperature, r.seed, *extra, n=64)
 
+# %% ../nbs/01_llm.ipynb #c8954ec1
+CACHE_SCHEMAS = {  # the caches' tables, written once: the caches create them, `merge_caches` checks inputs against them
+    "completions": "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, backend TEXT, model TEXT, text TEXT, "
+                   "prompt_tokens INT, completion_tokens INT, finish_reason TEXT, created_at TEXT)",
+    "vectors": "CREATE TABLE IF NOT EXISTS vectors (model TEXT, text_hash TEXT, vec BLOB, "
+               "PRIMARY KEY (model, text_hash))"}
+CACHE_COLUMNS = {"completions": ("key", "backend", "model", "text", "prompt_tokens", "completion_tokens",
+                                 "finish_reason", "created_at"),
+                 "vectors": ("model", "text_hash", "vec")}
+
 # %% ../nbs/01_llm.ipynb #031236d0
 class LLMCache:
     "Completions on disk in SQLite; safe for several processes."
@@ -125,8 +135,7 @@ class LLMCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, backend TEXT, model TEXT, text TEXT, "
-                        "prompt_tokens INT, completion_tokens INT, finish_reason TEXT, created_at TEXT)")
+        self.db.execute(CACHE_SCHEMAS["completions"])
         self.db.commit()
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         "Cached completions for those `keys` that are cached."
@@ -147,44 +156,75 @@ class LLMCache:
 # %% ../nbs/01_llm.ipynb #c4c40002
 CACHE_TABLES = {"completions": ["key"], "vectors": ["model", "text_hash"]}
 
+def _check_columns(db, where: str):
+    "Refuse a cache table whose columns are not the groundbench cache's."
+    for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+        if t not in CACHE_TABLES: continue
+        cols = [c[1] for c in db.execute(f"PRAGMA table_info({t})")]
+        if sorted(cols) != sorted(CACHE_COLUMNS[t]):
+            raise ValueError(f"{where}: table {t!r} has columns {cols}, not a groundbench cache's "
+                             f"{list(CACHE_COLUMNS[t])}")
+
 def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
-    "Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input."
+    """Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input.
+    Every input is checked before anything is written (a foreign or corrupt file is named); each input is merged in one
+    transaction, so merges into one output at the same time wait for each other."""
     out = Path(out)
     inputs = [Path(p) for p in inputs]
     for p in inputs:
         if not p.is_file(): raise FileNotFoundError(f"{p}: no such cache file")
         if out.exists() and p.resolve() == out.resolve(): raise ValueError(f"{p}: is the output; merge into another file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(out, timeout=60)
-    db.execute("PRAGMA journal_mode=WAL")
-    report: dict = {"out": str(out), "inputs": []}
-    for p in inputs:
-        src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
-        tables = [t for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'") if t in CACHE_TABLES]
-        if not tables: raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
-        row = {"file": str(p)}
-        for t in tables:
-            ddl = src.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?", (t,)).fetchone()[0]
-            db.execute(ddl.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
-            cols = [c[1] for c in src.execute(f"PRAGMA table_info({t})")]
-            keys = CACHE_TABLES[t]
+    srcs = {}
+    try:
+        for p in inputs:
+            try:
+                srcs[p] = src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
+                _check_columns(src, str(p))
+                names = [t for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+                if not any(t in CACHE_TABLES for t in names):
+                    raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
+            except sqlite3.DatabaseError as e: raise ValueError(f"{p}: not a readable SQLite cache ({e})") from None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(out, timeout=600, isolation_level=None)  # transactions by hand: one merge writes at a time
+        try:
+            try: db.execute("PRAGMA journal_mode=WAL"); _check_columns(db, f"--out {out}")
+            except sqlite3.DatabaseError as e: raise ValueError(f"--out {out}: not a SQLite cache ({e})") from None
+            report: dict = {"out": str(out), "inputs": [_merge_one(db, p, src) for p, src in srcs.items()]}
+            report["rows"] = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                              for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+                              if t in CACHE_TABLES}
+        finally: db.close()
+    finally:
+        for src in srcs.values(): src.close()
+    return report
+
+def _merge_one(db, p: Path, src) -> dict:
+    "One input merged into `db` in one write transaction; its counts per table."
+    row = {"file": str(p)}
+    db.execute("BEGIN IMMEDIATE")  # concurrent merges into one output wait for each other instead of failing
+    try:
+        for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+            if t not in CACHE_TABLES: continue
+            db.execute(CACHE_SCHEMAS[t])
+            cols, keys = list(CACHE_COLUMNS[t]), CACHE_TABLES[t]
+            find = f"SELECT {', '.join(cols)} FROM {t} WHERE {' AND '.join(f'{k}=?' for k in keys)}"
             added = shared = conflicts = 0
             for r in src.execute(f"SELECT {', '.join(cols)} FROM {t}"):
-                rec = dict(zip(cols, r))
-                have = db.execute(f"SELECT {', '.join(cols)} FROM {t} WHERE {' AND '.join(f'{k}=?' for k in keys)}", [rec[k] for k in keys]).fetchone()
+                have = db.execute(find, [r[cols.index(k)] for k in keys]).fetchone()
                 if have is None:
-                    db.execute(f"INSERT INTO {t} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", r); added += 1
+                    db.execute(f"INSERT INTO {t} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", r)
+                    added += 1
                 else:
-                    same = all(have[i] == r[i] for i, c in enumerate(cols) if c not in ("created_at",))
+                    same = all(have[i] == r[i] for i, c in enumerate(cols) if c != "created_at")
                     shared += same; conflicts += not same
             row[t] = {"rows": added + shared + conflicts, "added": added, "shared": shared, "conflicts_kept_first": conflicts}
-        src.close()
-        db.commit()
-        report["inputs"].append(row)
-    report["rows"] = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                      for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'") if t in CACHE_TABLES}
-    db.close()
-    return report
+        db.execute("COMMIT")
+    except sqlite3.DatabaseError as e:
+        db.execute("ROLLBACK")
+        raise ValueError(f"{p}: could not be merged ({e}); nothing of it was written") from None
+    except BaseException:
+        db.execute("ROLLBACK"); raise
+    return row
 
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:

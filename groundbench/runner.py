@@ -68,10 +68,18 @@ def declared_parameters(name: str) -> set[str]:
 
 # %% ../nbs/89_runner.ipynb #1d8cfccf
 def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
-    "Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file."
-    declared = {s: declared_parameters(s) for s in spec.stages}
+    """Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file, and so
+    is a count (a parameter whose default is a whole number: sample, n_boot, max_pages ...) that is not a whole number
+    >= 0 (`sample: -3` once meant "all")."""
+    defaults = {s: stage_parameters(s) for s in spec.stages}
+    declared = {s: set(d) for s, d in defaults.items()}
     if unknown := set(spec.parameters) - set().union(*declared.values()):
         raise RecordError(f"{spec.path}: parameters {sorted(unknown)}: declared by none of the stages {spec.stages}")
+    for k, v in spec.parameters.items():
+        counts = [d[k] for d in defaults.values() if k in d and type(d[k]) is int]
+        if counts and (type(v) is not int or v < 0):
+            raise RecordError(f"{spec.path}: parameter {k}={str(v)[:40]!r}: give a whole number >= 0 (its default is "
+                              f"{counts[0]})")
     return declared
 
 # %% ../nbs/89_runner.ipynb #5371057c

@@ -235,3 +235,75 @@ def test_an_earlier_run_with_a_broken_manifest_never_stops_an_estimate(tmp_path)
     assert "question_rewrite" in p.stdout
     assert ("bad/manifest.json: not used as history (stage '10_claims', step 'question_rewrite': calls is 'abc'"
             in p.stderr)
+
+
+def test_cache_merge_refuses_foreign_and_corrupt_caches_and_concurrent_merges_lose_nothing(tmp_path):
+    import sqlite3
+    import subprocess
+    from conftest import BIN
+    from groundbench.llm import Completion, LLMCache
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as c:
+        c.execute("CREATE TABLE completions (x TEXT)")
+        c.execute("INSERT INTO completions VALUES ('a')")
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    out = tmp_path / "merged.sqlite"
+    one_line_error(groundbench("cache", "merge", foreign, "--out", out),
+                   "foreign.sqlite: table 'completions' has columns ['x']")
+    one_line_error(groundbench("cache", "merge", corrupt, "--out", out), "corrupt.sqlite: not a readable SQLite cache")
+    assert not out.exists()
+    desc = {"backend": "mock", "model": "m"}
+    parts = []
+    for k in range(4):
+        parts.append(tmp_path / f"part{k}.sqlite")
+        rows = [(f"k{k}-{i}", desc, Completion(f"text {k} {i}", 1, 1, "stop")) for i in range(300)]
+        LLMCache(parts[-1]).put_many(rows)
+    procs = [subprocess.Popen([str(BIN / "groundbench"), "cache", "merge", p, "--out", out], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for p in parts]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert all(code == 0 for code, _ in results), results
+    assert len(LLMCache(out)) == 1200
+
+
+# 8. errors that say where, and 3. a spreadsheet that unpacks to gigabytes
+
+@pytest.mark.timeout(120)
+def test_unreadable_tables_are_named_and_a_zip_bomb_workbook_is_refused_unread(tmp_path):
+    import zipfile
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "broken.xlsx").write_bytes(b"PK\x03\x04 not really a workbook")
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 nothing else")
+    with zipfile.ZipFile(tmp_path / "bomb.xlsx", "w", zipfile.ZIP_DEFLATED) as z, \
+            z.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as f:
+        for _ in range(300): f.write(b"\0" * 2 ** 20)  # 300 MB of zeros, a few hundred KB packed
+    assert (tmp_path / "bomb.xlsx").stat().st_size < 2 * 2 ** 20
+    for name, needle in (("empty.csv", "empty.csv: cannot be read as a csv file (EmptyDataError"),
+                         ("broken.xlsx", "broken.xlsx: cannot be read as a xlsx file (BadZipFile"),
+                         ("broken.parquet", "broken.parquet: cannot be read as a parquet file"),
+                         ("bomb.xlsx", "bomb.xlsx: the workbook unpacks to 300 MB, over the 256 MB")):
+        p = groundbench("import", tmp_path / name, "--out", tmp_path / "o", "--map", "answer=a", "--map", "assistant=b")
+        one_line_error(p, needle)
+
+
+@pytest.mark.timeout(120)
+def test_a_catastrophic_drop_lines_pattern_is_an_error_not_a_hang(tmp_path):
+    "Python's re backtracks for ever on these; the regex module's time limit turns a runaway into an error naming it."
+    src = tmp_path / "answers.csv"
+    src.write_text("assistant,answer\nBot," + "a" * 60 + "b\nBot,Plain answer.\n")
+    ok = groundbench("import", src, "--out", tmp_path / "o", "--map", "answer=answer", "--map", "assistant=assistant",
+                     "--map", "drop_lines=(a+)+$", check=True)  # a pattern re never finishes: regex decides it at once
+    assert "2 answers" in ok.stdout
+    p = groundbench("import", src, "--out", tmp_path / "o2", "--map", "answer=answer", "--map", "assistant=assistant",
+                    "--map", "drop_lines=(a|aa)+$")
+    one_line_error(p, "answers.csv", "drop_lines '(a|aa)+$': over 1 s on one line of 61 characters")
+
+
+@pytest.mark.parametrize("value", ["-3", "2.5", "true", "'all'", ".nan"])
+def test_a_count_parameter_must_be_a_whole_number(tmp_path, value):
+    "`sample: -3` once meant all conversations and printed negative estimates; a count is now a whole number >= 0."
+    params = tmp_path / "p.yaml"
+    params.write_text(f"run_id: t\nstages: [20_collect]\nparameters: {{source: expertqa, sample: {value}}}\n")
+    for cmd in (("run", params, "--runs-dir", tmp_path / "runs"), ("estimate", params, "--runs-dir", tmp_path / "runs")):
+        one_line_error(groundbench(*cmd), "p.yaml: parameter sample=", "give a whole number >= 0 (its default is")
+    assert not (tmp_path / "runs" / "t" / "20_collect").exists()

@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/collect_table.html.md"""
 from __future__ import annotations
 
 import json
+import zipfile
 import re
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
@@ -15,15 +16,16 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
+import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal, mark,
                                       segment_blocks, text_blocks)
 from ..core import Citation, Conversation, Prompt, RecordError, Segment, regular_file, stable_id, write_table
 
 # %% auto #0
-__all__ = ['MARKER_TYPES', 'TableMapping', 'read_rows', 'find_column', 'split_cell', 'url_items', 'digit_markers', 'read_markers',
-           'match_publisher', 'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables',
-           'write_import', 'segment_agreement']
+__all__ = ['MARKER_TYPES', 'MAX_XLSX_UNPACKED', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'read_rows', 'find_column', 'split_cell',
+           'url_items', 'digit_markers', 'read_markers', 'match_publisher', 'publisher_lines', 'BadRow', 'TableImport',
+           'import_table', 'import_tables', 'write_import', 'segment_agreement']
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29006
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
@@ -60,8 +62,8 @@ class TableMapping:
         bad = [m for m in self.markers if m not in MARKER_TYPES]
         if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
         for rx in self.drop_lines:
-            try: re.compile(rx)
-            except re.error as e: raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
+            try: regex.compile(rx)
+            except regex.error as e: raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "mapping") -> "TableMapping":
@@ -86,9 +88,19 @@ class TableMapping:
 def _norm(name: str) -> str: return " ".join(str(name).split()).casefold()
 
 # %% ../../nbs/29_collect_table.ipynb #894c4ad5
+MAX_XLSX_UNPACKED = 256 * 2 ** 20  # bytes an Excel workbook may unpack to (a few MB of XML can unpack to gigabytes)
+
 def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple[int, dict]]]:
-    "(column names, [(row number, row dict)]) of a CSV, TSV, JSONL, JSON, Parquet or Excel file."
+    """(column names, [(row number, row dict)]) of a CSV, TSV, JSONL, JSON, Parquet or Excel file; a file that cannot be
+    read as its kind says so with its name (never a bare pandas, zip or Arrow message)."""
     path = regular_file(path, "table file")
+    try: return _read_rows(path, encoding)
+    except RecordError: raise
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile, pd.errors.EmptyDataError, pd.errors.ParserError) as e:
+        kind, why = path.suffix.lower().lstrip(".") or "table", " ".join(str(e).split())[:200]
+        raise RecordError(f"{path}: cannot be read as a {kind} file ({type(e).__name__}: {why})") from None
+
+def _read_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, dict]]]:
     suf = path.suffix.lower()
     if suf in (".csv", ".tsv", ".txt"):
         raw = path.read_bytes()
@@ -123,10 +135,15 @@ def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], lis
         return list(dict.fromkeys(k for r in data for k in r)), list(enumerate(data, 1))
     elif suf == ".parquet": df, start, header = pd.read_parquet(path), 1, None
     elif suf in (".xlsx", ".xlsm"):
+        with zipfile.ZipFile(path) as z: unpacked = sum(i.file_size for i in z.infolist())
+        if unpacked > MAX_XLSX_UNPACKED:
+            raise RecordError(f"{path}: the workbook unpacks to {unpacked / 2 ** 20:,.0f} MB, over the "
+                              f"{MAX_XLSX_UNPACKED >> 20} MB a table may take; save it as CSV")
         df, start = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl"), 2
         first = pd.read_excel(path, header=None, nrows=1, engine="openpyxl") if len(df.columns) else pd.DataFrame()
         header = ["" if v != v else str(v) for v in first.iloc[0]] if len(first) else []
-    else: raise ValueError(f"{path}: unknown table format {path.suffix!r} (use .csv, .tsv, .jsonl, .json, .parquet or .xlsx)")
+    else: raise RecordError(f"{path}: unknown table format {path.suffix!r} (use .csv, .tsv, .jsonl, .json, .parquet "
+                            "or .xlsx)")
     cols = [str(c) for c in df.columns]
     dup = [c for c, n in Counter(_norm(c) for c in (header if header is not None else cols)).items() if n > 1 and c]
     if dup: raise RecordError(f"{path}: row 1: columns {dup} appear more than once (after collapsing spaces and case)")
@@ -376,12 +393,26 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             rejected.append({"file": str(path), "row": rowno, "reason": str(e).split(": ", 2)[-1] if str(e).startswith(str(path)) else str(e)})
     yield from order
 
+# %% ../../nbs/29_collect_table.ipynb #c14945bb
+DROP_LINES_TIMEOUT_S = 1.0  # seconds a drop_lines pattern may take on one line
+
+def _dropped(line: str, patterns: Sequence[str]) -> bool:
+    """True when a `drop_lines` pattern matches the whole line. Each match has a time limit (the `regex` module's): a
+    pattern that backtracks catastrophically, such as `(a+)+$`, is an error naming it instead of a hang."""
+    for rx in patterns:
+        try:
+            if regex.fullmatch(rx, line, timeout=DROP_LINES_TIMEOUT_S): return True
+        except TimeoutError:
+            raise ValueError(f"mapping: drop_lines {rx!r}: over {DROP_LINES_TIMEOUT_S:g} s on one line of {len(line):,} "
+                             "characters (a pattern that backtracks catastrophically, e.g. (a+)+$): simplify it") from None
+    return False
+
 # %% ../../nbs/29_collect_table.ipynb #da2087c6
 def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> tuple[Prompt, Conversation, dict]:
     cl = CitationList()
     for u, t in a.cites: cl.add(u, t)
     cits = tuple(cl.items)
-    text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n") if not any(re.fullmatch(rx, l.strip()) for rx in m.drop_lines))
+    text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n") if not _dropped(l.strip(), m.drop_lines))
     found: Counter = Counter()
     if "publisher_lines" in m.markers: text = publisher_lines(text, cits, found)
     paras = [l.strip() for l in text.split("\n") if l.strip()] if m.paragraphs == "lines" else text_blocks(text)
@@ -414,7 +445,8 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     counts: Counter = Counter()
     prompts, convs, meta, seen = {}, [], [], {}
     for a in _gather(path, m, skip_bad_rows, rejected):
-        pr, conv, row = _conversation(a, m, path.name, counts)
+        try: pr, conv, row = _conversation(a, m, path.name, counts)
+        except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: {e}") from None
         if conv.conversation_id in seen: counts["duplicate_answers"] += 1; continue
         seen[conv.conversation_id] = True
         prompts.setdefault(pr.prompt_id, pr); convs.append(conv); meta.append(row)
