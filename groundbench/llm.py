@@ -156,14 +156,16 @@ class LLMCache:
 # %% ../nbs/01_llm.ipynb #c4c40002
 CACHE_TABLES = {"completions": ["key"], "vectors": ["model", "text_hash"]}
 
-def _check_columns(db, where: str):
-    "Refuse a cache table whose columns are not the groundbench cache's."
-    for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
-        if t not in CACHE_TABLES: continue
+def _cache_tables(db, where: str) -> list[str]:
+    "The cache tables of a SQLite file; one whose columns are not the groundbench cache's is refused."
+    names = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    tables = [t for (t,) in names if t in CACHE_TABLES]
+    for t in tables:
         cols = [c[1] for c in db.execute(f"PRAGMA table_info({t})")]
         if sorted(cols) != sorted(CACHE_COLUMNS[t]):
             raise ValueError(f"{where}: table {t!r} has columns {cols}, not a groundbench cache's "
                              f"{list(CACHE_COLUMNS[t])}")
+    return tables
 
 def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
     """Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input.
@@ -178,33 +180,30 @@ def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
     try:
         for p in inputs:
             try:
-                srcs[p] = src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
-                _check_columns(src, str(p))
-                names = [t for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-                if not any(t in CACHE_TABLES for t in names):
-                    raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
+                src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
+                srcs[p] = (src, _cache_tables(src, str(p)))
+                if not srcs[p][1]: raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
             except sqlite3.DatabaseError as e: raise ValueError(f"{p}: not a readable SQLite cache ({e})") from None
         out.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(out, timeout=600, isolation_level=None)  # transactions by hand: one merge writes at a time
         try:
-            try: db.execute("PRAGMA journal_mode=WAL"); _check_columns(db, f"--out {out}")
+            try: db.execute("PRAGMA journal_mode=WAL"); _cache_tables(db, f"--out {out}")
             except sqlite3.DatabaseError as e: raise ValueError(f"--out {out}: not a SQLite cache ({e})") from None
-            report: dict = {"out": str(out), "inputs": [_merge_one(db, p, src) for p, src in srcs.items()]}
+            report: dict = {"out": str(out), "inputs": [_merge_one(db, p, *st) for p, st in srcs.items()]}
             report["rows"] = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
                               for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
                               if t in CACHE_TABLES}
         finally: db.close()
     finally:
-        for src in srcs.values(): src.close()
+        for src, _ in srcs.values(): src.close()
     return report
 
-def _merge_one(db, p: Path, src) -> dict:
+def _merge_one(db, p: Path, src, tables: Sequence[str]) -> dict:
     "One input merged into `db` in one write transaction; its counts per table."
     row = {"file": str(p)}
     db.execute("BEGIN IMMEDIATE")  # concurrent merges into one output wait for each other instead of failing
     try:
-        for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
-            if t not in CACHE_TABLES: continue
+        for t in tables:
             db.execute(CACHE_SCHEMAS[t])
             cols, keys = list(CACHE_COLUMNS[t]), CACHE_TABLES[t]
             find = f"SELECT {', '.join(cols)} FROM {t} WHERE {' AND '.join(f'{k}=?' for k in keys)}"

@@ -170,8 +170,7 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     except papermill.PapermillExecutionError as e:
         raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
                           f"(executed notebook: {out})") from None
-    except (DeadKernelError, RuntimeError) as e:
-        if isinstance(e, StageFailed): raise
+    except (DeadKernelError, RuntimeError) as e:  # the kernel died, or was gone before the stage
         raise StageFailed(f"run {spec.run_id}: stage {name} failed: its kernel stopped ({type(e).__name__}: {e}) "
                           f"(executed notebook: {out})") from None
     say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
