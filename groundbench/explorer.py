@@ -288,11 +288,10 @@ RunExplorer.report_link = _report_link
 
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     "Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own folder)."
-    import papermill
-    from groundbench.stages import default_kernel
+    from groundbench.stages import execute_notebook
     run_dir = Path(run_dir)
     out = run_dir / "explore.ipynb"
-    papermill.execute_notebook(str(explore_template()), str(out), cwd=str(run_dir), kernel_name=kernel or default_kernel(), progress_bar=False)
+    execute_notebook(explore_template(), out, run_dir, kernel)
     nb = json.loads(out.read_text(encoding="utf-8"))  # keep no absolute path of this machine in a notebook meant to be shared
     pm = nb.get("metadata", {}).get("papermill", {})
     pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"

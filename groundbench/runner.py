@@ -19,7 +19,8 @@ import yaml
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
 from .runfolder import Run, stage_usage
-from .stages import COLLECT, CREDIBILITY, STAGES, default_kernel, stage, stage_parameters
+from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, private_kernel, stage,
+                                stage_parameters)
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
@@ -121,11 +122,10 @@ class SharedKernel:
     """One Jupyter kernel for the stages of a run (`with SharedKernel(name, cwd) as k:`); `k.fresh()` clears the
     namespace between stages, `k.papermill_kwargs()` hands the kernel to papermill."""
     def __init__(self, name: str, cwd: Path):
-        self.name, self.cwd, self.km, self.kc = name, Path(cwd), None, None
+        self.name, self.cwd, self.km, self.kc, self._kernel = name, Path(cwd), None, None, None
     def __enter__(self):
-        from jupyter_client.manager import KernelManager
-        self.km = KernelManager(kernel_name=self.name)
-        self.km.start_kernel(cwd=str(self.cwd))
+        self._kernel = private_kernel(self.name, self.cwd)
+        self.km = self._kernel.__enter__()
         from jupyter_client.session import Session  # a session of its own: papermill's clients use the manager's, and the
         s = self.km.session                          # kernel answers the newest client of a session
         self.kc = self.km.client(session=Session(key=s.key, signature_scheme=s.signature_scheme))
@@ -135,8 +135,8 @@ class SharedKernel:
         return self
     def __exit__(self, *exc):
         if self.kc is not None: self.kc.stop_channels()
-        if self.km is not None and self.km.has_kernel: self.km.shutdown_kernel(now=True)
-        self.km = self.kc = None
+        if self._kernel is not None: self._kernel.__exit__(None, None, None)
+        self.km = self.kc = self._kernel = None
     def fresh(self):
         "A clean namespace, the working folder and cell numbers as a new kernel's; raises if the kernel is gone."
         if not self.km.is_alive(): raise RuntimeError(f"the run's kernel {self.name!r} died")
@@ -163,10 +163,13 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     say(f"[{spec.run_id}] {name} ...")
     t0 = time.perf_counter()
     try:
-        if shared is not None and clean: shared.fresh()
-        papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
-                                   cwd=str(project_root()), progress_bar=False, log_output=log_output,
-                                   **(shared.papermill_kwargs() if shared is not None else {}))
+        if shared is None:
+            execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params, log_output=log_output)
+        else:
+            if clean: shared.fresh()
+            papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
+                                       cwd=str(project_root()), progress_bar=False, log_output=log_output,
+                                       **shared.papermill_kwargs())
     except papermill.PapermillExecutionError as e:
         raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
                           f"(executed notebook: {out})") from None

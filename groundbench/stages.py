@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +18,8 @@ from .core import RecordError, project_root
 
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
-           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'stage_parameters', 'default_kernel']
+           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'stage_parameters', 'default_kernel', 'private_kernel',
+           'execute_notebook']
 
 # %% ../nbs/04_stages.ipynb #3decf775
 @dataclass(frozen=True)
@@ -96,3 +99,32 @@ def default_kernel() -> str:
     "The Jupyter kernel stages run in: 'groundbench' if registered (setup.sh does), else 'python3'."
     from jupyter_client.kernelspec import KernelSpecManager
     return "groundbench" if "groundbench" in KernelSpecManager().find_kernel_specs() else "python3"
+
+# %% ../nbs/04_stages.ipynb #fdb9b01d
+@contextmanager
+def private_kernel(name: str | None = None, cwd: str | Path | None = None):
+    """A started Jupyter kernel (`name`, default `default_kernel()`) that talks over Unix sockets in a folder of its
+    own, shut down and its sockets removed on exit. Kernels on TCP take ports that their manager picked and released a
+    moment before, so kernels started at once by other processes (parallel tests, two runs) can race for a port and
+    hang a notebook (papermill#511); sockets named in a private folder cannot collide."""
+    import shutil
+    import tempfile
+    from jupyter_client.manager import KernelManager
+    folder = tempfile.mkdtemp(prefix="gbk-")
+    short = len(folder) < 90  # a Unix socket's path holds at most 107 bytes; a very long TMPDIR falls back to TCP
+    km = KernelManager(kernel_name=name or default_kernel(),
+                       **({"transport": "ipc", "ip": os.path.join(folder, "k")} if short else {}))
+    try:
+        km.start_kernel(**({"cwd": str(cwd)} if cwd else {}))
+        yield km
+    finally:
+        if km.has_kernel: km.shutdown_kernel(now=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+# %% ../nbs/04_stages.ipynb #0b39ef3b
+def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None, **kw):
+    "papermill's `execute_notebook` in a `private_kernel` started in `cwd` (`kw`: parameters, log_output ...)."
+    import papermill
+    with private_kernel(kernel, cwd) as km:
+        return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=km.kernel_name,
+                                          km=km, **{"progress_bar": False, **kw})
