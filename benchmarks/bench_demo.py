@@ -1,4 +1,5 @@
-"""Benchmark: the README's main job (`groundbench run papermill_params/demo.yaml`) with an empty LLM and embedding cache,
+"""Benchmark: the README's main job (`groundbench run papermill_params/demo.yaml`) with an empty LLM and embedding
+cache,
 in a temporary runs folder: wall time, each stage's seconds, model calls, prompt and completion tokens and the seconds
 spent in model calls, and the llama.cpp threads used. Target (issue 27): at most 5 minutes on an idle 2-core machine,
 after set-up. One JSON line.
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--params", type=Path, default=ROOT / "papermill_params" / "demo.yaml")
 ap.add_argument("--keep", type=Path, default=os.environ.get("BENCH_DEMO_KEEP") or None,
-                help="an empty folder that keeps the run and its caches, to compare outputs (default: $BENCH_DEMO_KEEP)")
+                help="an empty folder that keeps the run and its caches, to compare outputs "
+                     "(default: $BENCH_DEMO_KEEP)")
 args = ap.parse_args()
 
 with tempfile.TemporaryDirectory() as tmp:

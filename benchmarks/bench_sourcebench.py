@@ -27,7 +27,8 @@ args = ap.parse_args()
 
 e = import_expertqa()
 conv = {c.conversation_id: c for c in e.conversations}
-# ExpertQA's passages are short (about 1,000 characters): a page is one conversation's cited passage followed by the next
+# ExpertQA's passages are short (about 1,000 characters): a page is one conversation's cited passage followed by the
+# next
 # passages of the import until it is longer than the largest limit, so every limit cuts a real text at a different place
 src = e.sources.drop_duplicates("url").reset_index(drop=True)
 texts, rows_src = [], []
@@ -37,7 +38,8 @@ for i in range(0, len(src), max(1, len(src) // args.pages))[: args.pages]:
     texts.append(t); rows_src.append(src.iloc[i])
 src = pd.DataFrame(rows_src).assign(text=texts, n=[len(t) for t in texts])
 settings = load_settings(overrides={"paths.cache_dir": tempfile.mkdtemp()})   # a fresh cache: every call is made
-pages = pd.DataFrame({"query": [conv[c].prompt_text for c in src.conversation_id], "url": src.url.values, "text": src.text.values,
+pages = pd.DataFrame({"query": [conv[c].prompt_text for c in src.conversation_id], "url": src.url.values,
+                      "text": src.text.values,
                       **{k: "" for k in ("published", "updated", "author", "site_name")}})
 llm = llm_from_settings(settings)
 rows = []
@@ -50,10 +52,12 @@ for lim in args.limits:
     ptok = sum(v.get("prompt_tokens", 0) - before.get(k, {}).get("prompt_tokens", 0) for k, v in llm.stats.items())
     rows.append({"text_chars": lim, "pages": len(sc), "pages_truncated": int(sc.text_truncated.sum()),
                  **{m: round(float(sc[m].mean()), 2) for m in METRICS}, "weighted": round(float(sc.weighted.mean()), 1),
-                 "pages_missing_a_score": int((sc.missing_metrics > 0).sum()), "calls": int(calls), "prompt_tokens": int(ptok),
+                 "pages_missing_a_score": int((sc.missing_metrics > 0).sum()), "calls": int(calls),
+                 "prompt_tokens": int(ptok),
                  "seconds": round(secs, 1)})
 w = [r["weighted"] for r in rows]
-print(json.dumps({"benchmark": "sourcebench", "smoke_model": llm.backend.model, "smoke": llm.smoke, "reference_date": "2026-01-15",
+print(json.dumps({"benchmark": "sourcebench", "smoke_model": llm.backend.model, "smoke": llm.smoke,
+                  "reference_date": "2026-01-15",
                   "mean_page_chars": int(src.n.mean()), "by_text_chars": rows,
                   "weighted_range": round(float(np.nanmax(w) - np.nanmin(w)), 1) if rows else None,
                   "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}"}))

@@ -25,17 +25,21 @@ TARGETS = {
                     ("peak_rss_mib", "at most 1,024 MiB", lambda v: v <= 1024)],
     "groundedness": [("identical_labels", "identical units and labels, as built vs sequential", lambda v: v is True),
                      ("rerun_as_built.calls", "0 model calls on rerun", lambda v: v == 0),
-                     ("gpu_estimate_seed_study.gpu_hours", "at most 10 GPU-hours for the seed study (estimate)", lambda v: v <= 10)],
+                     ("gpu_estimate_seed_study.gpu_hours", "at most 10 GPU-hours for the seed study (estimate)",
+                      lambda v: v <= 10)],
 }
 
 
 def machine() -> str:
     "CPU model, cores, memory, OS and Python of this machine."
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name")), platform.processor()) \
+    cpu = next((l.split(":", 1)[1].strip() for l in Path(
+        "/proc/cpuinfo").read_text().splitlines() if l.startswith("model name")), platform.processor()) \
         if Path("/proc/cpuinfo").exists() else platform.processor()
-    mem = next((int(l.split()[1]) / 2 ** 20 for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")), 0) \
+    mem = next((int(l.split()[1]) / 2 ** 20 for l in Path(
+        "/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")), 0) \
         if Path("/proc/meminfo").exists() else 0
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.system()} {platform.release()}, Python "
+            f"{platform.python_version()}")
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
@@ -48,7 +52,8 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 def section(name: str, result: dict, seconds: float, doc: str) -> str:
     flat = flatten(result)
-    lines = [f"## {name} (`bench_{name}.py`)", "", doc, "", f"Measured on {dt.date.today().isoformat()}; wall time of the benchmark: "
+    lines = [f"## {name} (`bench_{name}.py`)", "", doc, "",
+             f"Measured on {dt.date.today().isoformat()}; wall time of the benchmark: "
              f"{seconds:.0f} s.", ""]
     if name in TARGETS:
         lines += ["| target | measured | met |", "|---|---|---|"]
@@ -56,7 +61,9 @@ def section(name: str, result: dict, seconds: float, doc: str) -> str:
             v = flat.get(key)
             lines.append(f"| {desc} (`{key}`) | {v} | {'yes' if v is not None and ok(v) else 'NO'} |")
         lines.append("")
-    lines += ["| measure | value |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in flat.items()] + ["", "Raw line: `" + json.dumps(result) + "`", ""]
+    lines += ["| measure | value |", "|---|---|"] + [f"| `{k}` | {v} |" for k,
+                                                     v in flat.items()] + ["", "Raw line: `" + json.dumps(result) + "`",
+                                                                           ""]
     return "\n".join(lines)
 
 
@@ -78,19 +85,22 @@ def main():
         line = next((l for l in reversed(p.stdout.splitlines()) if l.startswith("{")), None)
         if p.returncode != 0 or line is None:
             failed.append(name); print(p.stderr[-3000:], file=sys.stderr)
-            parts.append(f"## {name} (`bench_{name}.py`)\n\nFAILED (exit {p.returncode}); see the command's error output.\n")
+            parts.append(
+                f"## {name} (`bench_{name}.py`)\n\nFAILED (exit {p.returncode}); see the command's error output.\n")
             continue
         doc = (s.read_text().split('"""')[1].strip().split("\n\n")[0]).replace("\n", " ")
         parts.append(section(name, json.loads(line), secs, doc))
         print(f"[bench] {name} done in {secs:.0f} s", file=sys.stderr)
     if args.only and args.out.exists():  # keep the sections of the benchmarks not run this time
-        old = {m.group(1): m.group(0) for m in re.finditer(r"^## (\w+) \(`bench_.*?(?=^## |\Z)", args.out.read_text(), re.M | re.S)}
+        old = {m.group(1): m.group(0) for m in re.finditer(r"^## (\w+) \(`bench_.*?(?=^## |\Z)", args.out.read_text(),
+                                                           re.M | re.S)}
         done = {s.stem[len("bench_"):] for s in scripts}
         ran = dict(zip(sorted(done), parts))
         parts = [ran[n] if n in ran else old[n].rstrip("\n") + "\n" for n in sorted(set(old) | done)]
     head = ["# Benchmark results", "", f"Written by `benchmarks/run_all.py`, last on {dt.date.today().isoformat()}"
             + (f" (only {', '.join(args.only)})" if args.only else "") + ".", "",
-            f"Machine: {machine()}.", "", "Every figure below was measured by the command above on this machine; nothing is typed in by hand.", ""]
+            f"Machine: {machine()}.", "",
+            "Every figure below was measured by the command above on this machine; nothing is typed in by hand.", ""]
     if args.out.exists():  # sections written by other scripts (benchmarks/test_times.py) stay as they are
         parts += [m.group(0).rstrip("\n") + "\n" for m in re.finditer(r"^## (?!\w+ \(`bench_).*?(?=^## |\Z)",
                                                                        args.out.read_text(), re.M | re.S)]

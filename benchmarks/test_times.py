@@ -32,7 +32,8 @@ def section(f: dict, source: str) -> str:
              f"| notebook tests (`nbdev-test`, 2 workers) | {mins(f['nbdev_test_s'])} |",
              f"| pytest | {f['pytest'] or '-'} |", f"| total | {mins(f['total_s'])} |", "",
              "Notebooks (nbdev-test, seconds each):", "", "| notebook | s |", "|---|---|"]
-    lines += [f"| {n} | {s} |" for n, s in f["notebooks"]] + ["", "Slowest pytest phases:", "", "| s | phase | test |", "|---|---|---|"]
+    lines += [f"| {n} | {s} |" for n, s in f["notebooks"]] + ["", "Slowest pytest phases:", "", "| s | phase | test |",
+                                                              "|---|---|---|"]
     lines += [f"| {s} | {ph} | `{t}` |" for s, ph, t in f["slowest"]]
     return "\n".join(lines) + "\n"
 
@@ -45,7 +46,8 @@ def main():
     a = ap.parse_args()
     f = parse(a.log.read_text(errors="replace"))
     if f["pytest"] is None: raise SystemExit(f"{a.log}: no pytest summary line found (is it the log of tests/run.sh?)")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=HERE).stdout.strip()
     text = a.out.read_text() if a.out.exists() else "# Benchmark results\n"
     text = re.sub(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", "", text, flags=re.M | re.S).rstrip("\n") + "\n\n"
     a.out.write_text(text + section(f, a.source or f"bash .ci/run at {commit}"))

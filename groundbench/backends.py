@@ -83,7 +83,8 @@ def llama_threads(n: int | str | None = None) -> int:
 
     Every core suits one process (two threads read a prompt in half the time here). Two processes with a model each on
     two cores must take one thread each (`GROUNDBENCH_LLAMA_THREADS=1`, as tests/run.sh sets for nbdev-test's two
-    workers): llama.cpp's threads wait for each other by spinning, and four on two cores slow each other many times over."""
+    workers): llama.cpp's threads wait for each other by spinning, and four on two cores slow each other many times
+    over."""
     n = n or os.environ.get("GROUNDBENCH_LLAMA_THREADS") or os.cpu_count() or 1
     try: n = int(n)
     except ValueError: raise ValueError(f"llama.cpp threads must be a whole number, not {n!r}") from None
@@ -95,7 +96,8 @@ PREFIX_CHUNK = 64  # prompt tokens read per batch, and the unit of key-value cac
 
 def _greedy_grammar_llama():
     """llama_cpp.Llama whose greedy grammar sampling uses `greedy_grammar_check` (other sampling: llama.cpp's own chain)
-    and which keeps the previous prompt's whole aligned chunks (`prefix_chunk` tokens each; 0: reads every prompt whole).
+    and which keeps the previous prompt's whole aligned chunks (`prefix_chunk` tokens each; 0: reads every prompt
+    whole).
     Build it with `n_batch=n_ubatch=prefix_chunk`, so that a fresh prompt is read in the same chunks."""
     from llama_cpp import Llama, llama_cpp as C
     from llama_cpp import _internals
@@ -103,12 +105,14 @@ def _greedy_grammar_llama():
         prefix_chunk, _aligned, kept = 0, 0, 0  # chunk size; cached prompt tokens read in whole chunks; last reuse
         def generate(self, tokens, *args, **kw):
             tokens, c, keep = list(tokens), self.prefix_chunk, 0
-            if c:  # the shared prefix with the cache's whole chunks, rounded down to a chunk (the last token is read anew)
+            # the shared prefix with the cache's whole chunks, rounded down to a chunk (the last token is read anew)
+            if c:
                 for a, b in zip(self.input_ids[:self._aligned], tokens[:-1]):
                     if a != b: break
                     keep += 1
                 keep -= keep % c
-            self.n_tokens, self._requires_eval = keep, True  # llama-cpp-python's own prefix check then keeps exactly these
+            # llama-cpp-python's own prefix check then keeps exactly these
+            self.n_tokens, self._requires_eval = keep, True
             self._aligned, self.kept = 0, keep  # nothing is trusted until this prompt has been read to its end
             for i, tok in enumerate(super().generate(tokens, *args, **kw)):
                 if i == 0 and c: self._aligned = len(tokens) - len(tokens) % c  # its chunks from `keep` on were whole
@@ -117,7 +121,8 @@ def _greedy_grammar_llama():
             grammar, temp = kw.get("grammar"), kw.get("temp", 0.8)
             if args or grammar is None or temp != 0.0 or kw.get("logits_processor") is not None:
                 return super()._init_sampler(*args, **kw)
-            s = _internals.LlamaSampler()  # the chain Llama builds for greedy decoding, with the check before the grammar
+            # the chain Llama builds for greedy decoding, with the check before the grammar
+            s = _internals.LlamaSampler()
             s.add_penalties(n_vocab=self._n_vocab, penalty_last_n=self.last_n_tokens_size,
                             penalty_repeat=kw.get("repeat_penalty", 1.0), penalty_freq=kw.get("frequency_penalty", 0.0),
                             penalty_present=kw.get("presence_penalty", 0.0))
@@ -156,9 +161,11 @@ class LlamaCppBackend(Backend):
             fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
             res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
                                                   temperature=r.temperature, seed=r.seed, response_format=fmt,
-                                                  grammar=self._grammar(r.grammar) if r.grammar and not r.schema else None)
+                                                  grammar=self._grammar(r.grammar) if r.grammar and not r.schema
+                                                  else None)
             ch, u = res["choices"][0], res.get("usage") or {}
-            out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
+            out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0),
+                                  u.get("completion_tokens", 0),
                                   ch.get("finish_reason") or ""))
         return out
 
@@ -179,8 +186,10 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 # %% ../nbs/01_llm_backends.ipynb #d952a176
 def post_with_retries(client: httpx.Client, url: str, payload: dict, headers: dict, max_retries: int = 5,
-                      backoff_s: float = 1.0, max_backoff_s: float = 60.0, final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
-    "POST with retries on transient errors; returns the final response (non-retryable errors, or `final(resp)`, are returned as is)."
+                      backoff_s: float = 1.0, max_backoff_s: float = 60.0,
+                      final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
+    """POST with retries on transient errors; returns the final response (non-retryable errors, or `final(resp)`, are
+    returned as is)."""
     for attempt in range(max_retries + 1):
         try:
             resp = client.post(url, json=payload, headers=headers)
@@ -209,7 +218,8 @@ class OpenAIBackend(Backend):
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ValueError(f"openai backend: structured={structured!r}; use auto, json_schema, json_object or none")
         super().__init__(model, revision, base_url=base_url.rstrip("/"))
-        self.base_url, self.concurrency, self.max_retries, self.backoff_s = base_url.rstrip("/"), concurrency, max_retries, backoff_s
+        self.base_url, self.concurrency, self.max_retries, self.backoff_s = (base_url.rstrip("/"), concurrency,
+                                                                             max_retries, backoff_s)
         self.structured = structured
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -222,10 +232,12 @@ class OpenAIBackend(Backend):
     def preferred_batch(self) -> int: return max(1, 4 * self.concurrency)
 
     def _payload(self, r: ChatRequest, mode: str) -> dict:
-        p = {"model": self.model, "messages": r.message_dicts(), "max_tokens": r.max_tokens, "temperature": r.temperature}
+        p = {"model": self.model, "messages": r.message_dicts(), "max_tokens": r.max_tokens,
+             "temperature": r.temperature}
         if r.seed is not None: p["seed"] = r.seed
         if r.schema and mode == "json_schema":
-            p["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
+            p["response_format"] = {"type": "json_schema",
+                                    "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
         elif r.schema and mode == "json_object":
             p["response_format"] = {"type": "json_object", "schema": r.schema_dict()}
         return p
@@ -234,16 +246,19 @@ class OpenAIBackend(Backend):
         probing = self.structured == "auto" and bool(r.schema)
         mode = "json_schema" if self.structured == "auto" else self.structured
         url = f"{self.base_url}/chat/completions"
-        resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries, self.backoff_s,
+        resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries,
+                                 self.backoff_s,
                                  final=_refuses_json_schema if probing else None)
         if probing and (resp.status_code in (400, 422) or _refuses_json_schema(resp)):
             with self._lock: self.structured = "json_object"
-            resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers, self.max_retries, self.backoff_s)
+            resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers, self.max_retries,
+                                     self.backoff_s)
         if resp.status_code != 200:
             raise LLMHTTPError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
         data = resp.json()
         ch, u = data["choices"][0], data.get("usage") or {}
-        return Completion(ch["message"].get("content") or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0), ch.get("finish_reason") or "")
+        return Completion(ch["message"].get("content") or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
+                          ch.get("finish_reason") or "")
 
     def generate(self, requests):
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._one, requests))
@@ -260,13 +275,15 @@ def _make_sampling(vllm, spec: dict):
     if spec.get("schema") or spec.get("grammar"):
         sparams = importlib.import_module("vllm.sampling_params")
         how = {"json": spec["schema"]} if spec.get("schema") else {"grammar": spec["grammar"]}
-        if hasattr(sparams, "StructuredOutputsParams"): sp["structured_outputs"] = sparams.StructuredOutputsParams(**how)
+        if hasattr(sparams, "StructuredOutputsParams"):
+            sp["structured_outputs"] = sparams.StructuredOutputsParams(**how)
         else: sp["guided_decoding"] = sparams.GuidedDecodingParams(**how)
     return vllm.SamplingParams(**sp)
 
 # %% ../nbs/01_llm_backends.ipynb #3b908606
 def _vllm_rows(outs) -> list[tuple]:
-    return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), o.outputs[0].finish_reason or "") for o in outs]
+    return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []),
+             o.outputs[0].finish_reason or "") for o in outs]
 
 # %% ../nbs/01_llm_backends.ipynb #9caeece2
 def _dp_worker(devices: str, args: dict, conn):
@@ -278,7 +295,9 @@ def _dp_worker(devices: str, args: dict, conn):
     conn.send(("ready", os.getpid()))
     while (job := conn.recv()) is not None:
         msgs, specs = job
-        try: conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[_make_sampling(vllm, s) for s in specs], use_tqdm=False))))
+        try:
+            conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[_make_sampling(vllm, s) for s in specs],
+                                                 use_tqdm=False))))
         except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
 
 # %% ../nbs/01_llm_backends.ipynb #2e81fcab
@@ -287,17 +306,21 @@ class VLLMBackend(Backend):
     name = "vllm"
     preferred_batch = 4096  # large batches keep the GPU busy; answers are cached after each
     def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
-                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9, distributed_executor_backend: str | None = None,
-                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1, load: bool = True, **kw):
+                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
+                 distributed_executor_backend: str | None = None,
+                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1,
+                 load: bool = True, **kw):
         super().__init__(model, revision, max_model_len=max_model_len or n_ctx, quantization=quantization)
-        args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size), pipeline_parallel_size=int(pipeline_parallel_size),
+        args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size),
+                    pipeline_parallel_size=int(pipeline_parallel_size),
                     enable_prefix_caching=True, gpu_memory_utilization=gpu_memory_utilization, seed=0)
         if revision: args["revision"] = revision
         if max_model_len or n_ctx: args["max_model_len"] = int(max_model_len or n_ctx)
         if distributed_executor_backend: args["distributed_executor_backend"] = distributed_executor_backend
         if quantization: args["quantization"] = quantization
         self.engine_args, self.data_parallel_size, self.workers = args, int(data_parallel_size or 1), []
-        if self.data_parallel_size < 1: raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
+        if self.data_parallel_size < 1:
+            raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
         if not load: return  # described (cache keys, estimates) without starting an engine
         if self.data_parallel_size == 1:
             import vllm
@@ -306,9 +329,13 @@ class VLLMBackend(Backend):
             return
         import multiprocessing as mp
         per = int(tensor_parallel_size) * int(pipeline_parallel_size)
-        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()] or [str(i) for i in range(per * self.data_parallel_size)]
+        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES",
+                                             "").split(",")
+                   if d.strip()] or [str(i) for i in range(per * self.data_parallel_size)]
         if len(visible) < per * self.data_parallel_size:
-            raise ValueError(f"data_parallel_size {self.data_parallel_size} x {per} GPUs per engine needs {per * self.data_parallel_size} "
+            raise ValueError(
+                f"data_parallel_size {self.data_parallel_size} x {per} GPUs per engine needs "
+                f"{per * self.data_parallel_size} "
                              f"devices; CUDA_VISIBLE_DEVICES has {len(visible)}")
         ctx = mp.get_context("spawn")
         for i in range(self.data_parallel_size):
@@ -320,7 +347,9 @@ class VLLMBackend(Backend):
             kind, info = a.recv()
             if kind != "ready": self.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
 
-    def describe(self): return {**super().describe(), "max_model_len": self.settings["max_model_len"], "quantization": self.settings["quantization"]}
+    def describe(self):
+        return {**super().describe(), "max_model_len": self.settings["max_model_len"],
+                "quantization": self.settings["quantization"]}
 
     def __del__(self):
         try: self.close()
@@ -334,10 +363,12 @@ def _sampling(self: VLLMBackend, r: ChatRequest): return _make_sampling(self._vl
 @patch
 def generate(self: VLLMBackend, requests):
     if not self.workers:
-        outs = self.llm.chat([r.message_dicts() for r in requests], sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
+        outs = self.llm.chat([r.message_dicts() for r in requests],
+                             sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
         return [Completion(*row) for row in _vllm_rows(outs)]
     n = len(self.workers)
-    bounds = [round(i * len(requests) / n) for i in range(n + 1)]   # contiguous shares: neighbours share prompt prefixes
+    # contiguous shares: neighbours share prompt prefixes
+    bounds = [round(i * len(requests) / n) for i in range(n + 1)]
     shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
     for (p, conn), share in zip(self.workers, shares):
         if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))

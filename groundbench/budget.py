@@ -21,11 +21,14 @@ __all__ = ['PRICE_COLUMNS', 'BudgetExceeded', 'load_prices', 'model_price', 'app
 
 # %% ../nbs/01_llm_budget.ipynb #b17b0002
 class BudgetExceeded(RuntimeError):
-    "A budget would be exceeded by the next call; `info` names it, its limit and what was spent (recorded in the manifest)."
+    """A budget would be exceeded by the next call; `info` names it, its limit and what was spent (recorded in the
+    manifest)."""
     def __init__(self, info: dict):
         self.info = info
-        super().__init__(f"{info['scope']} budget {info['budget']}={info['limit']} reached: {_amount(info['spent'])} spent "
-                         f"({info['calls_made']} calls made in this stage, {info['blocked']} more needed in step {info['step']!r}); "
+        super().__init__(
+            f"{info['scope']} budget {info['budget']}={info['limit']} reached: {_amount(info['spent'])} spent "
+                         f"({info['calls_made']} calls made in this stage, {info['blocked']} more needed in step "
+                         f"{info['step']!r}); "
                          f"everything made so far is cached: rerun with a larger budget to go on")
 
 # %% ../nbs/01_llm_budget.ipynb #2bc482bd
@@ -35,7 +38,8 @@ def _amount(x) -> str: return f"{x:.4f}" if isinstance(x, float) else str(x)
 PRICE_COLUMNS = ("model", "input_usd_per_mtok", "output_usd_per_mtok", "source", "checked")
 
 def load_prices(path: str | Path) -> pd.DataFrame:
-    "The price table at `path`, checked: every row names a model and gives two non-negative prices (errors name row and field)."
+    """The price table at `path`, checked: every row names a model and gives two non-negative prices (errors name row
+    and field)."""
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"{path}: no price table (columns: {', '.join(PRICE_COLUMNS)})")
     t = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -45,8 +49,11 @@ def load_prices(path: str | Path) -> pd.DataFrame:
         for c in ("input_usd_per_mtok", "output_usd_per_mtok"):
             try: ok = float(getattr(r, c)) >= 0
             except ValueError: ok = False
-            if not ok: raise ValueError(f"{path}: row {i}: field {c!r} = {getattr(r, c)!r}: give a price >= 0 in USD per million tokens")
-    return t.assign(input_usd_per_mtok=t.input_usd_per_mtok.astype(float), output_usd_per_mtok=t.output_usd_per_mtok.astype(float))
+            if not ok:
+                raise ValueError(
+                    f"{path}: row {i}: field {c!r} = {getattr(r, c)!r}: give a price >= 0 in USD per million tokens")
+    return t.assign(input_usd_per_mtok=t.input_usd_per_mtok.astype(float),
+                    output_usd_per_mtok=t.output_usd_per_mtok.astype(float))
 
 # %% ../nbs/01_llm_budget.ipynb #24aa885d
 def model_price(prices: pd.DataFrame, model: str) -> dict | None:
@@ -59,7 +66,8 @@ def model_price(prices: pd.DataFrame, model: str) -> dict | None:
 
 # %% ../nbs/01_llm_budget.ipynb #e177e748
 def approx_tokens(r) -> int:
-    "An upper bound used before a call to request `r` (a `ChatRequest`): prompt characters / 4 (rounded up) plus its max_tokens."
+    """An upper bound used before a call to request `r` (a `ChatRequest`): prompt characters / 4 (rounded up) plus its
+    max_tokens."""
     return -(-sum(len(c) for _, c in r.messages) // 4) + int(r.max_tokens)
 
 # %% ../nbs/01_llm_budget.ipynb #9cb19f2f
@@ -81,7 +89,8 @@ class Budget:
     cost: float = 0.0
 
     def __post_init__(self):
-        if (self.max_cost or self.stage_max_cost) and self.price is None: raise ValueError("a cost budget needs the model's price")
+        if (self.max_cost or self.stage_max_cost) and self.price is None:
+            raise ValueError("a cost budget needs the model's price")
 
     def cost_of(self, prompt_tokens: int, completion_tokens: int) -> float:
         "US dollars of these tokens at the budget's price (0 without one)."
@@ -131,7 +140,9 @@ def budget_from_settings(settings: dict, run=None) -> Budget | None:
         v = b.get(k, 0)
         try: v = cast(float(v or 0))
         except (TypeError, ValueError):
-            raise ValueError(f"settings [budget] {k} = {v!r}: give a {'whole ' if cast is int else ''}number (0: no limit)") from None
+            raise ValueError(
+                f"settings [budget] {k} = {v!r}: give a {'whole ' if cast is int else ''}number "
+                "(0: no limit)") from None
         if v < 0: raise ValueError(f"settings [budget] {k} = {v}: a budget cannot be negative (0: no limit)")
         return v
     costs = {k: lim(k, float) for k in ("max_cost", "stage_max_cost")}
@@ -141,15 +152,19 @@ def budget_from_settings(settings: dict, run=None) -> Budget | None:
         table, path = prices_from_settings(settings)
         row = model_price(table, model)
         if row is None:
-            raise ValueError(f"settings [budget] max_cost/stage_max_cost: model {model!r} has no price in {path}: add a row "
-                             f"({', '.join(PRICE_COLUMNS)}) or point [budget] prices to your own table; or use max_tokens")
+            raise ValueError(
+                f"settings [budget] max_cost/stage_max_cost: model {model!r} has no price in {path}: add a row "
+                             f"({', '.join(PRICE_COLUMNS)}) or point [budget] prices to your own table; or use "
+                             f"max_tokens")
         price = (float(row["input_usd_per_mtok"]), float(row["output_usd_per_mtok"]))
-    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")), **costs, price=price)
+    budget = Budget(*(lim(k) for k in ("max_calls", "max_tokens", "stage_max_calls", "stage_max_tokens")), **costs,
+                    price=price)
     if not budget.limits(): return None
     if run is not None and (budget.max_calls or budget.max_tokens or budget.max_cost):
         current = getattr(run, "current_stage", None)
         for u in stage_usage(run.manifest()):
             if u["stage"] == current or u["status"] == "running": continue
-            budget.run_calls += int(u["llm_calls"]); budget.run_tokens += int(u["prompt_tokens"] + u["completion_tokens"])
+            budget.run_calls += int(u["llm_calls"])
+            budget.run_tokens += int(u["prompt_tokens"] + u["completion_tokens"])
             budget.run_cost += budget.cost_of(int(u["prompt_tokens"]), int(u["completion_tokens"]))
     return budget

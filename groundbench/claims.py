@@ -25,7 +25,8 @@ __all__ = ['ROLES', 'PLACEHOLDERS', 'read_csv_rows', 'Template', 'load_templates
            'rewrite_requests', 'rewrite_questions']
 
 # %% ../nbs/10_claims.ipynb #f375c442
-def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (), aliases: dict | None = None) -> list[tuple[int, dict]]:
+def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (),
+                  aliases: dict | None = None) -> list[tuple[int, dict]]:
     "Rows of a UTF-8 CSV as (line number, {column: stripped value}); checks encoding and required columns."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
@@ -34,7 +35,9 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
     try: text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
-        raise RecordError(f"{path}: line {line}: not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r}); save the file as UTF-8") from None
+        raise RecordError(
+            f"{path}: line {line}: not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r}); save the file as "
+            f"UTF-8") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [(h or "").strip().lower() for h in (reader.fieldnames or [])]
     aliases = aliases or {}
@@ -47,8 +50,10 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
             raise RecordError(f"{path}: line 1: {same} (columns {i + 1} and {j + 1}); keep one")
     missing = [c for c in required if c not in header]
     if missing:
-        raise RecordError(f"{path}: line 1: missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
-                          f"(found: {', '.join(header) or 'no header'}; expected {', '.join(required + list(optional))})")
+        raise RecordError(
+            f"{path}: line 1: missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
+                          f"(found: {', '.join(header) or 'no header'}; "
+                          f"expected {', '.join(required + list(optional))})")
     reader.fieldnames = header
     rows = []
     for row in reader:
@@ -70,7 +75,8 @@ class Template:
     def needs_question(self) -> bool: return "question" in self.fields
     @property
     def fields(self) -> set[str]:
-        "The placeholders; only plain {claim} and {question} are allowed (no format spec, conversion, attribute or index)."
+        """The placeholders; only plain {claim} and {question} are allowed (no format spec, conversion, attribute or
+        index)."""
         out = set()
         for _, f, spec, conv in string.Formatter().parse(self.template):
             if f is None: continue
@@ -87,16 +93,22 @@ def load_templates(path: str | Path | None = None) -> list[Template]:
     out, seen = [], {}
     for line, r in read_csv_rows(path, ["role", "template_id", "template"]):
         where = f"{path}: line {line}"
-        if r["role"] not in ROLES: raise RecordError(f"{where}: field 'role': {r['role']!r} is not one of {', '.join(ROLES)}")
-        if not r["template_id"].isdigit(): raise RecordError(f"{where}: field 'template_id': {r['template_id']!r} is not a whole number")
+        if r["role"] not in ROLES:
+            raise RecordError(f"{where}: field 'role': {r['role']!r} is not one of {', '.join(ROLES)}")
+        if not r["template_id"].isdigit():
+            raise RecordError(f"{where}: field 'template_id': {r['template_id']!r} is not a whole number")
         if not r["template"]: raise RecordError(f"{where}: field 'template': empty")
         t = Template(r["role"], int(r["template_id"]), r["template"])
         try: fields = t.fields
-        except ValueError as e: raise RecordError(f"{where}: field 'template': {e} (write literal braces as {{{{ and }}}})") from None
+        except ValueError as e:
+            raise RecordError(f"{where}: field 'template': {e} (write literal braces as {{{{ and }}}})") from None
         if not fields or fields - PLACEHOLDERS:
-            raise RecordError(f"{where}: field 'template': placeholders {sorted(fields) or 'none'}; use {{claim}} or {{question}}")
+            raise RecordError(
+                f"{where}: field 'template': placeholders {sorted(fields) or 'none'}; use {{claim}} or {{question}}")
         if (t.role, t.template_id) in seen:
-            raise RecordError(f"{where}: field 'template_id': duplicate ({t.role}, {t.template_id}), first at line {seen[(t.role, t.template_id)]}")
+            raise RecordError(
+                f"{where}: field 'template_id': duplicate ({t.role}, {t.template_id}), "
+                f"first at line {seen[(t.role, t.template_id)]}")
         seen[(t.role, t.template_id)] = line
         out.append(t)
     if not out: raise RecordError(f"{path}: no templates")
@@ -109,12 +121,16 @@ def load_questions(path: str | Path) -> dict[str, tuple[int, str]]:
     out = {}
     for line, r in read_csv_rows(path, ["claim_id", "question"], aliases={"id": "claim_id"}):
         if not r["claim_id"]: raise RecordError(f"{path}: line {line}: field 'claim_id': empty")
-        if r["claim_id"] in out: raise RecordError(f"{path}: line {line}: field 'claim_id': duplicate id {r['claim_id']!r}, first at line {out[r['claim_id']][0]}")
+        if r["claim_id"] in out:
+            raise RecordError(
+                f"{path}: line {line}: field 'claim_id': duplicate id {r['claim_id']!r}, first at line "
+                f"{out[r['claim_id']][0]}")
         out[r["claim_id"]] = (line, r["question"])
     return out
 
 # %% ../nbs/10_claims.ipynb #8c895551
-def load_claims(path: str | Path | None = None, questions: str | Path | None = None, require_question: bool = False) -> list[Claim]:
+def load_claims(path: str | Path | None = None, questions: str | Path | None = None,
+                require_question: bool = False) -> list[Claim]:
     "Claims of a CSV (id|claim_id, topic, claim[, question]), with question rewrites merged from `questions`."
     if path is None:
         s = load_settings()
@@ -122,21 +138,28 @@ def load_claims(path: str | Path | None = None, questions: str | Path | None = N
     path = Path(path)
     qs = load_questions(questions) if questions else {}
     claims, lines = [], {}
-    for line, r in read_csv_rows(path, ["claim_id", "topic", "claim"], optional=("question",), aliases={"id": "claim_id"}):
+    for line, r in read_csv_rows(path, ["claim_id", "topic", "claim"], optional=("question",),
+                                 aliases={"id": "claim_id"}):
         where = f"{path}: line {line}"
         for f in ("claim_id", "topic", "claim"):
             if not r[f]: raise RecordError(f"{where}: field '{f}': empty")
-        if r["claim_id"] in lines: raise RecordError(f"{where}: field 'claim_id': duplicate id {r['claim_id']!r}, first at line {lines[r['claim_id']]}")
+        if r["claim_id"] in lines:
+            raise RecordError(
+                f"{where}: field 'claim_id': duplicate id {r['claim_id']!r}, first at line {lines[r['claim_id']]}")
         lines[r["claim_id"]] = line
         q = r.get("question") or qs.get(r["claim_id"], (0, ""))[1]
         if require_question and not q:
             src = f" or in {questions}" if questions else ""
-            raise RecordError(f"{where}: field 'question': empty for claim {r['claim_id']!r}, but a Claim Believer template needs the claim "
-                              f"rewritten as a question (add a 'question' column{src}, or generate rewrites with groundbench.claims.rewrite_questions)")
+            raise RecordError(
+                f"{where}: field 'question': empty for claim {r['claim_id']!r}, but a Claim Believer template needs "
+                f"the claim "
+                              f"rewritten as a question (add a 'question' column{src}, or generate rewrites with "
+                              f"groundbench.claims.rewrite_questions)")
         claims.append(Claim(r["claim_id"], r["topic"], r["claim"], q))
     if not claims: raise RecordError(f"{path}: no claims")
     if unknown := sorted(set(qs) - set(lines)):
-        raise RecordError(f"{questions}: line {qs[unknown[0]][0]}: field 'claim_id': {unknown[0]!r} is not a claim in {path}")
+        raise RecordError(
+            f"{questions}: line {qs[unknown[0]][0]}: field 'claim_id': {unknown[0]!r} is not a claim in {path}")
     return claims
 
 # %% ../nbs/10_claims.ipynb #c699ec2f
@@ -146,22 +169,29 @@ def make_prompts(claims: list[Claim], templates: list[Template]) -> list[Prompt]
     out = []
     for c in claims:
         for t in order:
-            if t.needs_question and not c.question: raise RecordError(f"claim {c.claim_id!r}: field 'question': empty, but template {t.role} {t.template_id} needs it")
-            out.append(Prompt(c.claim_id, c.topic, t.role, t.template_id, t.template.format(claim=c.claim, question=c.question)))
+            if t.needs_question and not c.question:
+                raise RecordError(
+                    f"claim {c.claim_id!r}: field 'question': empty, but template {t.role} {t.template_id} needs it")
+            out.append(Prompt(c.claim_id, c.topic, t.role, t.template_id,
+                              t.template.format(claim=c.claim, question=c.question)))
     return out
 
 # %% ../nbs/10_claims.ipynb #06202b76
-def claims_and_templates(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
+def claims_and_templates(claims: str | Path | None = None, templates: str | Path | None = None,
+                         questions: str | Path | None = None,
                          settings: dict | None = None) -> tuple[list[Claim], list[Template]]:
-    """The claims (with their question rewrites, required when a template needs them) and the templates; paths not given come
+    """The claims (with their question rewrites, required when a template needs them) and the templates; paths not
+    given come
     from `settings` (settings.ini by default): the claims' own questions file only with the default claims."""
     s = settings or load_settings()
     tpls = load_templates(templates or resolve_path(s, s["paths"]["templates"]))
-    if claims is None: claims, questions = resolve_path(s, s["paths"]["claims"]), questions or resolve_path(s, s["paths"]["questions"])
+    if claims is None:
+        claims, questions = resolve_path(s, s["paths"]["claims"]), questions or resolve_path(s, s["paths"]["questions"])
     return load_claims(claims, questions, require_question=any(t.needs_question for t in tpls)), tpls
 
 # %% ../nbs/10_claims.ipynb #4e040980
-def prompts_from_files(claims: str | Path | None = None, templates: str | Path | None = None, questions: str | Path | None = None,
+def prompts_from_files(claims: str | Path | None = None, templates: str | Path | None = None,
+                       questions: str | Path | None = None,
                        settings: dict | None = None) -> list[Prompt]:
     "Prompts from a claims CSV, a templates CSV and (optionally) a questions CSV; defaults from settings.ini."
     return make_prompts(*claims_and_templates(claims, templates, questions, settings))
@@ -182,10 +212,12 @@ def rewrite_requests(claims: list[Claim], llm: LLM, prompt_version: int | None =
     return [request(llm, pt.render(claim=c.claim), max_tokens=160) for c in claims]
 
 # %% ../nbs/10_claims.ipynb #3dc13aeb
-def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None = None, progress: bool = True) -> pd.DataFrame:
+def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None = None,
+                      progress: bool = True) -> pd.DataFrame:
     "LLM question rewrites of `claims` as a table: claim_id, claim, question, parse_status, error, prompt_version."
     pt = load_prompt("question_rewrite", prompt_version)
-    res = complete_json(llm, rewrite_requests(claims, llm, prompt_version), QuestionRewrite, step="question_rewrite", progress=progress)
+    res = complete_json(llm, rewrite_requests(claims, llm, prompt_version), QuestionRewrite, step="question_rewrite",
+                        progress=progress)
     return pd.DataFrame({"claim_id": [c.claim_id for c in claims], "claim": [c.claim for c in claims],
                          "question": [r.value["question"] if r.value else "" for r in res],
                          "parse_status": [r.parse_status for r in res], "error": [r.error for r in res],

@@ -20,7 +20,7 @@ import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
-from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, to_plain, write_table
+from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from .runfolder import Run
 from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
                                 run_file, run_summary)
@@ -36,7 +36,8 @@ app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False
                   help="groundbench: how web-search chat assistants cite sources and ground their answers.")
 
 @app.callback(invoke_without_command=True)
-def _main(ctx: typer.Context, version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit")):
+def _main(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit")):
     "groundbench: how web-search chat assistants cite sources and ground their answers."
     if version:
         from groundbench import __version__
@@ -59,7 +60,8 @@ def error_line(e: BaseException) -> str:
 
 # %% ../nbs/90_cli.ipynb #2a1f9ee5
 def say_error(message: object, hint: str = ""):
-    "Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters escaped."
+    """Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters
+    escaped."""
     text = error_line(message) if isinstance(message, BaseException) else str(message)
     typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
 
@@ -84,16 +86,21 @@ def _in_run_folder(p: Path) -> str | None:
             return f"{d.parent.name}/{d.name}"
     return None
 
-def check_out(opt: str, out: Path, reads: Sequence[Path] = (), writes: Sequence[str] = ()) -> Path:
+# %% ../nbs/90_cli.ipynb #26b87bc7
+def check_out(opt: str, out: Path, reads: Sequence[Path] | dict[str, Path | None] = (),
+              writes: Sequence[str] = ()) -> Path:
     """Refuse an output path that would overwrite what the command reads: `out` itself (a file output) or `out/<name>`
-    for each name in `writes` (a folder output) being one of `reads`, or anything inside a run's stage folders (only
-    that stage writes there). Fails with one line naming the option and the file."""
+    for each name in `writes` (a folder output) being one of `reads` (a dict names each input by its option), or
+    anything inside a run's stage folders (only that stage writes there). Fails with one line naming the option and
+    the file."""
     targets = [out / w for w in writes] if writes else [out]
+    named = reads.items() if isinstance(reads, dict) else [("", r) for r in reads]
     for t in targets:
-        for r in reads:
+        for name, r in named:
             if r is not None and same_file(Path(r), t):
-                fail(f"{opt} {out}: would overwrite {t}, which this command reads; choose another "
-                     f"{'folder' if writes else 'file'}")
+                what = (f"is the {name} file" if name and not writes
+                        else f"would overwrite {t}, which this command reads")
+                fail(f"{opt} {out}: {what}; choose another {'folder' if writes else 'file'}")
         if where := _in_run_folder(t.resolve() if t.exists() else t.absolute()):
             fail(f"{opt} {out}: {t} is inside the run folder {where}, which only that stage writes; choose a path "
                  "outside the run's stage folders")
@@ -102,14 +109,15 @@ def check_out(opt: str, out: Path, reads: Sequence[Path] = (), writes: Sequence[
 # %% ../nbs/90_cli.ipynb #804d0c15
 @app.command("prompts")
 def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table (.csv, .parquet or .jsonl)"),
-                claims: Optional[Path] = typer.Option(None, help="claims CSV: id (or claim_id), topic, claim[, question]"),
+                claims: Optional[Path] = typer.Option(
+                    None, help="claims CSV: id (or claim_id), topic, claim[, question]"),
                 templates: Optional[Path] = typer.Option(None, help="templates CSV: role, template_id, template"),
                 questions: Optional[Path] = typer.Option(None, help="question rewrites CSV: claim_id, question")):
     "Write the prompt table: every claim filled into every template."
-    for opt, p in (("--claims", claims), ("--templates", templates), ("--questions", questions)):
-        if p is not None and same_file(p, out): fail(f"--out {out} is the {opt} file: choose another output path (the input would be overwritten)")
+    check_out("--out", out, {"--claims": claims, "--templates": templates, "--questions": questions})
     if out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv, .parquet or .jsonl")
-    if out.suffix not in (".csv", ".parquet", ".jsonl"): fail(f"--out {out}: unknown table format {out.suffix!r} (use .csv, .parquet or .jsonl)")
+    if out.suffix not in (".csv", ".parquet", ".jsonl"):
+        fail(f"--out {out}: unknown table format {out.suffix!r} (use .csv, .parquet or .jsonl)")
     try:
         ps = prompts_from_files(claims, templates, questions)
         write_table(ps, out)
@@ -119,13 +127,15 @@ def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table 
 
 # %% ../nbs/90_cli.ipynb #c14e0002
 def import_specs(source: Path, maps: list[str]) -> list[dict]:
-    "The import specs of a YAML file (`import_tables` of a parameter file, or the list itself), or of one table and `field=column` options."
+    """The import specs of a YAML file (`import_tables` of a parameter file, or the list itself), or of one table and
+    `field=column` options."""
     if source.suffix.lower() in (".yaml", ".yml"):
         if maps: raise ValueError(f"{source}: a YAML spec holds its own mappings; --map is for a table file")
         try: doc = load_yaml(source.read_text(encoding="utf-8"))
         except yaml.YAMLError as e: raise ValueError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from None
         specs = doc.get("parameters", doc).get("import_tables") if isinstance(doc, dict) else doc
-        if not specs or not isinstance(specs, (list, dict)): raise ValueError(f"{source}: no import_tables list (files with their column mappings)")
+        if not specs or not isinstance(specs, (list, dict)):
+            raise ValueError(f"{source}: no import_tables list (files with their column mappings)")
         return specs if isinstance(specs, list) else [specs]
     spec: dict = {"path": str(source)}
     for m in maps:
@@ -141,10 +151,14 @@ IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.pa
                   "import_counts.json")
 
 @app.command("import")
-def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
+def import_cmd(source: Path = typer.Argument(
+    ..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
                out: Path = typer.Option(..., "--out", "-o", help="output folder"),
-               map_: Optional[List[str]] = typer.Option(None, "--map", help="field=column (answer, assistant, question, urls, ...; repeat)"),
-               skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows", help="write bad rows to rejected_rows.csv instead of stopping")):
+               map_: Optional[List[str]] = typer.Option(None, "--map",
+                                                        help="field=column (answer, assistant, question, urls, ...; "
+                                                        "repeat)"),
+               skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows",
+                                                  help="write bad rows to rejected_rows.csv instead of stopping")):
     "Import answers collected some other way as conversations with citations and segments."
     from groundbench.collect.table import import_tables, write_import
     from groundbench.core import write_json, write_jsonl
@@ -163,26 +177,36 @@ def import_cmd(source: Path = typer.Argument(..., help="a table (.csv, .tsv, .js
     except (RecordError, OSError, ValueError) as e: fail(e)
     rules = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["segment_rules"].items()))
     found = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["markers_found"].items())) or "none"
-    typer.echo(f"{imp.counts['answers']} answers, {imp.counts['citations']} citations; segment rules: {rules}; markers: {found}"
-               + (f"; {imp.counts['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if imp.counts["rows_rejected"] else "")
+    typer.echo(
+        f"{imp.counts['answers']} answers, {imp.counts['citations']} citations; segment rules: {rules}; markers: "
+        f"{found}"
+               + (f"; {imp.counts['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}"
+                  if imp.counts["rows_rejected"] else "")
                + f" -> {out}")
 
 # %% ../nbs/90_cli.ipynb #c14e0012
 @app.command("validate-judge")
-def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
+def validate_judge_cmd(pairs: Path = typer.Argument(
+    ..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
                        claim_col: str = typer.Option(..., "--claim-col", help="column holding the statement to check"),
                        evidence_col: str = typer.Option(..., "--evidence-col", help="column holding the evidence text"),
                        label_col: str = typer.Option(..., "--label-col", help="column holding the human label"),
-                       label_map: Optional[str] = typer.Option(None, "--label-map", help="LABEL=supported|not_supported|skip, comma-separated"),
-                       group_col: Optional[str] = typer.Option(None, "--group-col", help="report per value of this column too"),
-                       split_col: Optional[str] = typer.Option(None, "--split-col", help="column saying dev or test (else a seeded split)"),
+                       label_map: Optional[str] = typer.Option(None, "--label-map",
+                                                               help="LABEL=supported|not_supported|skip, "
+                                                               "comma-separated"),
+                       group_col: Optional[str] = typer.Option(None, "--group-col",
+                                                               help="report per value of this column too"),
+                       split_col: Optional[str] = typer.Option(None, "--split-col",
+                                                               help="column saying dev or test (else a seeded split)"),
                        id_col: Optional[str] = typer.Option(None, "--id-col", help="column with a row id"),
-                       dev_fraction: float = typer.Option(0.5, help="without --split-col: share of each label's rows used as dev"),
+                       dev_fraction: float = typer.Option(
+                           0.5, help="without --split-col: share of each label's rows used as dev"),
                        out: Path = typer.Option(Path("judge-validation"), "--out", help="output folder"),
                        top_k: int = typer.Option(5, help="evidence chunks the judge sees"),
                        n_boot: int = typer.Option(1000, help="bootstrap resamples for kappa's interval"),
                        no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
-                       param_file: Optional[Path] = typer.Option(None, help="take the judge's settings from this parameter file")):
+                       param_file: Optional[Path] = typer.Option(
+                           None, help="take the judge's settings from this parameter file")):
     "Agreement of the configured judge and two non-LLM baselines with human support labels."
     from groundbench.embed import embedder_from_settings
     from groundbench.llm import llm_from_settings
@@ -195,28 +219,39 @@ def validate_judge_cmd(pairs: Path = typer.Argument(..., help="a table of (state
         settings = load_settings(overrides=over)
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
-        agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map, dev_fraction,
+        agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
+                                               dev_fraction,
                                                top_k, n_boot)
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
     smoke = " SMOKE RUN:" if summary["smoke"] else ""
-    typer.echo(f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} skipped by the label map); "
+    typer.echo(
+        f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} skipped "
+        f"by the label map); "
                f"judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
                + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
-    if smoke: typer.echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's quality.")
+    if smoke:
+        typer.echo(
+            f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's "
+            f"quality.")
     for note in summary.get("notes") or (): typer.echo(f"note: {note}")
     t = agree[agree.group == "all"].copy()
     t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
-    typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)", "parse_failures"]].to_string(index=False))
+    typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)",
+                  "parse_failures"]].to_string(index=False))
     if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
     typer.echo(f"-> {out}")
 
 # %% ../nbs/90_cli.ipynb #03c04489
 @app.command("validate-sourcebench")
-def validate_sourcebench_cmd(scores: Path = typer.Argument(..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
+def validate_sourcebench_cmd(scores: Path = typer.Argument(
+    ..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
                              out: Path = typer.Option(Path("sourcebench-validation"), "--out", help="output folder"),
-                             no_judge: bool = typer.Option(False, "--no-judge", help="the constant baseline only (no LLM)"),
-                             param_file: Optional[Path] = typer.Option(None, help="take the judge's settings from this parameter file")):
-    "Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant baseline."
+                             no_judge: bool = typer.Option(False, "--no-judge",
+                                                           help="the constant baseline only (no LLM)"),
+                             param_file: Optional[Path] = typer.Option(
+                                 None, help="take the judge's settings from this parameter file")):
+    """Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant
+    baseline."""
     from groundbench.llm import llm_from_settings
     from groundbench.sourcebench import METRICS, human_scores, judge_agreement, score_pages
     from groundbench.tables import write_table_files
@@ -229,17 +264,21 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(..., help="pages with
         judged, smoke = None, False
         if not no_judge:
             llm = llm_from_settings(settings)
-            judged, smoke = score_pages(human.assign(technical_failure=False), llm, str(sb.get("reference_date") or "2026-01-25"),
+            judged, smoke = score_pages(human.assign(technical_failure=False), llm,
+                                        str(sb.get("reference_date") or "2026-01-25"),
                                         progress=False, scoring=sb.get("scoring", "script")), llm.smoke
         agree = judge_agreement(human, judged)
         out.mkdir(parents=True, exist_ok=True)
-        write_table_files(agree.round(3), out, "sourcebench_agreement", "Mean absolute error against the human graders' mean "
+        write_table_files(agree.round(3), out, "sourcebench_agreement",
+                          "Mean absolute error against the human graders' mean "
                           "score, per metric (seed 001, Table 3), judge and constant baseline", smoke)
         if judged is not None: write_table(judged, out / "judge_scores.csv")
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
     typer.echo(f"{len(human)} pages; MAE (1-5 scale) per metric:")
     typer.echo(agree[["method", *METRICS, "Avg"]].round(3).to_string(index=False))
-    if smoke: typer.echo("SMOKE RUN: the bundled model is far too small to judge; this shows the harness, not a judge's quality.")
+    if smoke:
+        typer.echo(
+            "SMOKE RUN: the bundled model is far too small to judge; this shows the harness, not a judge's quality.")
     typer.echo(f"-> {out}")
 
 # %% ../nbs/90_cli.ipynb #c14e0022
@@ -258,23 +297,28 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         cmp = compare_sides(load_outputs(runs), a, b, n_boot)
         if out is not None: write_table(cmp, out)
     except (RecordError, OSError, ValueError) as e: fail(e)
-    if cmp.empty: fail(f"nothing to compare: neither side has credibility or groundedness outputs")
+    if cmp.empty: fail("nothing to compare: neither side has credibility or groundedness outputs")
     typer.echo(f"A = {a}, B = {b}; diff_pp = B - A (points); within_ci: |diff| within the combined 95% half-width")
     typer.echo(cmp.to_string(index=False))
     outside = cmp[cmp.within_ci == "no"]
-    typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval" + (f" -> {out}" if out else ""))
+    typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval"
+               + (f" -> {out}" if out else ""))
 
 # %% ../nbs/90_cli.ipynb #66976067
 @app.command("estimate")
 def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (papermill_params/*.yaml)"),
-                 runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders: this run's outputs and earlier runs' "
-                                                         "measurements (default: settings.ini [paths] runs_dir)"),
+                 runs_dir: Optional[Path] = typer.Option(
+                     None, help="folder of run folders: this run's outputs and earlier runs' "
+                                "measurements (default: settings.ini [paths] runs_dir)"),
                  run_id: Optional[str] = typer.Option(None, help="run id (default: the file's run_id)"),
-                 param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
-                 setting: Optional[List[str]] = typer.Option(None, "--setting", help="section.key=value over the file's settings, "
-                                                             "e.g. llm.backend=openai llm.model=gpt-4o (repeat)"),
+                 param: Optional[List[str]] = typer.Option(
+                     None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
+                 setting: Optional[List[str]] = typer.Option(
+                     None, "--setting", help="section.key=value over the file's settings, "
+                                             "e.g. llm.backend=openai llm.model=gpt-4o (repeat)"),
                  out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file")):
-    "Before a run: per LLM step, requests, cache hits, duplicates, prompt tokens, calls and completion ranges, cost (no model loaded)."
+    """Before a run: per LLM step, requests, cache hits, duplicates, prompt tokens, calls and completion ranges, cost
+    (no model loaded)."""
     from groundbench.estimate import estimate_run, format_estimate
     if out is not None and out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv")
     if out is not None: check_out("--out", out, [params])
@@ -283,7 +327,8 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         spec.parameters = {**spec.parameters, **parse_params(param or [])}
         check_parameters(spec)
         extra = parse_params(setting or [])
-        if bad := [k for k in extra if "." not in k]: raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
+        if bad := [k for k in extra if "." not in k]:
+            raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
         settings = load_settings(overrides={**spec.settings, **extra})
         rd = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
         est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
@@ -296,8 +341,10 @@ cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", 
 app.add_typer(cache_app, name="cache")
 
 @cache_app.command("merge")
-def cache_merge_cmd(inputs: List[Path] = typer.Argument(..., help="cache files (llm.sqlite or embeddings.sqlite) to merge"),
-                    out: Path = typer.Option(..., "--out", help="the merged cache (created, or extended when it exists)")):
+def cache_merge_cmd(inputs: List[Path] = typer.Argument(
+    ..., help="cache files (llm.sqlite or embeddings.sqlite) to merge"),
+                    out: Path = typer.Option(..., "--out",
+                                             help="the merged cache (created, or extended when it exists)")):
     "Merge caches made on several machines into one, exactly (same keys as the caches use)."
     from groundbench.llm import merge_caches
     if out.is_dir(): fail(f"--out {out}: is a folder; give a file such as runs/.cache/llm.sqlite")
@@ -314,16 +361,22 @@ def cache_merge_cmd(inputs: List[Path] = typer.Argument(..., help="cache files (
 @app.command("run")
 def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (papermill_params/*.yaml)"),
             run_id: Optional[str] = typer.Option(None, help="run id (default: the file's run_id; only with one file)"),
-            runs_dir: Optional[Path] = typer.Option(None, help="folder of run folders (default: settings.ini [paths] runs_dir)"),
+            runs_dir: Optional[Path] = typer.Option(
+                None, help="folder of run folders (default: settings.ini [paths] runs_dir)"),
             kernel: Optional[str] = typer.Option(None, help="Jupyter kernel (default: groundbench)"),
             parallel: int = typer.Option(1, help="run several parameter files in this many processes"),
             no_estimate: bool = typer.Option(False, "--no-estimate", help="do not print and keep the estimate first"),
             log_output: bool = typer.Option(False, help="stream the notebooks' output"),
-            worker: Optional[str] = typer.Option(None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
-            param: Optional[List[str]] = typer.Option(None, "--param", help="key=value: a stage parameter over the file's (repeat)"),
-            stages: Optional[str] = typer.Option(None, "--stages", help="only these of the file's stages, comma-separated (e.g. 10_claims)"),
+            worker: Optional[str] = typer.Option(
+                None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
+            param: Optional[List[str]] = typer.Option(None, "--param",
+                                                      help="key=value: a stage parameter over the file's (repeat)"),
+            stages: Optional[str] = typer.Option(None, "--stages",
+                                                 help="only these of the file's stages, comma-separated (e.g. "
+                                                 "10_claims)"),
             fresh_kernels: bool = typer.Option(False, "--fresh-kernels",
-                                               help="a new Jupyter kernel for every stage (default: one kernel for the run, "
+                                               help="a new Jupyter kernel for every stage (default: one kernel for the "
+                                               "run, "
                                                     "its namespace cleared between stages)")):
     "Run the stage notebooks of each parameter file into runs/<run_id>/ (resumes from caches when rerun)."
     if run_id and len(params) > 1: fail("--run-id needs exactly one parameter file")
@@ -332,7 +385,8 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         w, extra = parse_worker(worker), parse_params(param or [])
         for p in params: load_run_spec(p)
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
-        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only, not no_estimate,
+        args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only,
+                 not no_estimate,
                  fresh_kernels) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
@@ -350,12 +404,6 @@ def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run
     except (RecordError, OSError, ValueError, TypeError) as e: fail(e)
 
 # %% ../nbs/90_cli.ipynb #57df4fa8
-def _providers() -> str:
-    "The providers `parse` reads: every browser assistant's page, every API's response."
-    from groundbench.collect.api import API_PARSERS
-    from groundbench.collect.assistants import browser_assistants
-    return ", ".join([*browser_assistants(), *API_PARSERS])
-
 @app.command("parse")
 def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groundbench/collect/<name>.yaml) or an API "
                                                         "(openai-chat, openai-responses, perplexity-api)"),
@@ -363,46 +411,15 @@ def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groun
               json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
     "Parse an archived answer offline and print the conversation as JSON."
-    from groundbench.collect.page import load_ui_config, parse_page
-    from groundbench.collect import api
-    from groundbench.sources.extract import decode_bytes
-    def readable(p: Path, opt: str) -> bytes:
-        if not p.exists(): fail(f"{p}: no such file")
-        if p.is_dir(): fail(f"{opt} {p}: is a folder; give the file")
-        try: return p.read_bytes()
-        except OSError as e: fail(e)
-    from groundbench.collect.assistants import browser_assistants
-    if provider in browser_assistants():
-        if not html: fail(f"--provider {provider} reads a page: give --html FILE")
-        page, _ = decode_bytes(readable(html, "--html"), "text/html")  # the page's own charset, as a browser reads it
-        if (i := page.rfind("<")) > page.rfind(">"): page = page[:i]  # a truncated file: drop the unfinished tag, never show markup as text
-        if config is not None: readable(config, "--config")
-        try: cfg = load_ui_config(config or provider)
-        except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
-        except (ValueError, TypeError, KeyError, AttributeError, FileNotFoundError) as e:
-            fail(f"{config or provider}: not a UI configuration ({error_line(e)})")
-        try: parsed = parse_page(page, cfg)
-        except ValueError as e: fail(f"{html}: {e}")
-        except Exception as e:  # soupsieve raises its own SelectorSyntaxError for a bad CSS selector in the configuration
-            fail(f"{config or provider}: a selector cannot be used ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    elif provider in api.API_PARSERS:
-        if not json_file: fail(f"--provider {provider} reads an API response: give --json FILE")
-        raw = readable(json_file, "--json")
-        try: data = json.loads(raw.decode("utf-8-sig"))
-        except UnicodeDecodeError as e: fail(f"{json_file}: not UTF-8 text (byte {e.start})")
-        except json.JSONDecodeError as e: fail(f"{json_file}: not valid JSON ({e.msg} at line {e.lineno})")
-        except RecursionError: fail(f"{json_file}: JSON nested too deeply")
-        if not isinstance(data, dict): fail(f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
-        try:
-            parsed = api.API_PARSERS[provider](data)
-        except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as e:
-            fail(f"{json_file}: not a {provider} response of the expected shape ({error_line(e)})")
-    else: fail(f"unknown provider {provider!r}: use one of {_providers()}")
+    from groundbench.collect.assistants import parse_archived
+    try: parsed = parse_archived(provider, html, json_file, config)
+    except (RecordError, OSError) as e: fail(e)
     typer.echo(parsed.to_json())
 
 # %% ../nbs/90_cli.ipynb #0f6209e8
 @app.command("login")
-def login_cmd(assistant: str = typer.Argument(..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
+def login_cmd(assistant: str = typer.Argument(
+    ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
               profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):
     "Open the assistant's page in a visible Chromium with a persistent profile; sign in, then close the window."
     from groundbench.collect.browser import make_driver
@@ -420,11 +437,14 @@ def login_cmd(assistant: str = typer.Argument(..., help="a browser assistant: gr
 
 # %% ../nbs/90_cli.ipynb #d0c70002
 @app.command("doctor")
-def doctor_cmd(assistant: str = typer.Argument(..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
-               profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
+def doctor_cmd(assistant: str = typer.Argument(
+    ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
+               profile_dir: Optional[Path] = typer.Option(
+                   None, help="the signed-in Chrome profile (groundbench login)"),
                model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
                config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
-               base_url: Optional[str] = typer.Option(None, help="another site in place of the start URL's host (local fixtures)"),
+               base_url: Optional[str] = typer.Option(
+                   None, help="another site in place of the start URL's host (local fixtures)"),
                out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
                headed: bool = typer.Option(False, help="show the browser window")):
     "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
@@ -438,24 +458,30 @@ def doctor_cmd(assistant: str = typer.Argument(..., help="a browser assistant: g
     try: cfg = load_ui_config(config or assistant)
     except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
     except (ValueError, FileNotFoundError, TypeError, KeyError) as e: fail(e)
-    c = BrowserCollector(cfg, model=model or "", base_url=base_url, profile_dir=profile_dir, headless=not headed, delay_s=0)
+    c = BrowserCollector(cfg, model=model or "", base_url=base_url, profile_dir=profile_dir, headless=not headed,
+                         delay_s=0)
     try: rows, ok = doctor(c, out)
     finally: c.close()
     typer.echo(printable(doctor_table(rows)))
     failed = [r for r in rows if r["status"] == "FAILED"]
-    typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}", err=not ok)
+    typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}",
+               err=not ok)
     for r in failed: say_error(f"{r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}")
     if not ok: raise typer.Exit(1)
 
 # %% ../nbs/90_cli.ipynb #2930e22b
 @app.command("credibility")
 def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to rate"),
-                    from_file: Optional[str] = typer.Option(None, "--from", help="a file with one URL per line, or - for standard input"),
-                    table: Optional[str] = typer.Option(None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)"),
-                    rules: Optional[str] = typer.Option(None, help="paper (the seed authors' code, exactly) | full | authors | table | families, e.g. full,-fimi "
-                                               "(default: settings.ini)"),
-                    satire_category_as_satire: Optional[bool] = typer.Option(None, "--satire-category-as-satire/--no-satire-category",
-                                                                            help="score MBFC's satire-category pages -1")):
+                    from_file: Optional[str] = typer.Option(
+                        None, "--from", help="a file with one URL per line, or - for standard input"),
+                    table: Optional[str] = typer.Option(
+                        None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)"),
+                    rules: Optional[str] = typer.Option(
+                        None, help="paper (the seed authors' code, exactly) | full | authors | table | families, e.g. "
+                                   "full,-fimi (default: settings.ini)"),
+                    satire_category_as_satire: Optional[bool] = typer.Option(
+                        None, "--satire-category-as-satire/--no-satire-category",
+                        help="score MBFC's satire-category pages -1")):
     "Rate URLs' domains and print one JSON line per URL."
     import sys
     from groundbench.credibility.paper import rater_from_settings
@@ -479,9 +505,13 @@ def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs 
 # %% ../nbs/90_cli.ipynb #14e75f26
 @app.command("fetch")
 def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fetch"),
-              out: Path = typer.Option(..., "--out", help="folder for the archive and fetch records (reused: a rerun fetches only what failed transiently)"),
-              from_file: Optional[str] = typer.Option(None, "--from", help="a file with one URL per line, or - for standard input"),
-              allow_private: bool = typer.Option(False, "--allow-private", help="let URLs reach loopback and private addresses (tests only)"),
+              out: Path = typer.Option(..., "--out",
+                                       help="folder for the archive and fetch records (reused: a rerun fetches only "
+                                       "what failed transiently)"),
+              from_file: Optional[str] = typer.Option(None, "--from",
+                                                      help="a file with one URL per line, or - for standard input"),
+              allow_private: bool = typer.Option(False, "--allow-private",
+                                                 help="let URLs reach loopback and private addresses (tests only)"),
               timeout: float = typer.Option(45.0, help="total seconds per URL (fetch and extraction)")):
     "Fetch URLs safely, extract their text and print one JSON line per URL; a summary of outcomes goes to stderr."
     from groundbench.sources.fetch import FetchSettings
@@ -493,7 +523,8 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
             with f: urls += [l.strip() for l in f if l.strip()]
         except OSError as e: fail(e)
     if not urls: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
-    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder for the archive and fetch records")
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: is a file; give a folder for the archive and fetch records")
     try: cfg = FetchSettings(allow_private=allow_private, total_timeout_s=timeout)
     except ValueError as e: fail(f"--timeout: {e}")
     store = PageStore(out)
@@ -504,8 +535,10 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
             ex = store.extracted(recs[u], cfg.total_timeout_s)
             d, why = source_doc(recs[u], ex), failure_reason(recs[u], ex)
             reasons.append(why)
-            typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid, "substantive": d.substantive,
-                                   "chars": len(d.text), "title": d.title, "published": d.published, "reason": why, "error": d.error},
+            typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid,
+                                   "substantive": d.substantive,
+                                   "chars": len(d.text), "title": d.title, "published": d.published, "reason": why,
+                                   "error": d.error},
                                   ensure_ascii=False))
     except OSError as e: fail(e)
     finally: store.close()

@@ -88,7 +88,8 @@ class Segment:
     start: int = -1
     end: int = -1
     uncited: bool = False
-    span_source: str = ""  # how the span was found: highlight (the page's markup), hover (read by hovering its pill), sentence
+    # how the span was found: highlight (the page's markup), hover (read by hovering its pill), sentence
+    span_source: str = ""
 
 # %% ../nbs/00_core.ipynb #9cbad2dc
 @dataclass(frozen=True)
@@ -107,10 +108,14 @@ class Conversation:
     collected_at: str = ""
     source: str = ""
     conversation_id: str = ""
-    rejected_urls: tuple[str, ...] = ()  # cited links that are not absolute http(s) URLs (javascript:, data:, relative): text only
-    unresolved_pills: int = 0            # citation pills shown whose URL the collector could not find (counted, never dropped silently)
-    segment_rule: str = ""               # how sentences were paired with citations: markers, all_citations, no_citations (imports)
-    reasoning_tokens: int = -1           # reasoning tokens the answer spent, where an API reports them (-1: not reported)
+    # cited links that are not absolute http(s) URLs (javascript:, data:, relative): text only
+    rejected_urls: tuple[str, ...] = ()
+    # citation pills shown whose URL the collector could not find (counted, never dropped silently)
+    unresolved_pills: int = 0
+    # how sentences were paired with citations: markers, all_citations, no_citations (imports)
+    segment_rule: str = ""
+    # reasoning tokens the answer spent, where an API reports them (-1: not reported)
+    reasoning_tokens: int = -1
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 
@@ -179,7 +184,8 @@ class Judgment:
     skipped: str = ""
     model: str = ""
 
-RECORD_TYPES = {c.__name__: c for c in (Claim, Prompt, Citation, Segment, Conversation, SourceDoc, DomainRating, Unit, Judgment)}
+RECORD_TYPES = {c.__name__: c for c in (Claim, Prompt, Citation, Segment, Conversation, SourceDoc, DomainRating, Unit,
+                                        Judgment)}
 
 # %% ../nbs/00_core.ipynb #9313b2d6
 class RecordError(ValueError):
@@ -236,6 +242,7 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
     return obj
 
+# %% ../nbs/00_core.ipynb #8930be79
 def write_json(obj: Any, path: str | Path) -> Path:
     "Write `obj` as indented JSON atomically; a number that is not finite is written as null (JSON has no NaN)."
     return write_text(json.dumps(_finite(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n", path)
@@ -274,14 +281,17 @@ _FORMULA = re.compile(r"^[=+\-@\t\r]")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?$|^-+$")
 
 def spreadsheet_safe(value):
-    "A text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) with a leading apostrophe; numbers and the rest as they are."
+    """A text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) with a leading apostrophe; numbers
+    and the rest as they are."""
     if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.match(value.strip()): return "'" + value
     return value
 
 # %% ../nbs/00_core.ipynb #23120668
 def _unsafe(value):
-    return value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:]) and not _NUMBER.match(value[1:].strip()) else value
+    return (value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:])
+            and not _NUMBER.match(value[1:].strip()) else value)
 
+# %% ../nbs/00_core.ipynb #f8615733
 def _safe_labels(idx: pd.Index) -> pd.Index:
     "Column or index labels made spreadsheet-safe (each level of a MultiIndex)."
     if isinstance(idx, pd.MultiIndex):
@@ -289,6 +299,7 @@ def _safe_labels(idx: pd.Index) -> pd.Index:
     text = pd.api.types.is_object_dtype(idx) or pd.api.types.is_string_dtype(idx)
     return idx.map(spreadsheet_safe) if text else idx
 
+# %% ../nbs/00_core.ipynb #a627a511
 def spreadsheet_safe_frame(df: pd.DataFrame, index: bool = False) -> pd.DataFrame:
     "A copy of `df` to write as CSV: text cells, column names (and the index when written) spreadsheet-safe."
     out = df.copy()
@@ -302,9 +313,11 @@ def spreadsheet_safe_frame(df: pd.DataFrame, index: bool = False) -> pd.DataFram
 
 # %% ../nbs/00_core.ipynb #60293061
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
-    "Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made spreadsheet-safe."
+    """Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made
+    spreadsheet-safe."""
     path = Path(path)
-    if path.is_dir(): raise IsADirectoryError(f"{path}: is a folder; give a file path ending in .parquet, .csv or .jsonl")
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder; give a file path ending in .parquet, .csv or .jsonl")
     df = data if isinstance(data, pd.DataFrame) else records_frame(data)
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet": df.to_parquet(tmp, index=False)
@@ -327,7 +340,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
             for i, line in enumerate(f, 1):
                 if not line.strip(): continue
                 try: rows.append(json.loads(line))
-                except json.JSONDecodeError as e: raise RecordError(f"{path}: row {i}: not valid JSON ({e.msg})") from None
+                except json.JSONDecodeError as e:
+                    raise RecordError(f"{path}: row {i}: not valid JSON ({e.msg})") from None
         return pd.DataFrame(rows)
     raise ValueError(f"{path}: unknown table format {path.suffix!r}")
 
@@ -360,6 +374,7 @@ def _no_alias_loader():
             return super().compose_node(parent, index)
     return NoAliasLoader
 
+# %% ../nbs/00_core.ipynb #59bf023e
 def load_yaml(text: str) -> Any:
     "Parse YAML safely and boundedly: plain data only (safe_load's types), no anchors or aliases."
     import yaml
@@ -367,13 +382,15 @@ def load_yaml(text: str) -> Any:
 
 # %% ../nbs/00_core.ipynb #a1181f54
 def project_root() -> Path:
-    "The folder holding settings.ini: $GROUNDBENCH_HOME, else the nearest one up from the working directory, else the checkout of this package."
+    """The folder holding settings.ini: $GROUNDBENCH_HOME, else the nearest one up from the working directory, else the
+    checkout of this package."""
     if env := os.environ.get("GROUNDBENCH_HOME"): return Path(env).resolve()
     cwd = Path.cwd().resolve()
     for d in (cwd, *cwd.parents):
         if (d / "settings.ini").exists() and (d / "nbs").is_dir(): return d
     spec = importlib.util.find_spec("groundbench")
-    if spec and spec.origin and (here := Path(spec.origin).resolve().parent.parent).joinpath("settings.ini").exists(): return here
+    if spec and spec.origin and (here := Path(spec.origin).resolve().parent.parent).joinpath("settings.ini").exists():
+        return here
     return cwd
 
 # %% ../nbs/00_core.ipynb #ff38d5ce
@@ -398,7 +415,8 @@ def _coerce(v: str) -> Any:
 def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> dict[str, dict[str, Any]]:
     "Settings as {section: {key: value}}, with `overrides` ({'llm.model': ...} or {'llm': {...}}) applied."
     path = Path(path) if path else project_root() / "settings.ini"
-    if not path.exists(): raise FileNotFoundError(f"{path}: settings file not found (set GROUNDBENCH_HOME to the project folder)")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: settings file not found (set GROUNDBENCH_HOME to the project folder)")
     cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
     cp.read(path, encoding="utf-8")
     out = {s: {k: _coerce(v) for k, v in cp[s].items()} for s in cp.sections()}

@@ -80,13 +80,15 @@ class EmbeddingCache:
         row = self.db.execute("SELECT length(vec) FROM vectors WHERE model=? LIMIT 1", [model]).fetchone()
         return row[0] // 4 if row else None
     def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]):
-        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
+                            [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
         self.db.commit()
 
 # %% ../nbs/02_embed.ipynb #af24b5c2
 class Embedder:
     "A sentence-transformers model with a disk cache; `encode` returns normalised float32 vectors."
-    def __init__(self, model: str = BUNDLED_EMBEDDING, cache: EmbeddingCache | None = None, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, model: str = BUNDLED_EMBEDDING, cache: EmbeddingCache | None = None, batch_size: int = 64,
+                 device: str = "cpu"):
         self.model_name, self.cache, self.batch_size, self.device = model, cache, batch_size, device
         if model == BUNDLED_EMBEDDING:
             os.environ["HF_HUB_OFFLINE"] = "1"
@@ -97,7 +99,8 @@ class Embedder:
 
     @property
     def st(self):
-        "The sentence-transformers model, loaded when a text is first encoded: a stage whose vectors are all cached never loads it."
+        """The sentence-transformers model, loaded when a text is first encoded: a stage whose vectors are all cached
+        never loads it."""
         if self._st is None:
             from sentence_transformers import SentenceTransformer
             self._st = SentenceTransformer(self._path, device=self.device, **self._kw)
@@ -108,7 +111,9 @@ class Embedder:
         "The vectors' length: of a cached vector of this model when there is one, else the loaded model's."
         if self._dim is None:
             self._dim = self.cache.dim(self.model_name) if self.cache is not None else None
-            if self._dim is None: self._dim = (getattr(self.st, "get_embedding_dimension", None) or self.st.get_sentence_embedding_dimension)()
+            if self._dim is None:
+                self._dim = (getattr(self.st, "get_embedding_dimension",
+                                     None) or self.st.get_sentence_embedding_dimension)()
         return self._dim
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
@@ -144,19 +149,24 @@ def real_judge(settings: dict) -> bool:
 
 # %% ../nbs/02_embed.ipynb #f449a4fc
 def embedder_from_settings(settings: dict | None = None, run=None, **overrides) -> Embedder:
-    "The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the bundled one as smoke)."
+    """The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the
+    bundled one as smoke)."""
     settings = settings or load_settings()
     cfg = {**settings["embed"], **overrides}
     bundled = cfg["model"] == BUNDLED_EMBEDDING
     if bundled and real_judge(settings) and not _truthy(cfg.get("allow_bundled_with_real_judge", "")):
-        raise ValueError(f"[embed] model is the bundled {BUNDLED_EMBEDDING} (English-only, a smoke choice) but the judge "
-                         f"{settings['llm'].get('model')!r} is a real model: set embed.model to {cfg.get('real_run_model') or 'a model'} "
-                         "(the paper's multilingual GTE) or one you name, or embed.allow_bundled_with_real_judge: true to run "
+        raise ValueError(
+            f"[embed] model is the bundled {BUNDLED_EMBEDDING} (English-only, a smoke choice) but the judge "
+                         f"{settings['llm'].get('model')!r} is a real model: set embed.model to "
+                         f"{cfg.get('real_run_model') or 'a model'} "
+                         "(the paper's multilingual GTE) or one you name, or embed.allow_bundled_with_real_judge: true "
+                         "to run "
                          "anyway, marked smoke")
     cache = EmbeddingCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "embeddings.sqlite")
     e = Embedder(cfg["model"], cache, int(cfg.get("batch_size", 64)))
     e.chunk_chars, e.top_k = int(cfg.get("chunk_chars", 500)), int(cfg.get("top_k", 5))
-    if run is not None: run.record_model("embedding", {**e.describe(), "chunk_chars": e.chunk_chars, "top_k": e.top_k}, smoke=bundled)
+    if run is not None:
+        run.record_model("embedding", {**e.describe(), "chunk_chars": e.chunk_chars, "top_k": e.top_k}, smoke=bundled)
     return e
 
 # %% ../nbs/02_embed.ipynb #bfd94200
@@ -176,7 +186,8 @@ class VectorIndex:
         return self.index.search(queries, min(k, self.n))
 
 # %% ../nbs/02_embed.ipynb #0339d692
-def top_k_chunks(embedder: Embedder, queries: Sequence[str], chunks: Sequence[str], k: int = 5) -> list[list[tuple[int, float]]]:
+def top_k_chunks(embedder: Embedder, queries: Sequence[str], chunks: Sequence[str],
+                 k: int = 5) -> list[list[tuple[int, float]]]:
     "For each query, the (chunk position, score) of its `k` most similar chunks, best first."
     if not chunks: return [[] for _ in queries]
     index = VectorIndex(embedder.encode(chunks))

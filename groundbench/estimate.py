@@ -15,7 +15,8 @@ from typing import Sequence
 import pandas as pd
 
 from .budget import model_price, prices_from_settings
-from .estimate_steps import (NAN, STAGE_STEPS, Context, Inputs, StepEstimate, _claims_rows, _groundedness_rows,
+from .estimate_steps import (NAN, STAGE_STEPS, Context, Inputs, StepEstimate, _claims_rows,
+                                        _groundedness_rows,
                                         _sourcebench_rows, _sourcecheckup_rows, _validation_rows, plan_inputs)
 from .stages import (CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, VALIDATION, stage_parameters)
 
@@ -48,27 +49,36 @@ def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     if name == "llamacpp": return t, f"{ctx.model} runs locally with llama.cpp (CPU): no money per token"
     if name == "vllm":
         g = ctx.settings.get("gpu") or {}
-        pre, dec, share = float(g.get("prefill_tokens_per_s", 5000)), float(g.get("decode_tokens_per_s", 3000)), _shares(g.get("new_prompt_share"))
+        pre, dec = float(g.get("prefill_tokens_per_s", 5000)), float(g.get("decode_tokens_per_s", 3000))
+        share = _shares(g.get("new_prompt_share"))
         new = t.prompt_tokens * t.step.map(lambda s: share.get(s, 1.0))
-        t = t.assign(gpu_hours_low=(new / pre + t.completion_low / dec) / 3600, gpu_hours=(new / pre + t.completion_expected / dec) / 3600,
+        t = t.assign(gpu_hours_low=(new / pre + t.completion_low / dec) / 3600,
+                     gpu_hours=(new / pre + t.completion_expected / dec) / 3600,
                      gpu_hours_high=(t.prompt_tokens_high / pre + t.completion_high / dec) / 3600)
-        return t, (f"GPU-hours on {g.get('name', 'the configured GPU')}: prefill {pre:,.0f} and decode {dec:,.0f} tokens/s (settings [gpu], "
-                   "assumptions), new prompt share per step " + ", ".join(f"{k} {v}" for k, v in share.items()) + "; the seed paper spent "
+        return t, (
+            f"GPU-hours on {g.get('name', 'the configured GPU')}: prefill {pre:,.0f} and decode {dec:,.0f} tokens/s "
+            f"(settings [gpu], "
+                   "assumptions), new prompt share per step " + ", ".join(f"{k} {v}" for k,
+                                                                          v in share.items()) + "; the seed paper "
+                   "spent "
                    "about 1,100 H100 GPU-hours on its groundedness evaluations (with FActScore and VERIFY)")
     prices, path = prices_from_settings(ctx.settings)
     row = model_price(prices, ctx.model)
     if row is None: return t, f"{ctx.model}: no price in {path}: tokens only (add a row to price it)"
     pi, po = float(row["input_usd_per_mtok"]), float(row["output_usd_per_mtok"])
-    t = t.assign(cost_usd_low=(t.prompt_tokens * pi + t.completion_low * po) / 1e6, cost_usd=(t.prompt_tokens * pi + t.completion_expected * po) / 1e6,
+    t = t.assign(cost_usd_low=(t.prompt_tokens * pi + t.completion_low * po) / 1e6,
+                 cost_usd=(t.prompt_tokens * pi + t.completion_expected * po) / 1e6,
                  cost_usd_high=(t.prompt_tokens_high * pi + t.completion_high * po) / 1e6)
     return t, f"{ctx.model}: ${pi} in / ${po} out per million tokens ({row['source']}, {row['checked']})"
 
 # %% ../nbs/88_estimate.ipynb #2e882157
 def merge_same_steps(t: pd.DataFrame) -> pd.DataFrame:
-    "One row per (stage, step), as the manifest counts them (validation's judge on ExpertQA and on your pairs is one step)."
+    """One row per (stage, step), as the manifest counts them (validation's judge on ExpertQA and on your pairs is one
+    step)."""
     if not t.duplicated(["stage", "step"]).any(): return t
     def one(g):
-        out = {"basis": "+".join(dict.fromkeys(g.basis)), "note": " | ".join(x for x in g.note if x), "max_tokens": g.max_tokens.max()}
+        out = {"basis": "+".join(dict.fromkeys(g.basis)), "note": " | ".join(x for x in g.note if x),
+               "max_tokens": g.max_tokens.max()}
         for c in g.columns.drop(["basis", "note", "max_tokens"]):
             out[c] = NAN if c.endswith("high") and g[c].isna().any() else g[c].sum(min_count=1)
         return pd.Series(out)
@@ -96,7 +106,8 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         elif s == VALIDATION: rows += _validation_rows(ctx, params(s), inp)
     t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
     t, cost_note = add_costs(t, ctx)
-    t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns if c.startswith(("calls", "prompt", "completion"))})
+    t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns
+                 if c.startswith(("calls", "prompt", "completion"))})
     t = t.round({c: 6 for c in t.columns if c.startswith(("cost", "gpu"))})
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note)
 
@@ -110,24 +121,30 @@ def format_estimate(e: Estimate) -> str:
     t = e.table
     if t.empty: return f"Estimate for {e.model} ({e.backend}): no LLM step among these stages"
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
-    head = (f"{'stage':<17} {'step':<21} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} {'calls (low-expected-high)':>27} "
-            f"{'prompt tok':>11} {'completion tok (exp, range)':>30}" + (f" {'$ exp (low-high)' if cost == 'cost_usd' else 'GPU-h exp (low-high)':>25}" if cost else ""))
+    head = (f"{'stage':<17} {'step':<21} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
+            f"{'calls (low-expected-high)':>27} {'prompt tok':>11} {'completion tok (exp, range)':>30}"
+            + (f" {'$ exp (low-high)' if cost == 'cost_usd' else 'GPU-h exp (low-high)':>25}" if cost else ""))
     lines = [f"Estimate for {e.model} ({e.backend}); prompt tokens: {e.tokens}", head]
     for r in t.itertuples():
         calls = f"{_n(r.calls_low)}-{_n(r.calls_expected)}-{_n(r.calls_high)}"
         comp = f"{_n(r.completion_expected)} ({_n(r.completion_low)}-{_n(r.completion_high)})"
         d = 4 if cost == "cost_usd" else 2
-        c = f" {_n(getattr(r, cost), d)} ({_n(getattr(r, cost + '_low'), d)}-{_n(getattr(r, cost + '_high'), d)})" if cost else ""
-        lines.append(f"{r.stage:<17} {r.step:<21} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} {calls:>27} "
-                     f"{_n(r.prompt_tokens):>11} {comp:>30}{c:>26}" if cost else
-                     f"{r.stage:<17} {r.step:<21} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} {calls:>27} "
-                     f"{_n(r.prompt_tokens):>11} {comp:>30}")
+        c = (f" {_n(getattr(r, cost), d)} ({_n(getattr(r, cost + '_low'), d)}-{_n(getattr(r, cost + '_high'), d)})"
+             if cost else "")
+        row = (f"{r.stage:<17} {r.step:<21} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} "
+               f"{calls:>27} {_n(r.prompt_tokens):>11} {comp:>30}")
+        lines.append(row + f"{c:>26}" if cost else row)
     tot = lambda c: t[c].sum(min_count=1) if len(t) and not t[c].isna().all() else NAN
-    lines.append(f"total: calls {_n(t.calls_low.sum())}-{_n(tot('calls_expected'))}-{_n(t.calls_high.sum(min_count=1) if not t.calls_high.isna().any() else NAN)}"
-                 f" (high: '-' where a step has no bound), prompt tokens {_n(tot('prompt_tokens'))}, completion tokens {_n(tot('completion_expected'))}"
-                 + (f", {cost} {_n(tot(cost), 4)} ({_n(tot(cost + '_low'), 4)}-{_n(tot(cost + '_high'), 4)})" if cost else ""))
-    lines += ["notes:"] + [f"  {t.stage} {t.step}: {t.note}" for t in t.itertuples() if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
-    lines.append("  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
+    high = t.calls_high.sum(min_count=1) if not t.calls_high.isna().any() else NAN
+    lines.append(f"total: calls {_n(t.calls_low.sum())}-{_n(tot('calls_expected'))}-{_n(high)}"
+                 f" (high: '-' where a step has no bound), prompt tokens {_n(tot('prompt_tokens'))}, completion tokens "
+                 f"{_n(tot('completion_expected'))}"
+                 + (f", {cost} {_n(tot(cost), 4)} ({_n(tot(cost + '_low'), 4)}-{_n(tot(cost + '_high'), 4)})"
+                    if cost else ""))
+    lines += ["notes:"] + [f"  {t.stage} {t.step}: {t.note}" for t in t.itertuples()
+                           if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
+    lines.append(
+        "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
     return "\n".join(lines)
 
 # %% ../nbs/88_estimate.ipynb #f29617f0
@@ -136,5 +153,6 @@ def write_estimate(e: Estimate, folder: str | Path) -> Path:
     from groundbench.core import write_json, write_table
     folder = Path(folder)
     write_table(e.table, folder / "estimate.csv")
-    write_json({"model": e.model, "backend": e.backend, "tokens": e.tokens, "notes": list(e.notes), "cost_note": e.cost_note}, folder / "estimate.json")
+    write_json({"model": e.model, "backend": e.backend, "tokens": e.tokens, "notes": list(e.notes),
+                "cost_note": e.cost_note}, folder / "estimate.json")
     return folder / "estimate.csv"

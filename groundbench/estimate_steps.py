@@ -19,7 +19,8 @@ from typing import Sequence
 import pandas as pd
 from fastcore.basics import patch
 
-from .claims import QuestionRewrite, claims_and_templates, prompts_from_files, rewrite_requests, rewrite_sample
+from .claims import (QuestionRewrite, claims_and_templates, prompts_from_files, rewrite_requests,
+                                rewrite_sample)
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, STAGES, VALIDATION
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .groundedness.stage import select_conversations
@@ -27,7 +28,8 @@ from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
 from .groundedness.judge import judge_max_tokens
 from .groundedness.methods import OUTPUT_TOKENS
 from .groundedness.units import MAX_UNITS, decontext_requests, extract_requests, extract_units
-from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, repair_request, with_schema)
+from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, repair_request,
+                             with_schema)
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
@@ -40,7 +42,8 @@ MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 
               **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": 150,
               **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_decontextualise": 200,
               "verify_judge": judge_max_tokens(), "factscore_verify": 32}
-PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise", "verify_judge": "judge"}
+PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise",
+           "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
 NAN = float("nan")
 
@@ -66,7 +69,8 @@ class StepEstimate:
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a10008
 class PromptCounter:
-    "Prompt tokens of chat requests: the GGUF model's tokenizer and chat template (llama.cpp), else characters / 4 + 4 per message."
+    """Prompt tokens of chat requests: the GGUF model's tokenizer and chat template (llama.cpp), else characters / 4 +
+    4 per message."""
     def __init__(self, llm: LLM):
         self.exact, b = False, llm.backend
         if getattr(b, "name", "") == "llamacpp":
@@ -76,7 +80,8 @@ class PromptCounter:
             tmpl = v.metadata.get("tokenizer.chat_template")
             if tmpl:
                 tok = lambda i: v.detokenize([i]).decode("utf-8", errors="ignore") if i >= 0 else ""
-                self._fmt = Jinja2ChatFormatter(template=tmpl, eos_token=tok(v.token_eos()), bos_token=tok(v.token_bos()))
+                self._fmt = Jinja2ChatFormatter(template=tmpl, eos_token=tok(v.token_eos()),
+                                                bos_token=tok(v.token_bos()))
                 self._vocab, self.exact = v, True
         self.method = ("the model's own tokenizer and chat template (llama.cpp)" if self.exact
                        else "approximated as characters / 4 + 4 per message")
@@ -88,7 +93,8 @@ class PromptCounter:
         return len(self._vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
 
     def count_many(self, reqs: Sequence[ChatRequest], exact_up_to: int = 300) -> tuple[float, str]:
-        """Prompt tokens of `reqs` and how they were counted: every request up to `exact_up_to` of them (tokenizing a long
+        """Prompt tokens of `reqs` and how they were counted: every request up to `exact_up_to` of them (tokenizing a
+        long
         prompt takes about 10 ms); beyond, an even sample of that many, the rest scaled by their characters."""
         if not self.exact or len(reqs) <= exact_up_to: return float(sum(self.count(r) for r in reqs)), ""
         step = len(reqs) / exact_up_to
@@ -97,10 +103,12 @@ class PromptCounter:
         tok = sum(self.count(reqs[i]) for i in picked)
         per_char = tok / max(sum(chars(reqs[i]) for i in picked), 1)
         rest = sum(chars(r) for i, r in enumerate(reqs) if i not in picked)
-        return tok + per_char * rest, f"prompt tokens: {len(picked)} of {len(reqs)} requests tokenized, the rest scaled by characters"
+        return (tok + per_char * rest,
+                f"prompt tokens: {len(picked)} of {len(reqs)} requests tokenized, the rest scaled by characters")
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a1000b
-STAT_KEYS = ("requests", "calls", "cache_hits", "deduplicated", "prompt_tokens", "completion_tokens", "parse_ok", "parse_repaired", "parse_failed")
+STAT_KEYS = ("requests", "calls", "cache_hits", "deduplicated", "prompt_tokens", "completion_tokens", "parse_ok",
+             "parse_repaired", "parse_failed")
 
 def usage_history(runs_dir: str | Path | None, model: str) -> dict:
     "{(stage, step): Counter of STAT_KEYS and `runs`} over finished stages of the runs in `runs_dir` made with `model`."
@@ -150,7 +158,8 @@ class History:
         "Requests of a step's first round (its answers, parsed or not; `requests` also counts the repair round)."
         return (v["parse_ok"] + v["parse_repaired"] + v["parse_failed"]) or v["requests"]
     def ratio(self, num: tuple, den: tuple) -> float | None:
-        "First-round requests of step `num` per first-round request of step `den` ((stage, step) each), where both were measured."
+        """First-round requests of step `num` per first-round request of step `den` ((stage, step) each), where both
+        were measured."""
         a, b = self.h.get(num), self.h.get(den)
         return self.first_round(a) / self.first_round(b) if a and b and self.first_round(b) else None
     def runs(self, stage: str, step: str) -> int:
@@ -159,7 +168,8 @@ class History:
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a1000d
 class Context:
-    "What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs' figures, the [estimate] assumptions."
+    """What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs' figures, the
+    [estimate] assumptions."""
     def __init__(self, settings: dict, runs_dir: str | Path | None = None):
         self.settings = settings
         self.llm = llm_from_settings(settings, load=False)
@@ -179,16 +189,20 @@ def _expect(self: Context, stage, step, n_calls_first, row: StepEstimate, prompt
     cc = self.history.per_call(stage, step, "completion_tokens")
     if cc is None and cached_completion is not None: cc = cached_completion
     if cc is not None: row.completion_expected = row.calls_expected * cc
-    if pc is not None and math.isnan(row.prompt_tokens_high) and not math.isnan(row.calls_high): row.prompt_tokens_high = row.calls_high * pc
+    if pc is not None and math.isnan(row.prompt_tokens_high) and not math.isnan(row.calls_high):
+        row.prompt_tokens_high = row.calls_high * pc
     n = self.history.runs(stage, step)
-    said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {self.model}" if rate is not None and n else
+    said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {self.model}" if rate is not None
+            and n else
             "no earlier run of this model: first round only" + (", completion length of the cached answers of this step"
-                                                               if cc is not None else ", no expected completion length"))
+                                                               if cc is not None
+                                                                else ", no expected completion length"))
     row.note = "; ".join(x for x in (row.note, said) if x)
 
 # %% ../nbs/87_estimate_steps.ipynb #f09096dd
 @patch
-def built_step(self: Context, stage: str, step: str, requests: Sequence[ChatRequest], schema_model, note: str = "") -> StepEstimate:
+def built_step(self: Context, stage: str, step: str, requests: Sequence[ChatRequest], schema_model,
+               note: str = "") -> StepEstimate:
     "A row from the step's own requests: exact cache hits, duplicates and (llama.cpp) prompt tokens."
     reqs = with_schema(requests, schema_model)
     uniq: dict = {}
@@ -201,7 +215,8 @@ def built_step(self: Context, stage: str, step: str, requests: Sequence[ChatRequ
     r0 = todo[0] if todo else None
     extra = (self.counter.count(repair_request(r0, "", "e")) - self.counter.count(r0) + mt) if r0 else 0
     row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN, 2 * len(todo),
-                       NAN, 2 * pt + len(todo) * extra, len(todo), NAN, 2 * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
+                       NAN, 2 * pt + len(todo) * extra, len(todo), NAN, 2 * len(todo) * mt, mt,
+                       "; ".join(x for x in (note, how) if x))
     cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
     self._expect(stage, step, len(todo), row, None, cached_cc)
     row.prompt_tokens = pt * (row.calls_expected / len(todo)) if todo else 0.0
@@ -213,11 +228,13 @@ def estimated_step(self: Context, stage: str, step: str, basis: str, requests: f
                    prompt_per_call: float | None = None) -> StepEstimate:
     "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
     mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
-    row = StepEstimate(stage, step, basis, requests, calls_high=2 * high if high is not None else NAN, max_tokens=mt, note=note)
+    row = StepEstimate(stage, step, basis, requests, calls_high=2 * high if high is not None else NAN, max_tokens=mt,
+                       note=note)
     if high is not None: row.completion_high = row.calls_high * mt
     measured = self.history.per_call(stage, step, "prompt_tokens")
     self._expect(stage, step, requests, row, measured if measured is not None else prompt_per_call)
-    if measured is None and prompt_per_call is not None: row.note += "; prompt tokens approximated from the prompt and its input size"
+    if measured is None and prompt_per_call is not None:
+        row.note += "; prompt tokens approximated from the prompt and its input size"
     return row
 
 # %% ../nbs/87_estimate_steps.ipynb #4f795df0
@@ -227,7 +244,9 @@ def verified_per_segment(self: Context) -> tuple:
     the ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""
     stg, a = GROUNDEDNESS, self.assume
     r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
-    if r is not None: return (lambda words: r), f"measured on {self.history.runs(stg, 'decontextualise')} earlier run(s) of {self.model}"
+    if r is not None:
+        return ((lambda words: r),
+                f"measured on {self.history.runs(stg, 'decontextualise')} earlier run(s) of {self.model}")
     return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
 
 # %% ../nbs/87_estimate_steps.ipynb #c8d8fb8e
@@ -268,13 +287,15 @@ class Inputs:
     n_prompts: int = 0               # browser/api: conversations to collect
     sources: pd.DataFrame | None = None  # conversation_id, citation_index, url, text, valid
     expertqa: object = None
-    expertqa_systems_limited: bool = False   # 20_collect imports only some ExpertQA systems (validation then imports all)
+    # 20_collect imports only some ExpertQA systems (validation then imports all)
+    expertqa_systems_limited: bool = False
     notes: tuple = ()
 
 # %% ../nbs/87_estimate_steps.ipynb #5c742172
 def _sources_of(convs, texts: dict, assume_fetched: bool) -> pd.DataFrame:
     rows = [{"conversation_id": c.conversation_id, "citation_index": x.index, "url": x.url,
-             "text": texts.get((c.conversation_id, x.url), "(assumed fetched)" if assume_fetched else "")} for c in convs for x in c.citations]
+             "text": texts.get((c.conversation_id, x.url),
+                               "(assumed fetched)" if assume_fetched else "")} for c in convs for x in c.citations]
     df = pd.DataFrame(rows, columns=["conversation_id", "citation_index", "url", "text"])
     return df.assign(valid=df.text.str.strip().ne(""))
 
@@ -287,26 +308,35 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
     d20, d30 = (run_dir / COLLECT, run_dir / SOURCES) if run_dir else (None, None)
     p = params(COLLECT)
     if d20 and (d20 / "conversations.jsonl").exists():
-        inp.convs = read_records(d20 / "conversations.jsonl", Conversation); notes.append("conversations: this run's 20_collect")
+        inp.convs = read_records(d20 / "conversations.jsonl", Conversation)
+        notes.append("conversations: this run's 20_collect")
     elif COLLECT in stages and p.get("source") == "expertqa":
-        inp.expertqa = import_expertqa(p.get("expertqa_path") or resolve_path(settings, settings["paths"]["expertqa"]), p.get("expertqa_systems"))
-        inp.convs = sample_by_group(inp.expertqa.conversations, lambda c: c.model, int(p.get("sample") or 0), int(p.get("sample_seed") or 0))
+        inp.expertqa = import_expertqa(p.get("expertqa_path") or resolve_path(settings, settings["paths"]["expertqa"]),
+                                       p.get("expertqa_systems"))
+        inp.convs = sample_by_group(inp.expertqa.conversations, lambda c: c.model, int(p.get("sample") or 0),
+                                    int(p.get("sample_seed") or 0))
         notes.append("conversations: the ExpertQA import, sampled as 20_collect samples it")
     elif COLLECT in stages and p.get("source") == "table":
         from groundbench.collect.table import import_tables
         imp = import_tables(p.get("import_tables") or [], project_root(), bool(p.get("skip_bad_rows")))
-        inp.convs = sample_by_group(imp.conversations, lambda c: c.provider, int(p.get("sample") or 0), int(p.get("sample_seed") or 0))
+        inp.convs = sample_by_group(imp.conversations, lambda c: c.provider, int(p.get("sample") or 0),
+                                    int(p.get("sample_seed") or 0))
         notes.append("conversations: your tables, imported as 20_collect imports them")
     elif COLLECT in stages:
         pp = p.get("prompts_path")
-        pp = (Path(pp) if Path(pp).is_absolute() else project_root() / pp) if pp else (run_dir / CLAIMS / "prompts.parquet" if run_dir else None)
+        pp = (Path(pp) if Path(pp).is_absolute()
+              else project_root() / pp) if pp else (run_dir / CLAIMS / "prompts.parquet" if run_dir else None)
         if pp and pp.exists(): prompts = read_records(pp, Prompt)
         elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
         else:  # the prompts 10_claims will make
             p10 = params(CLAIMS)
-            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"), settings)
-        inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0), int(p.get("sample_seed") or 0)))
-        notes.append(f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before the run")
+            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"),
+                                         settings)
+        inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0),
+                                            int(p.get("sample_seed") or 0)))
+        notes.append(
+            f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before "
+            f"the run")
     if d30 and (d30 / "sources.parquet").exists():
         inp.sources = pd.read_parquet(d30 / "sources.parquet"); notes.append("source texts: this run's 30_sources")
         if "valid" not in inp.sources: inp.sources["valid"] = inp.sources.text.fillna("").str.strip().ne("")
@@ -314,7 +344,8 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
         pre = inp.expertqa.sources if inp.expertqa is not None else None
         texts = {(r.conversation_id, r.url): r.text for r in pre.itertuples()} if pre is not None else {}
         inp.sources = _sources_of(inp.convs, texts, assume_fetched=pre is None)
-        notes.append("source texts: ExpertQA's supplied evidence (other cited pages: not fetched offline)" if pre is not None
+        notes.append(
+            "source texts: ExpertQA's supplied evidence (other cited pages: not fetched offline)" if pre is not None
                      else "source texts: every cited page assumed fetched with text (an upper bound)")
     inp.notes = tuple(notes)
     return inp
@@ -323,7 +354,8 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
 def _claims_rows(ctx: Context, p: dict) -> list[StepEstimate]:
     n = int(p.get("question_rewrite_sample") or 0)
     if not n: return []
-    claims, _ = claims_and_templates(p.get("claims_path"), p.get("templates_path"), p.get("questions_path"), ctx.settings)
+    claims, _ = claims_and_templates(p.get("claims_path"), p.get("templates_path"), p.get("questions_path"),
+                                     ctx.settings)
     claims = rewrite_sample(claims, n)
     return [ctx.built_step(CLAIMS, "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
 
@@ -335,17 +367,22 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
     judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"]
-    src_j = f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None else "settings [estimate]"
-    evid = int(p.get("top_k") or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
+    src_j = (f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None
+             else "settings [estimate]")
+    evid = int(p.get("top_k")
+               or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
     judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
     if inp.convs is None:
         n = min(inp.n_prompts, int(p.get("max_conversations") or 0) or inp.n_prompts)
         segs = n * a["answer_words"] / a["words_per_segment"]
         verified = segs * per_seg(a["words_per_segment"])
-        rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None, f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
+        rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None,
+                                   f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
                                    "segments (settings [estimate]: paper-like answers)",
-                                   ctx.template_tokens("extract_units") + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
-        rows += [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None, f"verified units per segment ({src_v})",
+                                   ctx.template_tokens("extract_units")
+                                   + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
+        rows += [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None,
+                                    f"verified units per segment ({src_v})",
                                     ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
                  ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
                                     f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)]
@@ -355,7 +392,8 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
     jobs, reqs = extract_requests(sel, ctx.llm, context_chars)
     ctx_chars = sum(min(len(c.answer_text), context_chars) for c in sel) / max(len(sel), 1)
     verified = {}
-    for c, i, s in jobs: verified[c.conversation_id] = verified.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
+    for c, i, s in jobs:
+        verified[c.conversation_id] = verified.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
     nv, segs = sum(verified.values()), len(reqs)
     rows = [ctx.built_step(stg, "extract_units", reqs, None, f"{len(sel)} conversations, {segs} segments")]
     units = cached_units(sel, ctx, context_chars) if sel and rows[0].calls_low == 0 else None
@@ -364,37 +402,47 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
         todo, dreq = decontext_requests(units, sel, ctx.llm, context_chars)
         exp_j = len(todo) * r_j if r_j is not None else len(todo) * a["judge_calls_per_verified_unit"]
         stmts = Counter(u.conversation_id for u in units if u.label in STATEMENT_LABELS)
-        return rows + [ctx.built_step(stg, "decontextualise", dreq, None, f"the {len(units)} units of the cached extraction answers"),
+        return rows + [ctx.built_step(stg, "decontextualise", dreq, None,
+                                      f"the {len(units)} units of the cached extraction answers"),
                        ctx.estimated_step(stg, "judge", "ratio", exp_j, 3 * len(todo),
                                           f"{len(todo)} verified units (from the cache) x "
-                                          f"{(r_j if r_j is not None else a['judge_calls_per_verified_unit']):.2f} ({src_j}); at most "
+                                          f"{(r_j if r_j is not None else a['judge_calls_per_verified_unit']):.2f} "
+                                          f"({src_j}); at most "
                                           "3 scopes a verified unit", judge_prompt)] + _method_rows(
                            ctx, p, sel, len(sel), len(reqs), len(todo), judge_prompt), sel, dict(stmts)
     rows += [ctx.estimated_step(stg, "decontextualise", "ratio", nv, MAX_UNITS * segs,
-                               f"{nv / max(segs, 1):.2f} verified units per segment ({src_v}); at most {MAX_UNITS} units a segment",
+                               f"{nv / max(segs, 1):.2f} verified units per segment ({src_v}); at most {MAX_UNITS} "
+                               f"units a segment",
                                ctx.template_tokens("decontextualise") + (ctx_chars + UNIT_CHARS) / 4),
             ctx.estimated_step(stg, "judge", "ratio", nv * judge_per, 3 * MAX_UNITS * segs,
-                               f"{judge_per:.2f} judge calls per verified unit ({src_j}); at most 3 scopes a unit", judge_prompt)]
+                               f"{judge_per:.2f} judge calls per verified unit ({src_j}); at most 3 scopes a unit",
+                               judge_prompt)]
     return rows + _method_rows(ctx, p, sel, len(sel), segs, nv, judge_prompt), sel, verified
 
 # %% ../nbs/87_estimate_steps.ipynb #b9a060e2
 def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float
                  ) -> list[StepEstimate]:
-    """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one judgment
-    per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence, facts
-    per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are known."""
-    from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos, factscore_sentences,
+    """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one
+    judgment
+    per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence,
+    facts
+    per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are
+    known."""
+    from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos,
+                                                  factscore_sentences,
                                                   output_tokens, verify_requests)
     from groundbench.llm import request as _request
     stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:
         if sel is not None:
             cc = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
-            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None, f"{n} responses, one request each"))
+            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None,
+                                       f"{n} responses, one request each"))
         else:
             rows.append(ctx.estimated_step(stg, "verify_extract", "ratio", n, n, f"{n} responses, one request each",
                                            ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
-        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, None, "VERIFY's Fact and Claim units: as "
+        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, None,
+                                    "VERIFY's Fact and Claim units: as "
                                     "many as ours (the same definitions)", ctx.template_tokens("decontextualise")
                                     + (6 * a["answer_words"] + UNIT_CHARS) / 4),
                  ctx.estimated_step(stg, "verify_judge", "ratio", verified, None, "one judgment per VERIFY unit (no "
@@ -404,7 +452,8 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
         per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
         if sel is not None:
             jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
-            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", ctx.llm),
+            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos),
+                             max_tokens=output_tokens("factscore_facts", ctx.llm),
                              grammar=FACT_GRAMMAR) for s in jobs]
             facts = sum(len(s.split()) for s in jobs) * per_word
             rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
@@ -412,25 +461,30 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
             facts = segs * a["words_per_segment"] * per_word
             rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
                                            len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
-        evid = int(p.get("top_k") or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None, f"{per_word:.2f} atomic facts a word (FActScore's "
+        evid = int(p.get("top_k")
+                   or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None,
+                                       f"{per_word:.2f} atomic facts a word (FActScore's "
                                        "own demonstrations), one True/False request a fact", (evid + 200) / 4))
     return rows
 
 # %% ../nbs/87_estimate_steps.ipynb #ef4990d9
 def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
-        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
+        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
+                                   "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
     from groundbench.sourcebench import page_budget
     sb = ctx.settings["sourcebench"]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
-    per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None else sb.get("sources_per_response", 5))
+    per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
+              else sb.get("sources_per_response", 5))
     if per: src = src.groupby("conversation_id").head(per)
     ok = src.text.fillna("").astype(str).str.strip().ne("") & src.valid.fillna(False).astype(bool)
     mp = int(p.get("max_pages") or 0)
     n_ok, n_fail = int(ok.sum()), int((~ok).sum())
     rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
-    n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1 else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
+    n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
+                                                            else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
     tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", 32768))))
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
@@ -444,7 +498,8 @@ def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verifi
     from groundbench.sourcecheckup import pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None:
-        return [ctx.estimated_step(stg, s, "ratio", NAN, None, "answers not known before collection") for s in STAGE_STEPS[stg]]
+        return [ctx.estimated_step(stg, s, "ratio", NAN, None,
+                                   "answers not known before collection") for s in STAGE_STEPS[stg]]
     resp = response_table(inp.convs, inp.sources, {c.conversation_id: assistant_name(c) for c in inp.convs})
     with_units = {c.conversation_id for c in scored}
     keep = set(pick_responses(resp, with_units, int(p.get("sourcecheckup_conversations") or 0)))
@@ -464,10 +519,14 @@ def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verifi
     pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
     dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
     chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
-    return [ctx.built_step(stg, "extract_units", reqs, None, f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
-            ctx.estimated_step(stg, "decontextualise", "ratio", dec, dec_high, "verified units of those answers that cite a page with text"),
-            ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high, "statements x cited pages with text; statements "
-                               "as verified units (Reported Claims add some)", ctx.template_tokens("sourcecheckup") + chunk / 4)]
+    return [ctx.built_step(stg, "extract_units", reqs, None,
+                           f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
+            ctx.estimated_step(stg, "decontextualise", "ratio", dec, dec_high,
+                               "verified units of those answers that cite a page with text"),
+            ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high,
+                               "statements x cited pages with text; statements "
+                               "as verified units (Reported Claims add some)",
+                               ctx.template_tokens("sourcecheckup") + chunk / 4)]
 
 # %% ../nbs/87_estimate_steps.ipynb #b2a8bb35
 def _validation_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
@@ -480,17 +539,21 @@ def _validation_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
         has = src[src.text.fillna("").astype(str).str.strip().ne("")]
         n_j = int(has.conversation_id.nunique())
         evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "judge", "counted", n_j, n_j, f"{len(units)} ExpertQA claims, {n_j} with evidence",
+        rows.append(ctx.estimated_step(stg, "judge", "counted", n_j, n_j,
+                                       f"{len(units)} ExpertQA claims, {n_j} with evidence",
                                        ctx.template_tokens("judge") + evid / 4))
         if p.get("sourcecheckup_judge", True):
-            rows.append(ctx.estimated_step(stg, "sourcecheckup", "counted", len(has), len(has), f"{len(has)} (claim, evidence page) pairs",
+            rows.append(ctx.estimated_step(stg, "sourcecheckup", "counted", len(has), len(has),
+                                           f"{len(has)} (claim, evidence page) pairs",
                                            ctx.template_tokens("sourcecheckup") + evid / 4))
     if p.get("pairs_path"):
         from groundbench.validation_pairs import PairColumns, load_pairs
-        pairs, _ = load_pairs(resolve_path(ctx.settings, p["pairs_path"]), PairColumns(**(p.get("pairs_columns") or {})),
+        pairs, _ = load_pairs(resolve_path(ctx.settings, p["pairs_path"]),
+                              PairColumns(**(p.get("pairs_columns") or {})),
                               p.get("pairs_label_map"), float(p.get("pairs_dev_fraction") or 0.5))
         n = int((pairs.split == "test").sum())
         evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "judge", "counted", n, n, f"your labelled pairs: {n} test rows, one judge call each",
+        rows.append(ctx.estimated_step(stg, "judge", "counted", n, n,
+                                       f"your labelled pairs: {n} test rows, one judge call each",
                                        ctx.template_tokens("judge") + evid / 4))
     return rows

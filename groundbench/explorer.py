@@ -34,7 +34,9 @@ class RunExplorer:
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
         c20 = self.dir / COLLECT / "conversations.jsonl"
-        if not c20.exists(): raise RecordError(f"{self.dir}: no 20_collect/conversations.jsonl (not a run folder, or collection has not run)")
+        if not c20.exists():
+            raise RecordError(
+                f"{self.dir}: no 20_collect/conversations.jsonl (not a run folder, or collection has not run)")
         self.convs = {c.conversation_id: c for c in read_records(c20, Conversation)}
         self.prompts = {p.prompt_id: p for p in read_records(self.dir / COLLECT / "prompts.parquet", Prompt)}
         self.citations = _opt(self.dir / CREDIBILITY / "citations.parquet")
@@ -46,20 +48,27 @@ class RunExplorer:
         self.units_ = pd.DataFrame() if u is None else u
         self.judgments = {} if j is None else {(x["unit_id"], x["scope"]): x for x in j.to_dict("records")}
         self.smoke = Run(self.dir).is_smoke
-        self.interactive = True  # sortable, searchable tables (itables) in a live session; False: plain tables a saved notebook shows
+        # sortable, searchable tables (itables) in a live session; False: plain tables a saved notebook shows
+        self.interactive = True
 
-    def conversations(self, assistant: str | None = None, topic: str | None = None, role: str | None = None, claim_id: str | None = None) -> pd.DataFrame:
-        "One row per conversation (filtered): assistant, claim, topic, role, prompt, words, citations, credible/non-credible counts, units, GS, CG, NCG."
+    def conversations(self, assistant: str | None = None, topic: str | None = None, role: str | None = None,
+                      claim_id: str | None = None) -> pd.DataFrame:
+        """One row per conversation (filtered): assistant, claim, topic, role, prompt, words, citations,
+        credible/non-credible counts, units, GS, CG, NCG."""
         rows = []
         for cid, c in self.convs.items():
             p = self.prompts.get(c.prompt_id)
-            r = dict(conversation_id=cid, assistant=assistant_name(c), claim_id=p.claim_id if p else "", topic=p.topic if p else "",
-                     role=p.role if p else "", prompt=c.prompt_text[:120], words=len(c.answer_text.split()), citations=len(c.citations))
+            r = dict(conversation_id=cid, assistant=assistant_name(c), claim_id=p.claim_id if p else "",
+                     topic=p.topic if p else "",
+                     role=p.role if p else "", prompt=c.prompt_text[:120], words=len(c.answer_text.split()),
+                     citations=len(c.citations))
             if self.citations is not None:
                 cc = self.citations[self.citations.conversation_id == cid]
-                r.update(credible=int((cc.classified & (cc.score > 0)).sum()), non_credible=int((cc.classified & (cc.score < 0)).sum()))
+                r.update(credible=int((cc.classified & (cc.score > 0)).sum()),
+                         non_credible=int((cc.classified & (cc.score < 0)).sum()))
             if self.scores is not None and cid in self.scores.index:
-                s = self.scores.loc[cid]; r.update(units=int(s.units), verified=int(s.verified), gs=s.gs, cg=s.cg, ncg=s.ncg)
+                s = self.scores.loc[cid]
+                r.update(units=int(s.units), verified=int(s.verified), gs=s.gs, cg=s.cg, ncg=s.ncg)
             rows.append(r)
         df = pd.DataFrame(rows)
         for col, v in (("assistant", assistant), ("topic", topic), ("role", role), ("claim_id", claim_id)):
@@ -72,19 +81,25 @@ class RunExplorer:
 
 # %% ../nbs/85_explorer.ipynb #5b183aa9
 def _sources(self: RunExplorer, cid: str) -> pd.DataFrame:
-    "The conversation's cited sources: rating (label, score, category, decided_by), fetch (status, valid, substantive, characters) and SourceBench weighted score."
+    """The conversation's cited sources: rating (label, score, category, decided_by), fetch (status, valid,
+    substantive, characters) and SourceBench weighted score."""
     c = self._conv(cid)
-    df = pd.DataFrame([{"citation": x.index, "url": x.url, "title": x.title} for x in c.citations], columns=["citation", "url", "title"])
+    df = pd.DataFrame([{"citation": x.index, "url": x.url, "title": x.title} for x in c.citations],
+                      columns=["citation", "url", "title"])
     if self.citations is not None:
-        r = self.citations[self.citations.conversation_id == cid][["citation_index", "host", "label", "score", "category", "decided_by"]]
+        r = self.citations[self.citations.conversation_id == cid][["citation_index", "host", "label", "score",
+                                                                   "category", "decided_by"]]
         df = df.merge(r.rename(columns={"citation_index": "citation"}), on="citation", how="left")
     if self.sources_ is not None:
         s = self.sources_[self.sources_.conversation_id == cid]
         s = s.assign(text_chars=s.text.fillna("").str.len()).rename(columns={"citation_index": "citation"})
-        key = "citation" if "citation" in s else "url"  # stage 30 numbers sources by citation; an importer's table may only have URLs
-        df = df.merge(s[[key] + [c for c in ("status", "valid", "substantive", "text_chars") if c in s]].drop_duplicates(key), on=key, how="left")
+        # stage 30 numbers sources by citation; an importer's table may only have URLs
+        key = "citation" if "citation" in s else "url"
+        df = df.merge(s[[key] + [c for c in ("status", "valid", "substantive",
+                                             "text_chars") if c in s]].drop_duplicates(key), on=key, how="left")
     if self.pages is not None:
-        p = self.pages[self.pages.conversation_id == cid][["url", "weighted", "missing_metrics"]].rename(columns={"weighted": "sourcebench"})
+        p = self.pages[self.pages.conversation_id == cid][["url", "weighted", "missing_metrics"]]
+        p = p.rename(columns={"weighted": "sourcebench"})
         df = df.merge(p, on="url", how="left")
     return df
 
@@ -94,13 +109,15 @@ RunExplorer.sources = _sources
 SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible": "verdict_non_credible"}
 
 def _units(self: RunExplorer, cid: str) -> pd.DataFrame:
-    "The conversation's units: label, text, decontextualised text, citations, and the verdict in each scope ('' where not judged)."
+    """The conversation's units: label, text, decontextualised text, citations, and the verdict in each scope ('' where
+    not judged)."""
     self._conv(cid)
     if self.units_.empty: return pd.DataFrame(columns=["unit_id", "unit_index", "label", "text"])
     u = self.units_[self.units_.conversation_id == cid].sort_values("unit_index")
     out = u[["unit_id", "unit_index", "label", "text", "decontextualised", "citation_indices", "parse_status"]].copy()
     for scope, col in SCOPE_NAMES.items():
-        out[col] = [(lambda j: (j["label"] or "(parse failed)") + (" (no evidence)" if j.get("skipped") else "") if j else "")(self.judgments.get((i, scope)))
+        out[col] = [(lambda j: (j["label"] or "(parse failed)") + (" (no evidence)" if j.get("skipped") else "") if j
+                     else "")(self.judgments.get((i, scope)))
                     for i in out.unit_id]
     return out.reset_index(drop=True)
 
@@ -112,7 +129,8 @@ def _evidence(self: RunExplorer, unit_id: str, scope: str = "all") -> pd.DataFra
     j = self.judgments.get((unit_id, scope))
     if not j or not j.get("evidence"): return pd.DataFrame(columns=["rank", "citation", "similarity", "chunk"])
     e = j["evidence"]
-    return pd.DataFrame({"rank": range(1, len(e["chunks"]) + 1), "citation": e["citation_indices"], "similarity": e["scores"], "chunk": e["chunks"]})
+    return pd.DataFrame({"rank": range(1, len(e["chunks"]) + 1), "citation": e["citation_indices"],
+                         "similarity": e["scores"], "chunk": e["chunks"]})
 RunExplorer.evidence = _evidence
 
 # %% ../nbs/85_explorer.ipynb #9b6e5bdf
@@ -126,23 +144,29 @@ def _marker(self: RunExplorer, cid: str, n: int) -> str:
         r = self.citations[(self.citations.conversation_id == cid) & (self.citations.citation_index == n)]
         if len(r) and bool(r.classified.iloc[0]): kind = "credible" if r.score.iloc[0] > 0 else "non_credible"
     style, tip = f"color:{COLOURS[kind]};text-decoration:none", f"{html.escape(url, quote=True)} ({kind})"
-    if not citable_url(url): return f"<sup><span title='{tip}' style='{style}'>[{n}]</span></sup>"  # only http(s) links are clickable
-    return f"<sup><a href='{html.escape(url, quote=True)}' rel='noopener noreferrer' target='_blank' title='{tip}' style='{style}'>[{n}]</a></sup>"
+    # only http(s) links are clickable
+    if not citable_url(url): return f"<sup><span title='{tip}' style='{style}'>[{n}]</span></sup>"
+    return (f"<sup><a href='{html.escape(url, quote=True)}' rel='noopener noreferrer' target='_blank' title='{tip}' "
+            f"style='{style}'>[{n}]</a></sup>")
 
 # %% ../nbs/85_explorer.ipynb #d9d5902a
 def _answer_html(self: RunExplorer, cid: str) -> str:
     "The answer as HTML, each segment followed by its citation markers."
     c = self._conv(cid)
     p = self.prompts.get(c.prompt_id)
-    head = (f"<h3>{html.escape(assistant_name(c))} · {html.escape(p.topic if p else '')} · {html.escape(p.role if p else '')}</h3>"
+    head = (f"<h3>{html.escape(assistant_name(c))} · {html.escape(p.topic if p else '')} · "
+            f"{html.escape(p.role if p else '')}</h3>"
             f"<p><b>Prompt:</b> {html.escape(c.prompt_text)}</p>")
-    if self.smoke: head += "<p style='color:#a50026'><b>SMOKE RUN: the labels and verdicts come from the bundled small model; they are not real judgments.</b></p>"
+    if self.smoke:
+        head += ("<p style='color:#a50026'><b>SMOKE RUN: the labels and verdicts come from the bundled small model; "
+                 "they are not real judgments.</b></p>")
     segs = [s for s in c.segments if s.start >= 0] if c.segments else []
     if segs:
         body, pos = [], 0
         for s in sorted(segs, key=lambda s: s.start):
             if s.start > pos: body.append(html.escape(c.answer_text[pos:s.start]))
-            body.append(html.escape(c.answer_text[max(s.start, pos):s.end]) + "".join(_marker(self, cid, n) for n in s.citation_indices if not s.uncited))
+            body.append(html.escape(c.answer_text[max(s.start, pos):s.end])
+                        + "".join(_marker(self, cid, n) for n in s.citation_indices if not s.uncited))
             pos = max(pos, s.end)
         body.append(html.escape(c.answer_text[pos:]))
         text = "".join(body)
@@ -153,22 +177,29 @@ def _answer_html(self: RunExplorer, cid: str) -> str:
 RunExplorer.answer_html = _answer_html
 
 def _evidence_html(self: RunExplorer, cid: str) -> str:
-    "One collapsible block per judged unit: its verdicts, the judge's summary and relation, and the evidence chunks of each scope."
+    """One collapsible block per judged unit: its verdicts, the judge's summary and relation, and the evidence chunks
+    of each scope."""
     out = []
     for r in self.units(cid).itertuples():
         if not r.verdict: continue
         j = self.judgments[(r.unit_id, "all")]
-        parts = [f"<p><b>Judge</b>: {html.escape(j.get('summary') or '')} <i>{html.escape(j.get('relation') or '')}</i></p>"]
+        parts = [
+            f"<p><b>Judge</b>: {html.escape(j.get('summary') or '')} <i>{html.escape(j.get('relation') or '')}</i></p>"]
         for scope in SCOPE_NAMES:
             ev = self.evidence(r.unit_id, scope)
-            if len(ev): parts.append(f"<p><b>{scope}</b> ({getattr(r, SCOPE_NAMES[scope])})</p>" + ev.to_html(index=False, escape=True))
-        out.append(f"<details><summary>[{r.label}] {html.escape(r.decontextualised or r.text)} → <b>{html.escape(r.verdict)}</b></summary>{''.join(parts)}</details>")
+            if len(ev):
+                parts.append(f"<p><b>{scope}</b> ({getattr(r, SCOPE_NAMES[scope])})</p>"
+                             + ev.to_html(index=False, escape=True))
+        out.append(
+            f"<details><summary>[{r.label}] {html.escape(r.decontextualised or r.text)} → "
+            f"<b>{html.escape(r.verdict)}</b></summary>{''.join(parts)}</details>")
     return "".join(out) or "<p>(no judged units: the groundedness stage did not run on this conversation)</p>"
 RunExplorer.evidence_html = _evidence_html
 
 # %% ../nbs/85_explorer.ipynb #ec0c3b23
 def _table(df: pd.DataFrame, interactive: bool = True):
-    "An interactive table (itables, offline) where available and wanted, else a plain HTML table (which a saved, untrusted notebook shows)."
+    """An interactive table (itables, offline) where available and wanted, else a plain HTML table (which a saved,
+    untrusted notebook shows)."""
     from IPython.display import HTML, display
     if interactive:
         try:
@@ -179,11 +210,13 @@ def _table(df: pd.DataFrame, interactive: bool = True):
 
 # %% ../nbs/85_explorer.ipynb #4817cf4a
 def _show(self: RunExplorer, cid: str):
-    "Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per unit."
+    """Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per
+    unit."""
     from IPython.display import HTML, display
     display(HTML(self.answer_html(cid)))
     display(HTML("<h4>Sources</h4>")); _table(self.sources(cid), self.interactive)
-    display(HTML("<h4>Units</h4>")); _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
+    display(HTML("<h4>Units</h4>"))
+    _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
     display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
 
 # %% ../nbs/85_explorer.ipynb #f91737fc
@@ -195,11 +228,12 @@ def _picker(self: RunExplorer):
     from IPython.display import display
     convs = self.conversations()
     opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
-    a, t, r = w.Dropdown(options=opts("assistant"), description="assistant"), w.Dropdown(options=opts("topic"), description="topic"), w.Dropdown(options=opts("role"), description="role")
+    a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
     pick, out = w.Dropdown(description="conversation", layout=w.Layout(width="90%")), w.Output()
     def refresh(*_):
         df = self.conversations(a.value, t.value, r.value)
-        pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}", x.conversation_id) for x in df.itertuples()]
+        pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
+                         x.conversation_id) for x in df.itertuples()]
     def render(*_):
         out.clear_output()
         if pick.value:
@@ -231,17 +265,21 @@ def _title(self: RunExplorer):
     dates = sorted(c.collected_at[:10] for c in convs if c.collected_at)
     when = f"collected {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
     e = html.escape
-    banner = ("<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small models; they "
+    banner = (
+        "<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small models; "
+        "they "
               "exercise the code path and are not real results.</p>") if self.smoke else ""
     return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
-                f"<p>{len(convs)} conversations from {e(', '.join(names))}" + (f"; models: {e(', '.join(models))}" if models else "")
+                f"<p>{len(convs)} conversations from {e(', '.join(names))}"
+                + (f"; models: {e(', '.join(models))}" if models else "")
                 + (f"; {e(when)}" if when else "") + "</p>")
 
 # %% ../nbs/85_explorer.ipynb #a44fea18
 RunExplorer.title = _title
 
 def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
-    "Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."
+    """Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of
+    citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."""
     df = self.conversations()
     if df.empty: return df
     if self.pages is not None and len(self.pages):
@@ -249,7 +287,8 @@ def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "r
     sc = _opt(self.dir / SOURCECHECKUP / "responses.parquet")
     if sc is not None and len(sc):
         sc = sc[sc.counted]
-        df["sc_counted"], df["sc_supported"] = df.conversation_id.isin(set(sc.conversation_id)), df.conversation_id.isin(set(sc[sc.supported].conversation_id))
+        df["sc_counted"] = df.conversation_id.isin(set(sc.conversation_id))
+        df["sc_supported"] = df.conversation_id.isin(set(sc[sc.supported].conversation_id))
     g = df.groupby(list(by), dropna=False)
     out = g.agg(conversations=("conversation_id", "size"), citations=("citations", "sum")).reset_index()
     if "credible" in df:
@@ -280,19 +319,23 @@ def _report_link(self: RunExplorer):
     "A link to the run's report page, relative to the run folder."
     from IPython.display import HTML
     rep = self.dir / "report" / "index.html"
-    if not rep.exists(): return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
-    return HTML("<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
+    if not rep.exists():
+        return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
+    return HTML(
+        "<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
 
 # %% ../nbs/85_explorer.ipynb #f83fafe2
 RunExplorer.report_link = _report_link
 
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
-    "Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own folder)."
+    """Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own
+    folder)."""
     from groundbench.stages import execute_notebook
     run_dir = Path(run_dir)
     out = run_dir / "explore.ipynb"
     execute_notebook(explore_template(), out, run_dir, kernel)
-    nb = json.loads(out.read_text(encoding="utf-8"))  # keep no absolute path of this machine in a notebook meant to be shared
+    # keep no absolute path of this machine in a notebook meant to be shared
+    nb = json.loads(out.read_text(encoding="utf-8"))
     pm = nb.get("metadata", {}).get("papermill", {})
     pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"
     out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

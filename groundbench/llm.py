@@ -96,13 +96,15 @@ def make_backend(name: str, **kw) -> Backend:
 class MockBackend(Backend):
     "Answers `respond(request)`; records every batch it was given."
     name = "mock"
-    def __init__(self, model: str = "mock", respond: Callable[[ChatRequest], str] | None = None, revision: str = "", **kw):
+    def __init__(self, model: str = "mock", respond: Callable[[ChatRequest], str] | None = None, revision: str = "",
+                 **kw):
         super().__init__(model, revision, **kw)
         self.respond = respond or (lambda r: '{"answer": "ok"}')
         self.batches: list[int] = []
     def generate(self, requests):
         self.batches.append(len(requests))
-        return [Completion(t := self.respond(r), sum(len(c.split()) for _, c in r.messages), len(t.split()), "stop") for r in requests]
+        return [Completion(t := self.respond(r), sum(len(c.split()) for _, c in r.messages), len(t.split()),
+                           "stop") for r in requests]
 
 register_backend("mock", MockBackend)
 
@@ -143,13 +145,15 @@ class LLMCache:
         keys = list(set(keys))
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
-            q = f"SELECT key, text, prompt_tokens, completion_tokens, finish_reason FROM completions WHERE key IN ({','.join('?' * len(part))})"
+            q = (f"SELECT key, text, prompt_tokens, completion_tokens, finish_reason FROM completions WHERE key IN "
+                 f"({','.join('?' * len(part))})")
             for k, t, pt, ct, fr in self.db.execute(q, part): out[k] = Completion(t, pt, ct, fr, cached=True)
         return out
     def put_many(self, items: Sequence[tuple[str, dict, Completion]]):
         "Store (key, backend description, completion) triples."
         self.db.executemany("INSERT OR REPLACE INTO completions VALUES (?,?,?,?,?,?,?,?)",
-                            [(k, d["backend"], d["model"], c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, now_iso()) for k, d, c in items])
+                            [(k, d["backend"], d["model"], c.text, c.prompt_tokens, c.completion_tokens,
+                              c.finish_reason, now_iso()) for k, d, c in items])
         self.db.commit()
     def __len__(self): return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
 
@@ -167,6 +171,7 @@ def _cache_tables(db, where: str) -> list[str]:
                              f"{list(CACHE_COLUMNS[t])}")
     return tables
 
+# %% ../nbs/01_llm.ipynb #f07b784e
 def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
     """Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input.
     Every input is checked before anything is written (a foreign or corrupt file is named); each input is merged in one
@@ -175,7 +180,8 @@ def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
     inputs = [Path(p) for p in inputs]
     for p in inputs:
         if not p.is_file(): raise FileNotFoundError(f"{p}: no such cache file")
-        if out.exists() and p.resolve() == out.resolve(): raise ValueError(f"{p}: is the output; merge into another file")
+        if out.exists() and p.resolve() == out.resolve():
+            raise ValueError(f"{p}: is the output; merge into another file")
     srcs = {}
     try:
         for p in inputs:
@@ -198,6 +204,7 @@ def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
         for src, _ in srcs.values(): src.close()
     return report
 
+# %% ../nbs/01_llm.ipynb #563a80f8
 def _merge_one(db, p: Path, src, tables: Sequence[str]) -> dict:
     "One input merged into `db` in one write transaction; its counts per table."
     row = {"file": str(p)}
@@ -216,7 +223,8 @@ def _merge_one(db, p: Path, src, tables: Sequence[str]) -> dict:
                 else:
                     same = all(have[i] == r[i] for i, c in enumerate(cols) if c != "created_at")
                     shared += same; conflicts += not same
-            row[t] = {"rows": added + shared + conflicts, "added": added, "shared": shared, "conflicts_kept_first": conflicts}
+            row[t] = {"rows": added + shared + conflicts, "added": added, "shared": shared,
+                      "conflicts_kept_first": conflicts}
         db.execute("COMMIT")
     except sqlite3.DatabaseError as e:
         db.execute("ROLLBACK")
@@ -233,7 +241,8 @@ def _new_stats() -> dict:
 # %% ../nbs/01_llm.ipynb #bde28a9f
 class LLM:
     "A backend with a disk cache and per-step usage counters."
-    def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False, chunk_size: int | None = None,
+    def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False,
+                 chunk_size: int | None = None,
                  budget: Budget | None = None):
         self.backend, self.cache, self.smoke = backend, cache, smoke
         self.chunk_size = chunk_size or getattr(backend, "preferred_batch", 64)
@@ -252,7 +261,8 @@ def step_stats(self: LLM, step: str) -> dict:
 
 # %% ../nbs/01_llm.ipynb #43e894d8
 @patch
-def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default", progress: bool = True) -> list[Completion]:
+def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
+             progress: bool = True) -> list[Completion]:
     "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
     st = self.step_stats(step)
     st["requests"] += len(requests)
@@ -296,7 +306,8 @@ def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default", 
 def _stop(self: LLM, stop: tuple, step: str, blocked: int):
     scope, name, limit, _ = stop
     spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
-    raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step, "blocked": blocked,
+    raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step,
+                          "blocked": blocked,
                           "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
                           "llm": {k: dict(v) for k, v in self.stats.items()}})
 
@@ -320,14 +331,17 @@ def parse_json_answer(text: str, model: type[pydantic.BaseModel]) -> tuple[dict 
     except pydantic.ValidationError as e:
         errs = e.errors()
         where = ".".join(str(x) for x in errs[0]["loc"])
-        return None, f"{errs[0]['msg']}" + (f" at '{where}'" if where else "") + (f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
+        return None, f"{errs[0]['msg']}" + (f" at '{where}'" if where else "") + (f" (+{len(errs) - 1} more)"
+                                                                                  if len(errs) > 1 else "")
 
 # %% ../nbs/01_llm.ipynb #de4a9ccf
 def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> ChatRequest:
     "A follow-up request showing the model its invalid answer and the error (JSON: the schema; text formats: `hint`)."
-    msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and nothing else:\n{r.schema}"
+    msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and "
+           f"nothing else:\n{r.schema}"
            if r.schema else f"Your answer could not be read: {error}. Answer again. {hint}".strip())
-    return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature, r.seed,
+    return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature,
+                       r.seed,
                        r.grammar)
 
 # %% ../nbs/01_llm.ipynb #15630b8e
@@ -335,12 +349,14 @@ def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel]
     "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them; `model` None: as they are."
     if model is None: return list(requests)
     schema = json.dumps(model.model_json_schema(), sort_keys=True)
-    return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature, r.seed) for r in requests]
+    return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature,
+                                                     r.seed) for r in requests]
 
 # %% ../nbs/01_llm.ipynb #bccd1d13
 def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydantic.BaseModel], step: str = "default",
                   progress: bool = True) -> list[Structured]:
-    "Structured answers for `requests`, validated as `model`, with one batched repair round (`complete_parsed` for JSON)."
+    """Structured answers for `requests`, validated as `model`, with one batched repair round (`complete_parsed` for
+    JSON)."""
     return complete_parsed(llm, with_schema(requests, model), lambda text: parse_json_answer(text, model), step,
                            progress=progress)
 
@@ -359,8 +375,11 @@ def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[
     st, res = llm.step_stats(step), []
     for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
         if v is not None: res.append(Structured(v, "ok", o.text)); st["parse_ok"] += 1
-        elif fixed[i][1][0] is not None: res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
-        else: res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}")); st["parse_failed"] += 1
+        elif fixed[i][1][0] is not None:
+            res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
+        else:
+            res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}"))
+            st["parse_failed"] += 1
     return res
 
 # %% ../nbs/01_llm.ipynb #6149fa93
@@ -375,9 +394,12 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     if name == "llamacpp":
         kw = {k: cfg[k] for k in ("model", "n_ctx", "revision", "n_threads") if k in cfg and cfg[k] != ""}
     elif name == "openai":
-        kw = {k: cfg[k] for k in ("model", "base_url", "api_key_env", "revision", "concurrency", "timeout_s", "max_retries", "structured") if k in cfg and cfg[k] != ""}
+        kw = {k: cfg[k] for k in ("model", "base_url", "api_key_env", "revision", "concurrency", "timeout_s",
+                                  "max_retries", "structured") if k in cfg and cfg[k] != ""}
     else:
-        kw = {k: v for k, v in cfg.items() if k not in ("temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
+        kw = {k: v for k,
+              v in cfg.items() if k not in ("temperature", "seed", "max_tokens", "base_url", "api_key_env",
+                                            "concurrency", "timeout_s", "max_retries",
                                                 "n_threads") and v != ""}
     if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)
@@ -395,7 +417,8 @@ def request(llm: LLM, messages: str | Sequence[dict], schema: dict | None = None
     return ChatRequest.of(messages, schema, **d)
 
 # %% ../nbs/01_llm.ipynb #f43d7f74
-PROMPTS_DIR = Path(__file__).resolve().parent / "prompts" if "__file__" in globals() else Path(importlib.util.find_spec("groundbench").origin).parent / "prompts"
+PROMPTS_DIR = (Path(__file__).resolve().parent / "prompts" if "__file__" in globals()
+               else Path(importlib.util.find_spec("groundbench").origin).parent / "prompts")
 _BLOCK = re.compile(r"^### (system|user|assistant)\s*$", re.M)
 
 @dataclass(frozen=True)
@@ -419,12 +442,14 @@ class PromptTemplate:
 def load_prompt(name: str, version: int | None = None, folder: Path | None = None) -> PromptTemplate:
     "The prompt `name` at `version` (default: the highest version present)."
     folder = Path(folder or PROMPTS_DIR)
-    found = {int(m.group(1)): p for p in folder.glob(f"{name}.v*.txt") if (m := re.fullmatch(rf"{re.escape(name)}\.v(\d+)\.txt", p.name))}
+    found = {int(m.group(1)): p for p in folder.glob(f"{name}.v*.txt")
+             if (m := re.fullmatch(rf"{re.escape(name)}\.v(\d+)\.txt", p.name))}
     if not found: raise FileNotFoundError(f"no prompt file {name}.v<N>.txt in {folder}")
     v = version if version is not None else max(found)
     if v not in found: raise FileNotFoundError(f"prompt {name}: no version {v} in {folder} (have {sorted(found)})")
     text = found[v].read_text(encoding="utf-8")
     parts = _BLOCK.split(text)
     msgs = tuple((parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2))
-    if not msgs or msgs[-1][0] != "user": raise ValueError(f"{found[v]}: a prompt file must end with a '### user' block")
+    if not msgs or msgs[-1][0] != "user":
+        raise ValueError(f"{found[v]}: a prompt file must end with a '### user' block")
     return PromptTemplate(name, v, msgs, stable_id(text))

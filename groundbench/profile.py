@@ -20,16 +20,19 @@ __all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile']
 
 # %% ../nbs/68_profile.ipynb #56ec3d15
 def rate_parts(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> list[pd.DataFrame]:
-    "The credibility and groundedness lenses of a profile, from the tidy rates of notebooks 42 and 53 (one run's or several runs')."
+    """The credibility and groundedness lenses of a profile, from the tidy rates of notebooks 42 and 53 (one run's or
+    several runs')."""
     parts = []
     if cred_rates is not None and len(cred_rates):
         r = cred_rates[cred_rates.breakdown == "overall"].set_index("assistant")
         parts.append(pd.DataFrame({"CR": r.cr * 100, "CR_ci95": (r.cr_ac_high - r.cr_ac_low) / 2 * 100,
-                                   "NCR": r.ncr * 100, "NCR_ci95": (r.ncr_ac_high - r.ncr_ac_low) / 2 * 100, "classified_sources": r.classified}))
+                                   "NCR": r.ncr * 100, "NCR_ci95": (r.ncr_ac_high - r.ncr_ac_low) / 2 * 100,
+                                   "classified_sources": r.classified}))
     if ground_rates is not None and len(ground_rates):
         g = ground_rates[ground_rates.breakdown == "overall"].set_index("assistant")
         parts.append(pd.DataFrame({**{m.upper(): g[m] * (100 if m != "hs" else 1) for m in ("gs", "cg", "ncg", "hs")},
-                                   **{f"{m.upper()}_ci95": g[f"{m}_ci95"] * (100 if m != "hs" else 1) for m in ("gs", "cg", "ncg", "hs")},
+                                   **{f"{m.upper()}_ci95": g[f"{m}_ci95"] * (100 if m != "hs" else 1)
+                                      for m in ("gs", "cg", "ncg", "hs")},
                                    "verified_units": g.verified}))
     return parts
 
@@ -57,7 +60,8 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
         for a, g in rs.groupby("assistant"):
             k, n = int(g.supported.sum()), len(g)
             lo, hi = agresti_coull(k, n)
-            rows[a] = {"SourceCheckup": 100 * k / n if n else np.nan, "SourceCheckup_ci95": 100 * (hi - lo) / 2, "responses_checked": n}
+            rows[a] = {"SourceCheckup": 100 * k / n if n else np.nan, "SourceCheckup_ci95": 100 * (hi - lo) / 2,
+                       "responses_checked": n}
         parts.append(pd.DataFrame.from_dict(rows, orient="index"))
     return profile_table(parts)
 
@@ -79,11 +83,13 @@ def figure_profile(p: pd.DataFrame):
         g = long[long.assistant == a].set_index("lens").reindex(lenses)
         x = np.arange(len(lenses)) + i * w - 0.4 + w / 2
         v, ci = g.value.to_numpy(float), g.ci.fillna(0).to_numpy(float)
-        yerr = np.vstack([np.minimum(ci, np.nan_to_num(v)), np.minimum(ci, 100 - np.nan_to_num(v))])  # clipped to the 0-100 scale
+        # clipped to the 0-100 scale
+        yerr = np.vstack([np.minimum(ci, np.nan_to_num(v)), np.minimum(ci, 100 - np.nan_to_num(v))])
         ax.bar(x, v, w, yerr=np.clip(yerr, 0, None), capsize=2, label=a)
     ax.set_xticks(np.arange(len(lenses)))
     ax.set_xticklabels(lenses, rotation=25, ha="right", rotation_mode="anchor")
     ax.set_ylim(0, 100); ax.set_ylabel("%  (SourceBench: score out of 100)")
-    ax.set_title("One profile per assistant, every lens"); ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    ax.set_title("One profile per assistant, every lens")
+    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     return fig

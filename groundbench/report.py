@@ -23,7 +23,7 @@ from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile, profile_table, rate_parts
-from .tables import SMOKE_NOTE, Output, figure_layout_problems, html_table, write_output
+from .tables import Output, figure_layout_problems, html_table, write_output
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 
 # %% auto #0
@@ -41,17 +41,23 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
         calls = float(v.get("calls", 0)) if isinstance(v, dict) else float("nan")
         comp = float(v.get("completion_tokens", 0)) if isinstance(v, dict) else float("nan")
         inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
-        ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low, r.calls_high) and inside(comp, r.completion_low, r.completion_high) else "no"
-        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low, "calls_expected": r.calls_expected,
+        ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low,
+                                                          r.calls_high) and inside(comp, r.completion_low,
+                                                                                   r.completion_high) else "no"
+        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low,
+                     "calls_expected": r.calls_expected,
                      "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
-                     "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else float("nan"), "completion_low": r.completion_low,
-                     "completion_expected": r.completion_expected, "completion_high": r.completion_high, "completion_tokens": comp,
+                     "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else float("nan"),
+                     "completion_low": r.completion_low,
+                     "completion_expected": r.completion_expected, "completion_high": r.completion_high,
+                     "completion_tokens": comp,
                      "within_range": ok})
     t = pd.DataFrame(rows)
     whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
     for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
         if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
-        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)   # counts as whole numbers in tables (never 3.52e+03), NaN left empty
+        # counts as whole numbers in tables (never 3.52e+03), NaN left empty
+        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)
     return t
 
 # %% ../nbs/80_report.ipynb #6db07a38
@@ -69,7 +75,8 @@ class RunOutputs:
     rules_effect: pd.DataFrame | None = None      # 40_credibility/rules_effect.csv + run_id
     manifests: dict = field(default_factory=dict)
     duplicate_conversations: int = 0
-    estimates: pd.DataFrame | None = None        # estimate-vs-actual per run and LLM step (estimate.csv beside the manifest)
+    # estimate-vs-actual per run and LLM step (estimate.csv beside the manifest)
+    estimates: pd.DataFrame | None = None
 
     @property
     def smoke(self) -> bool:
@@ -91,10 +98,13 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans = [], [], [], [], [], [], [], [], [], {}
     for d in map(Path, run_dirs):
         c20 = d / COLLECT / "conversations.jsonl"
-        if not c20.exists(): raise RecordError(f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
+        if not c20.exists():
+            raise RecordError(
+                f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
         rid = d.name
         mans[rid] = Run(d).manifest()
-        if (f := d / "estimate.csv").exists(): ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
+        if (f := d / "estimate.csv").exists():
+            ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
         cv = conversation_table(read_records(c20, Conversation), read_records(d / COLLECT / "prompts.parquet", Prompt))
         convs.append(cv.assign(run_id=rid))
         if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
@@ -102,14 +112,18 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
         if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
         if (f := d / SOURCECHECKUP / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
         if len(p := build_profile(d)): profs.append(p.assign(run_id=rid))
-        if (f := d / CREDIBILITY / "rules_audit.csv").exists(): auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
-        if (f := d / CREDIBILITY / "rules_effect.csv").exists(): effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        if (f := d / CREDIBILITY / "rules_audit.csv").exists():
+            auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        if (f := d / CREDIBILITY / "rules_effect.csv").exists():
+            effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
     allc = pd.concat(convs, ignore_index=True)
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
     def own(df):  # rows of a conversation only from the run it is counted in
-        return None if df is None else df[[k in keep for k in zip(df.run_id, df.conversation_id)]].reset_index(drop=True)
-    return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)), _stack(sbs),
+        return None if df is None else df[[k in keep for k in zip(df.run_id,
+                                                                  df.conversation_id)]].reset_index(drop=True)
+    return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)),
+                      _stack(sbs),
                       _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans, len(allc) - len(conversations),
                       _stack(ests))
 
@@ -132,36 +146,45 @@ def load_paper_results(folder: str | Path | None = None) -> pd.DataFrame:
     "The published Tables 1 and 4 as tidy rows: metric, group, assistant, paper_pct, paper_ci95."
     folder = Path(folder) if folder else project_root() / "data" / "seed_study" / "paper_results"
     t1, t4 = pd.read_csv(folder / "table1_credibility.csv"), pd.read_csv(folder / "table4_groundedness.csv")
-    rows = [t1.assign(metric=m.upper(), paper_pct=t1[f"{m}_pct"], paper_ci95=t1[f"{m}_ci95_halfwidth"]) for m in ("cr", "ncr")]
-    rows += [t4.assign(metric=m.upper(), paper_pct=t4[f"{m}_pct"], paper_ci95=t4[f"{m}_ci"]) for m in ("gs", "ncg", "cg")]
+    rows = [t1.assign(metric=m.upper(), paper_pct=t1[f"{m}_pct"],
+                      paper_ci95=t1[f"{m}_ci95_halfwidth"]) for m in ("cr", "ncr")]
+    rows += [t4.assign(metric=m.upper(), paper_pct=t4[f"{m}_pct"],
+                       paper_ci95=t4[f"{m}_ci"]) for m in ("gs", "ncg", "cg")]
     return pd.concat(rows, ignore_index=True)[["metric", "group", "assistant", "paper_pct", "paper_ci95"]]
 
 # %% ../nbs/80_report.ipynb #5a7307cf
 def run_values(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> pd.DataFrame:
-    "A run's CR, NCR and GS, NCG, CG in percent as the paper's printed tables compute them, tidy (metric, group, run_assistant, ...)."
+    """A run's CR, NCR and GS, NCG, CG in percent as the paper's printed tables compute them, tidy (metric, group,
+    run_assistant, ...)."""
     rows = []
-    for r in ([] if cred_rates is None else cred_rates.itertuples()):  # the printed Table 1's estimator: per-conversation mean
+    # the printed Table 1's estimator: per-conversation mean
+    for r in ([] if cred_rates is None else cred_rates.itertuples()):
         for m in ("cr", "ncr"):
             rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant,
                              run_pct=100 * getattr(r, f"{m}_conv"), run_ci95=100 * getattr(r, f"{m}_conv_ci95"),
                              run_n=r.conversations_rated))
     for r in ([] if ground_rates is None else ground_rates.itertuples()):
         for m in ("gs", "ncg", "cg"):
-            rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant, run_pct=100 * getattr(r, m),
+            rows.append(dict(metric=m.upper(), group=PAPER_GROUPS.get(r.group, r.group), run_assistant=r.assistant,
+                             run_pct=100 * getattr(r, m),
                              run_ci95=100 * getattr(r, f"{m}_ci95"), run_n=r.responses_scored))
     return pd.DataFrame(rows, columns=["metric", "group", "run_assistant", "run_pct", "run_ci95", "run_n"])
 
 # %% ../nbs/80_report.ipynb #9c3a7572
 def within_ci(diff: pd.Series, h1: pd.Series, h2: pd.Series) -> tuple[pd.Series, np.ndarray]:
-    "The combined 95% half-width sqrt(h1^2 + h2^2) and, per row, whether |diff| lies within it (yes, no, n/a when unknown)."
+    """The combined 95% half-width sqrt(h1^2 + h2^2) and, per row, whether |diff| lies within it (yes, no, n/a when
+    unknown)."""
     tol = np.sqrt(h1 ** 2 + h2 ** 2)
     return tol, np.where(tol.notna() & diff.notna(), (diff.abs() <= tol).map({True: "yes", False: "no"}), "n/a")
 
 # %% ../nbs/80_report.ipynb #3ed21972
 def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None = None) -> pd.DataFrame:
-    "Rows where the run has the paper's assistant and group: both values, difference (run - paper, points) and agreement within the combined 95% interval."
-    cols = ["metric", "group", "assistant", "run_assistant", "paper_pct", "paper_ci95", "run_pct", "run_ci95", "run_n", "diff_pp", "within_ci"]
-    v = values.assign(assistant=[paper_assistant(a, mapping) for a in values.run_assistant]).dropna(subset=["assistant"])
+    """Rows where the run has the paper's assistant and group: both values, difference (run - paper, points) and
+    agreement within the combined 95% interval."""
+    cols = ["metric", "group", "assistant", "run_assistant", "paper_pct", "paper_ci95", "run_pct", "run_ci95", "run_n",
+            "diff_pp", "within_ci"]
+    v = values.assign(assistant=[paper_assistant(a, mapping)
+                                 for a in values.run_assistant]).dropna(subset=["assistant"])
     m = paper.merge(v, on=["metric", "group", "assistant"], how="inner")
     if m.empty: return pd.DataFrame(columns=cols)
     m["diff_pp"] = m.run_pct - m.paper_pct
@@ -172,7 +195,8 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
 
 # %% ../nbs/80_report.ipynb #618cf44b
 def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
-    """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation estimator's
+    """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation
+    estimator's
     convention for it, and a note when the runs used different rule sets (then: ours, and the note names each run's)."""
     sets = {rid: str(((m.get("stages") or {}).get(CREDIBILITY) or {}).get("counts", {}).get("rule_set") or "full")
             for rid, m in o.manifests.items()
@@ -181,7 +205,8 @@ def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
     if len(kinds) == 1: return kinds[0], "zero" if kinds[0] == "paper" else "skip", ""
     named = "; ".join(f"{r}: {s}" for r, s in sets.items())
     return ("mixed (" + named + ")", "skip",
-            f"Credibility: these runs were rated with different rule sets ({named}); rerun 40_credibility with one rule set "
+            f"Credibility: these runs were rated with different rule sets ({named}); rerun 40_credibility with one "
+            f"rule set "
             "to compare them like with like")
 
 # %% ../nbs/80_report.ipynb #c80c0002
@@ -193,44 +218,53 @@ def _side(o: RunOutputs, name: str) -> pd.Series:
     if name in o.run_ids: return c.run_id == name
     if (m := c.assistant == name).any(): return m
     have = sorted(set(o.run_ids) | set(c.assistant) | {f"{r}:{a}" for r, a in zip(c.run_id, c.assistant)})
-    raise ValueError(f"compare: {name!r} is neither an assistant, a run id nor run:assistant of these runs (have: {', '.join(have)})")
+    raise ValueError(
+        f"compare: {name!r} is neither an assistant, a run id nor run:assistant of these runs "
+        f"(have: {', '.join(have)})")
 
 # %% ../nbs/80_report.ipynb #5c633933
 def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataFrame:
-    "Side A vs side B: each metric and group with both values, half-widths, the difference and whether it is within the combined interval."
+    """Side A vs side B: each metric and group with both values, half-widths, the difference and whether it is within
+    the combined interval."""
     from groundbench.credibility.metrics import table_1
     from groundbench.groundedness.metrics import breakdowns
     ma, mb = _side(o, a), _side(o, b)
-    if (ma & mb).any(): raise ValueError(f"compare: {a!r} and {b!r} share {(ma & mb).sum()} conversations; name two disjoint sides")
-    label = {**{cid: a for cid in o.conversations.conversation_id[ma]}, **{cid: b for cid in o.conversations.conversation_id[mb]}}
+    if (ma & mb).any():
+        raise ValueError(f"compare: {a!r} and {b!r} share {(ma & mb).sum()} conversations; name two disjoint sides")
+    label = {**{cid: a for cid in o.conversations.conversation_id[ma]},
+             **{cid: b for cid in o.conversations.conversation_id[mb]}}
     meta = o.meta[o.meta.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
     cred = ground = None
     if o.citations is not None and o.citations.conversation_id.isin(label).any():
-        cit = o.citations[o.citations.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
+        cit = o.citations[o.citations.conversation_id.isin(label)]
+        cit = cit.assign(assistant=cit.conversation_id.map(label))
         cred = table_1(cit, n_boot, report_rule_set(o)[1])[0]
-    if o.responses is not None and len(r := o.responses[(o.responses.method == "ours") & o.responses.conversation_id.isin(label)]):
+    r = None if o.responses is None else o.responses[(o.responses.method == "ours")
+                                                       & o.responses.conversation_id.isin(label)]
+    if r is not None and len(r):
         ground = breakdowns(r.drop(columns=["run_id"]), meta, n_boot=n_boot)
     v = run_values(cred, ground)
-    cols = ["metric", "group", "a_pct", "a_ci95", "a_n", "b_pct", "b_ci95", "b_n", "diff_pp", "combined_ci95", "within_ci"]
+    cols = ["metric", "group", "a_pct", "a_ci95", "a_n", "b_pct", "b_ci95", "b_n", "diff_pp", "combined_ci95",
+            "within_ci"]
     if v.empty: return pd.DataFrame(columns=cols)
-    sa = v[v.run_assistant == a].drop(columns="run_assistant").rename(columns={"run_pct": "a_pct", "run_ci95": "a_ci95", "run_n": "a_n"})
-    sb = v[v.run_assistant == b].drop(columns="run_assistant").rename(columns={"run_pct": "b_pct", "run_ci95": "b_ci95", "run_n": "b_n"})
+    sa = v[v.run_assistant == a].drop(columns="run_assistant").rename(columns={"run_pct": "a_pct", "run_ci95": "a_ci95",
+                                                                               "run_n": "a_n"})
+    sb = v[v.run_assistant == b].drop(columns="run_assistant").rename(columns={"run_pct": "b_pct", "run_ci95": "b_ci95",
+                                                                               "run_n": "b_n"})
     m = sa.merge(sb, on=["metric", "group"], how="inner")
     m["diff_pp"] = m.b_pct - m.a_pct
     m["combined_ci95"], m["within_ci"] = within_ci(m.diff_pp, m.a_ci95, m.b_ci95)
     order = {k: i for i, k in enumerate(dict.fromkeys(v.group))}
-    m = m.sort_values(["metric", "group"], key=lambda s: s.map(order) if s.name == "group" else s.map({"CR": 0, "NCR": 1, "GS": 2, "NCG": 3, "CG": 4}))
-    return m[cols].round({"a_pct": 2, "a_ci95": 2, "b_pct": 2, "b_ci95": 2, "diff_pp": 2, "combined_ci95": 2}).reset_index(drop=True)
+    m = m.sort_values(["metric", "group"],
+                      key=lambda s: s.map(order) if s.name == "group" else s.map({"CR": 0, "NCR": 1, "GS": 2, "NCG": 3,
+                                                                                  "CG": 4}))
+    return m[cols].round({"a_pct": 2, "a_ci95": 2, "b_pct": 2, "b_ci95": 2, "diff_pp": 2,
+                          "combined_ci95": 2}).reset_index(drop=True)
 
-# %% ../nbs/80_report.ipynb #81c876e0
-ReportItem = Output  # one table or figure of the report (groundbench.tables.Output)
-
-def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None,
-                 mapping: dict | None = None, compare: Sequence[Sequence[str]] = ()) -> tuple[list[Output], list[str]]:
-    "Every table and figure the runs' outputs allow, and a note for each one they do not."
-    items, missing = [], []
-    cred_rates = ground_rates = None
-    sm = o.smoke
+# %% ../nbs/80_report.ipynb #888f6e43
+def _credibility_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple[list[Output], pd.DataFrame | None]:
+    "Tables 1, 2, 3, 11-13, Figures 2 and 9, the corrections and the rules' effect; the credibility rates (or None)."
+    items, cred_rates = [], None
     if o.citations is not None and len(o.citations):
         rule_set, uc, note = report_rule_set(o)
         if note: missing.append(note)
@@ -242,7 +276,8 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         shown = [i for i in shown if not any(i is j for j in no_thinking)]
         corr = corrections(o.citations)
         at = next(k for k, i in enumerate(shown) if i.name == "table_1_pooled") + 1   # right after Table 1
-        shown[at:at] = [Output("corrections_summary", "Table 1's Overall beside it: CR and NCR (%) per assistant under the "
+        shown[at:at] = [Output("corrections_summary",
+                               "Table 1's Overall beside it: CR and NCR (%) per assistant under the "
                                "authors' code (paper) and under our full rules, per conversation and pooled",
                                corrections_summary(corr)),
                         Output("corrections", "From the authors' code to our full rules, one correction at a time: "
@@ -251,14 +286,23 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         items += shown
     else: missing.append("Tables 1, 2, 3, 11, 12, 13 and Figures 2, 9: no 40_credibility outputs in these runs")
     if o.rules_effect is not None:
-        items += [Output("rules_effect", "Citations each credibility rule family moves, per run: added alone to the rating table "
+        items += [Output("rules_effect",
+                         "Citations each credibility rule family moves, per run: added alone to the rating table "
                          "(vs_table) and removed alone from the run's rules (without)", o.rules_effect)]
         aud = o.rules_audit
         if aud is not None and len(aud):
             keys = [c for c in aud.columns if c not in ("citations", "run_id")]
             aud = aud.groupby(keys, sort=False).citations.sum().reset_index().sort_values("citations", ascending=False)
-            items.append(Output("rules_audit", "Cited hosts whose label differs between the rating table alone, the authors' "
-                                "lists and the runs' rules (citations summed over runs)", aud[["host", "citations", *keys[1:]]]))
+            items.append(Output("rules_audit",
+                                "Cited hosts whose label differs between the rating table alone, the authors' "
+                                "lists and the runs' rules (citations summed over runs)",
+                                aud[["host", "citations", *keys[1:]]]))
+    return items, cred_rates
+
+# %% ../nbs/80_report.ipynb #c7f4ca49
+def _groundedness_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple[list[Output], pd.DataFrame | None]:
+    "Table 4, Tables 14, 15 and Figure 3; the groundedness rates (or None)."
+    items, ground_rates, sm = [], None, o.smoke
     if o.responses is not None and len(o.responses):
         by = {m: g.drop(columns=["run_id"]) for m, g in o.responses.groupby("method")}
         if "ours" in by:
@@ -269,43 +313,81 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                 missing.append("Tables 14, 15: the groundedness stage ran without the methods "
                                + " and ".join(m for m in ("verify", "factscore") if m not in by) + " (`methods`)")
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
+    return items, ground_rates
+
+# %% ../nbs/80_report.ipynb #f5951eab
+def _profile_items(o: RunOutputs, cred_rates, ground_rates, missing: list[str]) -> list[Output]:
+    "The profile table and figure (one row per assistant, stacked from the rates when an assistant spans runs)."
+    items, sm = [], o.smoke
     profile = o.profile
     spans = o.conversations.groupby("assistant").run_id.nunique()
     if profile is not None and len(profile) and (spans > 1).any():
         # an assistant in several runs (shards, or repeats): one row per assistant from the stacked rates, as if one run
         profile = profile_table(rate_parts(cred_rates, ground_rates))
         dropped = [c for c in ("SourceBench", "SourceCheckup") if c in o.profile.columns and o.profile[c].notna().any()]
-        if dropped: missing.append(f"Profile: {' and '.join(dropped)} left out of the profile, since {', '.join(spans[spans > 1].index)} "
-                                   "appear in several runs and those lenses are stored per run (their own tables are in this report)")
+        if dropped:
+            missing.append(
+                f"Profile: {' and '.join(dropped)} left out of the profile, since {', '.join(spans[spans > 1].index)} "
+                                   "appear in several runs and those lenses are stored per run (their own tables are "
+                           "in this report)")
     if profile is not None and len(profile):
-        items += [Output("profile", "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "
+        items += [Output("profile",
+                         "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "
                          "SourceCheckup support (%), with 95% half-widths", profile, smoke=sm),
-                  Output("figure_profile", "Every lens per assistant, with 95% intervals", figure=figure_profile(profile), smoke=sm)]
+                  Output("figure_profile", "Every lens per assistant, with 95% intervals",
+                         figure=figure_profile(profile), smoke=sm)]
+    return items
+
+# %% ../nbs/80_report.ipynb #81c876e0
+ReportItem = Output  # one table or figure of the report (groundbench.tables.Output)
+
+def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None,
+                 mapping: dict | None = None, compare: Sequence[Sequence[str]] = ()) -> tuple[list[Output], list[str]]:
+    "Every table and figure the runs' outputs allow, and a note for each one they do not."
+    missing, sm = [], o.smoke
+    items, cred_rates = _credibility_items(o, n_boot, missing)
+    gitems, ground_rates = _groundedness_items(o, n_boot, missing)
+    items += gitems + _profile_items(o, cred_rates, ground_rates, missing)
     if o.sourcebench is not None:
-        items.append(Output("sourcebench", "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
+        items.append(Output("sourcebench",
+                            "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
                             "100)", o.sourcebench, smoke=sm))
     else: missing.append("SourceBench: no 60_sourcebench outputs")
     if o.sourcecheckup is not None:
-        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant", o.sourcecheckup,
+        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant",
+                            o.sourcecheckup,
                             smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
-    items.append(Output("paper_vs_run", "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here "
-                        "(percent; CR and NCR as the printed Table 1 computes them, the mean of per-conversation rates with 1.96 SE; "
+    items.append(Output("paper_vs_run",
+                        "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here "
+                        "(percent; CR and NCR as the printed Table 1 computes them, the mean of per-conversation rates "
+                        "with 1.96 SE; "
                         "95% half-widths; within_ci: difference within the combined interval)", pv,
                         smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
-    if pv.empty: missing.append("Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
+    if pv.empty:
+        missing.append(
+            "Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
                                 "Qwen Chat in the browser), so there is nothing to compare")
     if o.estimates is not None and len(o.estimates):
-        items.append(Output("estimate_vs_actual", "Estimate vs actual, per run and LLM step: calls and completion tokens against the "
-                            "ranges `groundbench run` printed before the run (low, expected, high), prompt tokens against the expected "
-                            "figure; within_range: both inside the ranges (n/a: the stage did not finish)", o.estimates))
-    else: missing.append("Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before estimates)")
+        items.append(Output("estimate_vs_actual",
+                            "Estimate vs actual, per run and LLM step: calls and completion tokens against the "
+                            "ranges `groundbench run` printed before the run (low, expected, high), prompt tokens "
+                            "against the expected "
+                            "figure; within_range: both inside the ranges (n/a: the stage did not finish)",
+                            o.estimates))
+    else:
+        missing.append(
+            "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
+            "estimates)")
     for k, (a, b) in enumerate(compare, 1):
         cmp = compare_sides(o, a, b, n_boot)
-        items.append(Output(f"comparison_{k}", f"Comparison {k}: {b} vs {a}: CR and NCR (per-conversation mean, 1.96 SE) and, where "
-                            "scored, GS, NCG, CG; diff_pp = B - A in points; within_ci: the difference is within the combined 95% "
-                            f"half-width (A = {a}, B = {b})", cmp, smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
+        items.append(Output(f"comparison_{k}",
+                            f"Comparison {k}: {b} vs {a}: CR and NCR (per-conversation mean, 1.96 SE) and, where "
+                            "scored, GS, NCG, CG; diff_pp = B - A in points; within_ci: the difference is within the "
+                            "combined 95% "
+                            f"half-width (A = {a}, B = {b})", cmp,
+                            smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
     return items, missing
 
 # %% ../nbs/80_report.ipynb #ad842dd1
@@ -313,45 +395,60 @@ SMOKE_BANNER = "SMOKE RUN: made with the bundled small models; the judgments are
 
 def usage_table(manifests: dict) -> pd.DataFrame:
     "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
-    return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid, m in manifests.items() for u in stage_usage(m)])
+    return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid,
+                         m in manifests.items() for u in stage_usage(m)])
 
 # %% ../nbs/80_report.ipynb #0acdcada
 REPORT_CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
-nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:#f6f6f6;border-right:1px solid #ddd;padding:1em;font-size:13px;box-sizing:border-box}
-nav ol{padding-left:1.2em;margin:.3em 0} nav li{margin:.25em 0} nav a{color:#24509a;text-decoration:none} nav a:hover{text-decoration:underline}
+nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:#f6f6f6;border-right:1px solid #ddd;
+padding:1em;font-size:13px;box-sizing:border-box}
+nav ol{padding-left:1.2em;margin:.3em 0} nav li{margin:.25em 0} nav a{color:#24509a;text-decoration:none}
+nav a:hover{text-decoration:underline}
 main{margin-left:270px;padding:1em 2em;max-width:1100px;box-sizing:border-box}
 .scroll{overflow-x:auto;max-width:100%;margin:.3em 0 .5em}
 table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0} .right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
+td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0}
+.right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
 tr.outside td{background:#fde0dc} .smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}
-figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee} figcaption{font-size:12px;color:#555}
-.files{font-size:12px;color:#555} section{margin-bottom:2em} p.caption{font-weight:600;font-size:14px;margin:.2em 0 .4em}
+figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee}
+figcaption{font-size:12px;color:#555}
+.files{font-size:12px;color:#555} section{margin-bottom:2em}
+p.caption{font-weight:600;font-size:14px;margin:.2em 0 .4em}
 h2{margin-bottom:.2em}
 """
 
 def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_dir: Path, title: str) -> str:
-    "The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their box, figures embedded."
+    """The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their
+    box, figures embedded."""
     e = html.escape
     def short(c: str) -> str:  # "Table 1: ..." -> "Table 1", else the opening words
         return c.split(":")[0] if ":" in c[:40] else (c[:70].rsplit(" ", 1)[0] + "…" if len(c) > 70 else c)
     def toc_line(c: str) -> str:
         rest = c.split(":", 1)[1].strip() if ":" in c[:40] else ""
-        return f"<b>{e(short(c))}</b>" + (f" {e(rest[:60].rsplit(' ', 1)[0] + '…' if len(rest) > 60 else rest)}" if rest else "")
+        return f"<b>{e(short(c))}</b>" + (f" {e(rest[:60].rsplit(' ', 1)[0] + '…' if len(rest) > 60 else rest)}"
+                                          if rest else "")
     toc = "".join(f"<li><a href='#{i.name}'>{toc_line(i.caption)}</a></li>" for i in items)
-    extra = "<li><a href='#usage'>Stages, time and model usage</a></li>" + ("<li><a href='#missing'>Not in this report</a></li>" if missing else "")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{REPORT_CSS}</style></head><body>",
+    extra = "<li><a href='#usage'>Stages, time and model usage</a></li>" + (
+        "<li><a href='#missing'>Not in this report</a></li>" if missing else "")
+    parts = [
+        f"<!doctype html><html><head><meta "
+        f"charset='utf-8'><title>{e(title)}</title><style>{REPORT_CSS}</style></head><body>",
              f"<nav><b>Contents</b><ol>{toc}{extra}</ol></nav><main>", f"<h1>{e(title)}</h1>"]
     smoke_items = [i.name for i in items if i.smoke]
-    if smoke_items: parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
+    if smoke_items:
+        parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
                                  "</p>")
-    models = sorted({f"{r}: {v.get('backend', '')} {v.get('model', v.get('name', ''))}" + (" (smoke)" if v.get("smoke") else "")
+    models = sorted({f"{r}: {v.get('backend', '')} {v.get('model', v.get('name', ''))}"
+                     + (" (smoke)" if v.get("smoke") else "")
                      for r, m in o.manifests.items() for v in m.get("models", {}).values()})
     parts.append(f"<p>Runs: {e(', '.join(o.run_ids))}. Conversations: {len(o.conversations)}"
-                 + (f" ({o.duplicate_conversations} present in more than one run, counted once)" if o.duplicate_conversations else "") + ".</p>")
+                 + (f" ({o.duplicate_conversations} present in more than one run, counted once)"
+                    if o.duplicate_conversations else "") + ".</p>")
     if models: parts.append("<p>Models: " + e("; ".join(models)) + "</p>")
     descs = [(r, str((m.get("parameters") or {}).get("description") or "")) for r, m in o.manifests.items()]
-    if any(d for _, d in descs):  # what each run is, from its parameter file (e.g. imported answers to other questions than the paper's)
+    # what each run is, from its parameter file (e.g. imported answers to other questions than the paper's)
+    if any(d for _, d in descs):
         parts.append("<ul class='runs'>" + "".join(f"<li><b>{e(r)}</b>: {e(d)}</li>" for r, d in descs if d) + "</ul>")
     for i in items:
         parts.append(f"<section id='{i.name}'><h2>{e(short(i.caption))}</h2><p class='caption'>{e(i.caption)}</p>")
@@ -361,29 +458,37 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
             rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
                     if flag else None)  # paper vs run: a difference outside the interval, coloured
             parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
-            parts.append("<p class='files'>Files: " + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
+            parts.append("<p class='files'>Files: "
+                         + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
         else:
             png = base64.b64encode((out_dir / f"{i.name}.png").read_bytes()).decode()
-            parts.append(f"<figure><img alt='{e(i.caption)}' src='data:image/png;base64,{png}'><figcaption>{e(i.caption)}. "
+            parts.append(
+                f"<figure><img alt='{e(i.caption)}' src='data:image/png;base64,{png}'><figcaption>{e(i.caption)}. "
                          f"<a href='{i.name}.pdf'>PDF</a> · <a href='{i.name}.png'>PNG</a></figcaption></figure>")
         parts.append("</section>")
     u = usage_table(o.manifests)
-    parts.append("<section id='usage'><h2>Stages, time and model usage</h2>" + (html_table(u) if len(u) else "<p>(none recorded)</p>") + "</section>")
-    if missing: parts.append("<section id='missing'><h2>Not in this report</h2><ul>" + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></section>")
+    parts.append("<section id='usage'><h2>Stages, time and model usage</h2>"
+                 + (html_table(u) if len(u) else "<p>(none recorded)</p>") + "</section>")
+    if missing:
+        parts.append("<section id='missing'><h2>Not in this report</h2><ul>"
+                     + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></section>")
     parts.append("</main></body></html>")
     return "\n".join(parts)
 
 # %% ../nbs/80_report.ipynb #03c8e815
-def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None, mapping: dict | None = None,
+def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None,
+                 mapping: dict | None = None,
                  title: str = "groundbench report", compare: Sequence[Sequence[str]] = ()) -> list[Path]:
-    "Write every table (CSV, Markdown, LaTeX), figure (PNG, PDF) and index.html into `out_dir`; returns the paths written."
+    """Write every table (CSV, Markdown, LaTeX), figure (PNG, PDF) and index.html into `out_dir`; returns the paths
+    written."""
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     items, missing = report_items(o, n_boot, paper_dir, mapping, compare)
     paths, layout = [], {}
     for i in items:
         if i.figure is not None and (p := figure_layout_problems(i.figure)): layout[i.name] = p
         paths += write_output(i, out_dir)  # figures first written as PNG: the page embeds them
-    write_text(render_html(items, missing, o, out_dir, title), out_dir / "index.html"); paths.append(out_dir / "index.html")
+    write_text(render_html(items, missing, o, out_dir, title), out_dir / "index.html")
+    paths.append(out_dir / "index.html")
     meta = {"runs": o.run_ids, "smoke_run": o.smoke, "items": [i.name for i in items],
             "smoke_items": [i.name for i in items if i.smoke], "missing": missing, "layout_problems": layout}
     write_text(json.dumps(meta, indent=1), out_dir / "report.json")

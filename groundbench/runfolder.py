@@ -28,16 +28,20 @@ from .core import RecordError, load_settings, now_iso, project_root, resolve_pat
 __all__ = ['KEY_PACKAGES', 'git_state', 'package_versions', 'environment_info', 'Run', 'StageRecord', 'stage_usage']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
-KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura", "tldextract",
-                "statsmodels", "seaborn", "faiss-cpu", "sentence-transformers", "torch", "llama-cpp-python", "papermill", "nbdev", "vllm")
+KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
+                "tldextract",
+                "statsmodels", "seaborn", "faiss-cpu", "sentence-transformers", "torch", "llama-cpp-python",
+                "papermill", "nbdev", "vllm")
 
 # %% ../nbs/00_runfolder.ipynb #795a5717
 def git_state(path: str | Path | None = None) -> dict:
     "Commit and dirty flag of the git checkout at `path` (None values outside git)."
     cwd = str(path or project_root())
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
+                                text=True, timeout=10)
         return {"commit": commit or None, "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
     except (OSError, subprocess.SubprocessError): return {"commit": None, "dirty": None}
 
@@ -67,7 +71,8 @@ class Run:
     def stage(self, name: str, parameters: dict | None = None):
         "Context for one stage execution: records times, status, counts and LLM usage in the manifest."
         rec = StageRecord(name)
-        self.current_stage = name  # the LLM budget counts the other stages' spending, not this stage's earlier execution
+        # the LLM budget counts the other stages' spending, not this stage's earlier execution
+        self.current_stage = name
         started = now_iso(); t0 = time.perf_counter()
         def begin(m):
             st = m["stages"].setdefault(name, {"history": []})
@@ -79,11 +84,13 @@ class Run:
             status, error = "failed", "".join(traceback.format_exception_only(type(e), e)).strip()
             if type(e).__name__ == "BudgetExceeded" and isinstance(getattr(e, "info", None), dict):
                 budget = {k: v for k, v in e.info.items() if k != "llm"}
-                for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))  # what was paid
+                # what was paid
+                for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))
             raise
         finally:
             entry = {"started_at": started, "finished_at": now_iso(), "seconds": round(time.perf_counter() - t0, 3),
-                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm, "stopped_by_budget": budget}
+                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm,
+                     "stopped_by_budget": budget}
             self.current_stage = None
             def end(m):
                 st = m["stages"].setdefault(name, {"history": []})
@@ -95,7 +102,8 @@ class Run:
 @patch(cls_method=True)
 def open(cls: Run, run_id: str, runs_dir: str | Path | None = None, parameters: dict | None = None) -> "Run":
     "Open (or create) the run `run_id` under `runs_dir`, recording `parameters` in the manifest."
-    if not run_id or "/" in run_id or run_id.startswith("."): raise ValueError(f"run id {run_id!r}: use a plain folder name")
+    if not run_id or "/" in run_id or run_id.startswith("."):
+        raise ValueError(f"run id {run_id!r}: use a plain folder name")
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(load_settings(), load_settings()["paths"]["runs_dir"])
     run = cls(runs_dir / run_id)
     run.dir.mkdir(parents=True, exist_ok=True)
@@ -121,10 +129,12 @@ def manifest(self: Run) -> dict:
     if not self.manifest_path.exists(): return {}
     if self.manifest_path.is_dir(): raise RecordError(f"{self.manifest_path}: is a folder, not a manifest file")
     try: m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e: raise RecordError(f"{self.manifest_path}: not UTF-8 text (byte {e.start})") from None
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{self.manifest_path}: not UTF-8 text (byte {e.start})") from None
     except (json.JSONDecodeError, RecursionError) as e:
         raise RecordError(f"{self.manifest_path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None
-    if not isinstance(m, dict): raise RecordError(f"{self.manifest_path}: not a manifest (expected a JSON object, found {type(m).__name__})")
+    if not isinstance(m, dict):
+        raise RecordError(f"{self.manifest_path}: not a manifest (expected a JSON object, found {type(m).__name__})")
     return m
 
 # %% ../nbs/00_runfolder.ipynb #d83277e4
@@ -172,15 +182,20 @@ class StageRecord:
 
 # %% ../nbs/00_runfolder.ipynb #c2b00429
 def stage_usage(manifest: dict) -> list[dict]:
-    "Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion tokens (every step summed)."
+    """Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion
+    tokens (every step summed)."""
     def num(x): return x if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
     stages = manifest.get("stages", {}) if isinstance(manifest, dict) else None
-    if not isinstance(stages, dict): raise RecordError("manifest: field 'stages': not a mapping of stage names to records")
+    if not isinstance(stages, dict):
+        raise RecordError("manifest: field 'stages': not a mapping of stage names to records")
     rows = []
     for name, st in stages.items():
         if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
-        llm = [v for v in (st.get("llm") or {}).values() if isinstance(v, dict)] if isinstance(st.get("llm") or {}, dict) else []
-        rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))), **{
+        llm = [v for v in (st.get("llm") or {}).values()
+               if isinstance(v, dict)] if isinstance(st.get("llm") or {}, dict) else []
+        rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))),
+                         **{
             out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
-                                                                    ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"))}))
+                                                                    ("prompt_tokens", "prompt_tokens"),
+                                                                   ("completion_tokens", "completion_tokens"))}))
     return rows

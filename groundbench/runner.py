@@ -37,7 +37,8 @@ class RunSpec:
     settings: dict = field(default_factory=dict)
     path: Path | None = None
     worker: tuple[int, int] | None = None   # (k, n): run only the collection of worker k of n (notebook 20)
-    only: list[str] = field(default_factory=list)  # run only these of `stages` (parameters are still checked against all)
+    # run only these of `stages` (parameters are still checked against all)
+    only: list[str] = field(default_factory=list)
     description: str = ""                  # what the run is (shown in its report)
 
 # %% ../nbs/89_runner.ipynb #737e30f2
@@ -48,7 +49,8 @@ def load_run_spec(path: str | Path) -> RunSpec:
     path = regular_file(path, "parameter file")
     try: d = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e: raise RecordError(f"{path}: not valid YAML ({str(e)[:300]})") from None
-    if not isinstance(d, dict): raise RecordError(f"{path}: expected a mapping with run_id, stages, parameters, settings")
+    if not isinstance(d, dict):
+        raise RecordError(f"{path}: expected a mapping with run_id, stages, parameters, settings")
     if extra := set(d) - set(SPEC_FIELDS):
         raise RecordError(f"{path}: field {sorted(map(str, extra))[0]!r}: unknown (allowed: {', '.join(SPEC_FIELDS)})")
     stages = d.get("stages")
@@ -69,7 +71,8 @@ def declared_parameters(name: str) -> set[str]:
 
 # %% ../nbs/89_runner.ipynb #1d8cfccf
 def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
-    """Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file, and so
+    """Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file, and
+    so
     is a count (a parameter whose default is a whole number: sample, n_boot, max_pages ...) that is not a whole number
     >= 0 (`sample: -3` once meant "all")."""
     defaults = {s: stage_parameters(s) for s in spec.stages}
@@ -126,7 +129,8 @@ class SharedKernel:
     def __enter__(self):
         self._kernel = private_kernel(self.name, self.cwd)
         self.km = self._kernel.__enter__()
-        from jupyter_client.session import Session  # a session of its own: papermill's clients use the manager's, and the
+        # a session of its own: papermill's clients use the manager's, and the
+        from jupyter_client.session import Session
         s = self.km.session                          # kernel answers the newest client of a session
         self.kc = self.km.client(session=Session(key=s.key, signature_scheme=s.signature_scheme))
         self.kc.start_channels()
@@ -164,7 +168,8 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     t0 = time.perf_counter()
     try:
         if shared is None:
-            execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params, log_output=log_output)
+            execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params,
+                             log_output=log_output)
         else:
             if clean: shared.fresh()
             papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
@@ -186,7 +191,8 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     declared = check_parameters(spec)
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
-    run = Run.open(spec.run_id, runs_dir, parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
+    run = Run.open(spec.run_id, runs_dir,
+                   parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
                                                        "parameters": spec.parameters, "settings": spec.settings,
                                                        "description": spec.description})
     kernel = kernel or default_kernel()
@@ -210,7 +216,8 @@ def printable(text: object) -> str:
 
 # %% ../nbs/89_runner.ipynb #7424e3e0
 def run_summary(run: Run) -> str:
-    "One line per stage: status, seconds, LLM calls and cache hits of its last execution; collection and credibility notes."
+    """One line per stage: status, seconds, LLM calls and cache hits of its last execution; collection and credibility
+    notes."""
     m = run.manifest()
     smoke = "  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else ""
     lines = [f"run {printable(m.get('run_id'))} in {printable(run.dir)}" + smoke]

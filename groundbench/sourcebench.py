@@ -30,7 +30,8 @@ METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
 WEIGHTS = {"CR": 3, "FA": 3, "NE": 3, "FR": 2, "AA": 2, "OA": 2, "DA": 2, "LC": 2}
 
 def weighted_score(s: dict, missing_as_zero: bool = False) -> float:
-    """SourceBench's weighted page score (0-100 scale, max 100). A missing metric makes it NaN (ours), or, as the official
+    """SourceBench's weighted page score (0-100 scale, max 100). A missing metric makes it NaN (ours), or, as the
+    official
     compute_metrics.py computes it, counts as 0 (`missing_as_zero`)."""
     gone = [m for m in METRICS if s.get(m) is None or s.get(m) != s.get(m)]
     if gone and not missing_as_zero: return float("nan")
@@ -59,48 +60,63 @@ class LayoutScores(pydantic.BaseModel):
     layout_ad_density: MetricScore
 
 # %% ../nbs/60_sourcebench.ipynb #ab23a7cd
-FIELDS = {"CR": ("content", "semantic_relevance"), "FA": ("content", "factual_accuracy"), "NE": ("content", "objectivity_tone"),
-          "FR": ("metadata", "freshness"), "AA": ("metadata", "author_accountability"), "OA": ("metadata", "ownership_transparency"),
+FIELDS = {"CR": ("content", "semantic_relevance"), "FA": ("content", "factual_accuracy"),
+          "NE": ("content", "objectivity_tone"),
+          "FR": ("metadata", "freshness"), "AA": ("metadata", "author_accountability"),
+          "OA": ("metadata", "ownership_transparency"),
           "DA": ("metadata", "domain_authority"), "LC": ("layout", "layout_ad_density")}
 
 TECHNICAL_FAILURE = "[technical failure: the cited page could not be retrieved or has no text ({error})]"
 
-SCORING = {"script": "as SourceBench's official scripts: a page without text gets no judge call and no scores, and the weighted "
+SCORING = {
+    "script": "as SourceBench's official scripts: a page without text gets no judge call and no scores, and the "
+           "weighted "
                      "score counts a missing metric as 0",
-           "rubric": "as seed 001's rubric: a technical failure is judged and scores relevance 1; the weighted score only over "
+           "rubric": "as seed 001's rubric: a technical failure is judged and scores relevance 1; the weighted score "
+           "only over "
                      "pages with all eight metrics"}
 MAX_TOKENS = {"content": 350, "metadata": 400, "layout": 150}
 
 def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
     """Characters of page text a judge call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len, else
-    `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated approximation)."""
+    `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated
+    approximation)."""
     d = llm.backend.describe()
     ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
     template = max(sum(len(c) for _, c in load_prompt(f"sourcebench_{k}").messages) for k in MAX_TOKENS) // 4
     return max(1000, 4 * (ctx - template - max(MAX_TOKENS.values()) - 200))
 
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
-def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None, progress: bool = True,
+def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
+                progress: bool = True,
                 scoring: str = "script") -> pd.DataFrame:
-    """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page text
+    """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page
+    text
     up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
     text_chars = text_chars or page_budget(llm)
-    pc, pm, pl = load_prompt("sourcebench_content"), load_prompt("sourcebench_metadata"), load_prompt("sourcebench_layout")
+    pc, pm, pl = (load_prompt("sourcebench_content"), load_prompt("sourcebench_metadata"),
+                  load_prompt("sourcebench_layout"))
     pages = pages.reset_index(drop=True)
-    failed = pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages else [False] * len(pages)
+    failed = (pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages
+              else [False] * len(pages))
     failed = [f or not str(x).strip() for f, x in zip(failed, pages.text.fillna(""))]
     errs = pages.error.fillna("").astype(str).tolist() if "error" in pages else [""] * len(pages)
-    judged = [i for i, f in enumerate(failed) if scoring == "rubric" or not f]   # the script scores no page without text
-    text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f, e in zip(pages.text.fillna(""), failed, errs)]
+    # the script scores no page without text
+    judged = [i for i, f in enumerate(failed) if scoring == "rubric" or not f]
+    text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f,
+            e in zip(pages.text.fillna(""), failed, errs)]
     t = [x[:text_chars] for x in text]
     day = [str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
     q, u = pages["query"].tolist(), pages.url.tolist()
-    rc = [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=t[i]), max_tokens=MAX_TOKENS["content"]) for i in judged]
-    rm = [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=t[i]), max_tokens=MAX_TOKENS["metadata"])
+    rc = [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=t[i]),
+                  max_tokens=MAX_TOKENS["content"]) for i in judged]
+    rm = [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=t[i]),
+                  max_tokens=MAX_TOKENS["metadata"])
           for i in judged]
-    rl = [request(llm, pl.render(url=u[i], length=len(text[i]), text=t[i]), max_tokens=MAX_TOKENS["layout"]) for i in judged]
+    rl = [request(llm, pl.render(url=u[i], length=len(text[i]), text=t[i]),
+                  max_tokens=MAX_TOKENS["layout"]) for i in judged]
     res = {"content": complete_json(llm, rc, ContentScores, "sourcebench_content", progress),
            "metadata": complete_json(llm, rm, MetadataScores, "sourcebench_metadata", progress),
            "layout": complete_json(llm, rl, LayoutScores, "sourcebench_layout", progress)}
@@ -117,7 +133,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["technical_failure"] = failed
     if scoring == "rubric":   # the rubric: content relevance 1 for a technical failure, whatever the judge said
         out.loc[out.technical_failure, "CR"] = 1
-        out.loc[out.technical_failure, "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
+        out.loc[out.technical_failure,
+                "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
     out["text_truncated"] = [len(x) > text_chars and not f for x, f in zip(text, failed)]
     rows = [dict(zip(METRICS, row)) for row in out[list(METRICS)].itertuples(index=False)]
     out["weighted_script"] = [weighted_score(r, missing_as_zero=True) for r in rows]
@@ -138,20 +155,24 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t["pages"] = g.size()
     if "technical_failure" in scores: t["pages_technical_failure"] = g.technical_failure.sum().astype(int)
     t["pages_missing_a_score"] = g.missing_metrics.apply(lambda s: int((s > 0).sum()))
-    t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum()) if s.notna().sum() > 1 else np.nan).round(2)
+    t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum())
+                                          if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()
 
 # %% ../nbs/60_sourcebench.ipynb #44010e73
 def human_scores(path: str | Path) -> pd.DataFrame:
-    """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a metric is
-    one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and field."""
-    from groundbench.collect.table import read_rows
+    """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a
+    metric is
+    one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and
+    field."""
+    from groundbench.rows import read_rows
     from groundbench.core import RecordError
     names, rows = read_rows(path)
     for need in ("query", "url", "text"):
         if need not in names: raise RecordError(f"{path}: no column {need!r} (have: {', '.join(names)})")
     cols = {m: [c for c in names if c == m or re.fullmatch(rf"{m}_\w+", c)] for m in METRICS}
-    if not any(cols.values()): raise RecordError(f"{path}: no score column (CR, FA, NE, FR, AA, OA, DA, LC, or CR_1 ...)")
+    if not any(cols.values()):
+        raise RecordError(f"{path}: no score column (CR, FA, NE, FR, AA, OA, DA, LC, or CR_1 ...)")
     out = []
     for n, r in rows:
         rec = {k: str(r.get(k, "") or "") for k in ("query", "url", "text", "published", "updated")}
@@ -170,8 +191,10 @@ def human_scores(path: str | Path) -> pd.DataFrame:
 
 # %% ../nbs/60_sourcebench.ipynb #92a3ba27
 def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
-    """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row with
-    `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages compared."""
+    """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row
+    with
+    `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages
+    compared."""
     rows = []
     for name, pred in (("judge", judged), ("constant baseline", None)):
         if name == "judge" and judged is None: continue
@@ -189,6 +212,7 @@ def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.Data
 def sourcebench_prompts(path: str | Path | None = None) -> list[Prompt]:
     "The SourceBench public queries as prompts (claim_id SB<query_id>, topic = query type, role 'user')."
     from groundbench.core import load_settings, resolve_path
-    if path is None: s = load_settings(); path = resolve_path(s, "data/external/sourcebench/sourcebench_public_queries_v1.csv")
+    if path is None:
+        s = load_settings(); path = resolve_path(s, "data/external/sourcebench/sourcebench_public_queries_v1.csv")
     q = pd.read_csv(path, dtype=str, keep_default_na=False)
     return [Prompt(f"SB{r.query_id}", r.query_type, "user", 0, r.query) for r in q.itertuples()]

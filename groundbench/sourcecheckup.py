@@ -32,27 +32,33 @@ def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: 
     "One row per response: citations, valid cited pages with text, and whether it is source-less (no valid cited page)."
     ok = sources[sources.valid.fillna(False).astype(bool) & sources.text.fillna("").astype(str).str.strip().ne("")]
     n_valid = ok.drop_duplicates(["conversation_id", "citation_index"]).groupby("conversation_id").size()
-    r = pd.DataFrame({"conversation_id": [c.conversation_id for c in convs], "assistant": [names[c.conversation_id] for c in convs],
-                      "n_sources": [len(c.citations) for c in convs], "words": [len(c.answer_text.split()) for c in convs]})
+    r = pd.DataFrame({"conversation_id": [c.conversation_id for c in convs],
+                      "assistant": [names[c.conversation_id] for c in convs],
+                      "n_sources": [len(c.citations) for c in convs],
+                      "words": [len(c.answer_text.split()) for c in convs]})
     r["n_valid_sources"] = r.conversation_id.map(n_valid).fillna(0).astype(int)
     r["sourceless"] = r.n_valid_sources.eq(0)
     return r
 
 # %% ../nbs/65_sourcecheckup.ipynb #3b4ca752
-def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Statement support (any source) and response support (all statements); source-less responses and their statements unsupported."
+def aggregate_support(pairs: pd.DataFrame, statements: pd.DataFrame,
+                      responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Statement support (any source) and response support (all statements); source-less responses and their statements
+    unsupported."""
     ok = pairs[pairs.parse_status != "failed"]
     sup = ok.groupby("unit_id").supported.any()
     failed_only = set(pairs.unit_id) - set(ok.unit_id)
     st = statements.merge(responses[["conversation_id", "sourceless", "n_sources"]], on="conversation_id", how="left")
     st["sourceless"] = st.sourceless.fillna(False).astype(bool)
-    st["uncited"] = st.pop("n_sources").fillna(0).eq(0)   # the response cites no source at all (seed 003's "source-less")
+    # the response cites no source at all (seed 003's "source-less")
+    st["uncited"] = st.pop("n_sources").fillna(0).eq(0)
     st["supported"] = st.unit_id.map(sup).fillna(False).astype(bool) & ~st.sourceless
     st["undecided"] = st.unit_id.isin(failed_only) & ~st.supported & ~st.sourceless  # every pair failed to parse
     r = st[~st.undecided].groupby("conversation_id").supported.agg(["all", "size"])
     resp = responses.copy()
     resp["statements"] = resp.conversation_id.map(r["size"]).fillna(0).astype(int)
-    resp["supported"] = resp.conversation_id.map(r["all"]).fillna(False).astype(bool) & resp.statements.gt(0) & ~resp.sourceless
+    resp["supported"] = (resp.conversation_id.map(r["all"]).fillna(False).astype(bool) & resp.statements.gt(0)
+                         & ~resp.sourceless)
     resp["counted"] = resp.sourceless | resp.statements.gt(0)   # left out: valid sources but no statement
     return st, resp
 
@@ -83,7 +89,8 @@ def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) 
 # %% ../nbs/65_sourcecheckup.ipynb #626fbba1
 def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, source_chunks: int = 8,
                 progress: bool = True) -> pd.DataFrame:
-    "One row per (statement, cited page of its response): supported, justification, parse status, chunks given and available."
+    """One row per (statement, cited page of its response): supported, justification, parse status, chunks given and
+    available."""
     pt = load_prompt("sourcecheckup_support")
     rows, reqs = [], []
     by_conv = {k: g for k, g in sources.groupby("conversation_id")}
@@ -94,13 +101,16 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
         for s in g.itertuples():
             text = s.text if isinstance(s.text, str) and bool(getattr(s, "valid", True)) else ""
             if not text.strip():
-                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0)))); continue
+                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0))))
+                continue
             chunks = [c.text for c in chunk_text(text, getattr(embedder, "chunk_chars", 500))]
             total = len(chunks)
             if total > source_chunks:
-                idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]), source_chunks)[1][0]
+                idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]),
+                                                                  source_chunks)[1][0]
                 chunks = [chunks[i] for i in sorted(idx)]
-            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chunks_given": len(chunks), "chunks_total": total})
+            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chunks_given": len(chunks),
+                         "chunks_total": total})
             prompt = pt.render(statement=u.decontextualised or u.text, source="\n...\n".join(chunks))
             reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=150)))
     res = complete_json(llm, [r for _, r in reqs], Support, step="sourcecheckup", progress=progress)
@@ -111,9 +121,11 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
 
 # %% ../nbs/65_sourcecheckup.ipynb #7ab51830
 def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str]:
-    "The sample's ids: those with groundedness units, then source-less ones (shortest first: no judge call), then the rest; n=0: all."
+    """The sample's ids: those with groundedness units, then source-less ones (shortest first: no judge call), then the
+    rest; n=0: all."""
     order = sorted(range(len(responses)), key=lambda i: (responses.conversation_id.iat[i] not in with_units,
                                                          not responses.sourceless.iat[i],
-                                                         responses.words.iat[i] if responses.sourceless.iat[i] else 0, i))
+                                                         responses.words.iat[i] if responses.sourceless.iat[i] else 0,
+                                                         i))
     ids = [responses.conversation_id.iat[i] for i in order]
     return ids[:n] if n else ids

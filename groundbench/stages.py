@@ -42,11 +42,13 @@ class Stage:
 
 # %% ../nbs/04_stages.ipynb #27050387
 CLAIMS, COLLECT, SOURCES, CREDIBILITY = "10_claims", "20_collect", "30_sources", "40_credibility"
-GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, PROFILE = "50_groundedness", "60_sourcebench", "65_sourcecheckup", "68_profile"
+GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, PROFILE = ("50_groundedness", "60_sourcebench", "65_sourcecheckup",
+                                                     "68_profile")
 VALIDATION, REPORT, EXPLORER = "70_validation", "80_report", "85_explorer"
 
-STAGES: dict[str, Stage] = {s.name: s for s in [
-    Stage(CLAIMS, "claims and prompts: the seed study's claims, templates and question rewrites",
+STAGES: dict[str, Stage] = {s.name: s
+                            for s in [Stage(CLAIMS, "claims and prompts: the seed study's claims, templates and "
+                                            "question rewrites",
           outputs=("claims.parquet", "prompts.parquet"), llm_steps=("question_rewrite",)),
     Stage(COLLECT, "collection: the assistants' answers with their citations (browser, API or a table)", (CLAIMS,),
           ("conversations.jsonl", "prompts.parquet", "sources_presupplied.parquet")),
@@ -54,7 +56,8 @@ STAGES: dict[str, Stage] = {s.name: s for s in [
           ("sources.parquet", "fetch_records.parquet")),
     Stage(CREDIBILITY, "credibility: each cited domain rated, the paper's Tables 1-3", (COLLECT, SOURCES),
           ("citations.parquet", "rates.csv")),
-    Stage(GROUNDEDNESS, "groundedness: units, evidence and the judge, by three methods", (COLLECT, SOURCES, CREDIBILITY),
+    Stage(GROUNDEDNESS, "groundedness: units, evidence and the judge, by three methods",
+          (COLLECT, SOURCES, CREDIBILITY),
           ("units.jsonl", "judgments.jsonl", "response_scores.csv"),
           ("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise", "verify_judge",
            "factscore_facts", "factscore_verify")),
@@ -88,7 +91,8 @@ def stage_parameters(name: str) -> dict:
     cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
     out = {}
     for node in ast.parse("".join(cell["source"])).body if cell else []:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  else getattr(node, "target", None))
         if isinstance(target, ast.Name) and node.value is not None:
             try: out[target.id] = ast.literal_eval(node.value)
             except ValueError: out[target.id] = None

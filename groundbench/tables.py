@@ -24,7 +24,8 @@ SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
 
 @dataclass
 class Output:
-    "One table or figure: `name` (file stem), `caption`, a `table` or a matplotlib `figure`, and whether it depends on a smoke model."
+    """One table or figure: `name` (file stem), `caption`, a `table` or a matplotlib `figure`, and whether it depends
+    on a smoke model."""
     name: str
     caption: str
     table: pd.DataFrame | None = None
@@ -37,21 +38,26 @@ class Output:
 _NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
 
 def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, list[str]]:
-    "The cells as a table shows them (floats to 3 significant digits, strings as written) and each column's alignment (numbers right)."
+    """The cells as a table shows them (floats to 3 significant digits, strings as written) and each column's alignment
+    (numbers right)."""
     d = df.reset_index() if index else df
-    shown = pd.DataFrame({c: [("" if v != v else f"{v:.3g}") if isinstance(v, float) else str(v) for v in d[c]] for c in d.columns})
-    align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left" for c in shown.columns]
+    shown = pd.DataFrame({c: [("" if v != v else f"{v:.3g}") if isinstance(v, float) else str(v) for v in d[c]]
+                          for c in d.columns})
+    align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left"
+             for c in shown.columns]
     return shown, align
 
 # %% ../nbs/03_tables.ipynb #f759dc5f
 def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
-    "Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers right-aligned."
+    """Markdown of `df` with numbers kept as written: floats to 3 significant digits, strings never re-parsed, numbers
+    right-aligned."""
     shown, align = shown_cells(df, index)
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align) if len(shown.columns) else ""
 
 # %% ../nbs/03_tables.ipynb #99b71058
 def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_classes: list[str] | None = None) -> str:
-    "An HTML table with the same cells as the Markdown one: caption above, numbers right-aligned, inside a box that scrolls sideways."
+    """An HTML table with the same cells as the Markdown one: caption above, numbers right-aligned, inside a box that
+    scrolls sideways."""
     import html as _h
     shown, align = shown_cells(df, index)
     head = "".join(f"<th class='{a}'>{_h.escape(str(c))}</th>" for c, a in zip(shown.columns, align))
@@ -76,18 +82,21 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])
     if "tex" in formats:
         paths.append(out_dir / f"{name}.tex")
-        write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True), paths[-1])
+        write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True),
+                   paths[-1])
     return paths
 
 # %% ../nbs/03_tables.ipynb #35d660c9
 def figure_layout_problems(fig) -> list[str]:
-    "Tick labels that overlap on any axis of `fig`, drawn at its own size (the size the report shows): [] when it reads."
+    """Tick labels that overlap on any axis of `fig`, drawn at its own size (the size the report shows): [] when it
+    reads."""
     fig.canvas.draw()
     r, out = fig.canvas.get_renderer(), []
     for k, ax in enumerate(fig.axes):
         for which, labels in (("x", ax.get_xticklabels()), ("y", ax.get_yticklabels())):
             boxes = [(t.get_text(), t.get_window_extent(r)) for t in labels if t.get_visible() and t.get_text().strip()]
-            out += [f"axes {k} ({ax.get_title() or ax.get_xlabel() or ax.get_ylabel()}): {which} tick labels {a!r} and {b!r} overlap"
+            out += [f"axes {k} ({ax.get_title() or ax.get_xlabel() or ax.get_ylabel()}): {which} tick labels {a!r} and "
+                    f"{b!r} overlap"
                     for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
     return out
 
@@ -96,7 +105,8 @@ def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> lis
     "Save a matplotlib figure as PNG and PDF (atomically), marking smoke outputs."
     import matplotlib.pyplot as plt
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    if smoke: fig.text(0.99, 0.01, "SMOKE RUN: bundled small models", ha="right", va="bottom", fontsize=8, color="crimson")
+    if smoke:
+        fig.text(0.99, 0.01, "SMOKE RUN: bundled small models", ha="right", va="bottom", fontsize=8, color="crimson")
     paths = []
     for ext in ("png", "pdf"):
         p = out_dir / f"{name}.{ext}"

@@ -18,12 +18,14 @@ __all__ = ['browser_host', 'registrable_domain', 'public_suffix', 'strip_prefixe
 
 # %% ../nbs/00_urls.ipynb #b0057a02
 def browser_host(host: str) -> str:
-    "A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode shown as Unicode."
+    """A host as browsers read it: percent-decoded, IDNA/UTS 46 mapped (full-width letters, ideographic dots), punycode
+    shown as Unicode."""
     import idna
     from urllib.parse import unquote
     h = unquote(host)
     try: h = idna.uts46_remap(h, std3_rules=False, transitional=False)
-    except (idna.IDNAError, ValueError, UnicodeError) as e: raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
+    except (idna.IDNAError, ValueError, UnicodeError) as e:
+        raise ValueError(f"host {host[:80]!r} is not a valid domain name ({e})") from None
     labels = h.rstrip(".").lower().split(".")
     def uni(label):
         if not label.startswith("xn--"): return label
@@ -68,7 +70,8 @@ def strip_prefixes(host: str, prefixes: tuple[str, ...] = _PREFIXES) -> str:
 _NOT_HTTP = re.compile(r"^(mailto|javascript|data|tel|file|about|urn|blob|ftp):", re.I)
 
 def split_url(url: str) -> tuple[str, str]:
-    "(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises ValueError."
+    """(host, path) of a URL: lowercase host without port or trailing dot; path without trailing slash. Raises
+    ValueError."""
     u = (url or "").strip() if isinstance(url, str) else ""
     if not u: raise ValueError("empty URL")
     if _NOT_HTTP.match(u): raise ValueError(f"not an http(s) URL: {u[:80]!r}")

@@ -31,25 +31,31 @@ def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
     acc = float((g == p).mean())
     f1s = []
     for l in labels:
-        tp, fp, fn = int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()), int(((p != l) & (g == l)).sum())
+        tp, fp, fn = (int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()),
+                      int(((p != l) & (g == l)).sum()))
         f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
     pe = sum(float((g == l).mean()) * float((p == l).mean()) for l in labels)
     kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
     return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
 
 # %% ../nbs/70_validation.ipynb #c6216ed4
-def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str], predicted: str = "judge") -> pd.DataFrame:
+def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+              predicted: str = "judge") -> pd.DataFrame:
     "Confusion matrix: rows = human labels, columns = the `predicted` labels (the judge's, or a baseline's)."
-    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"], colnames=[predicted], dropna=False)
+    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"],
+                       colnames=[predicted], dropna=False)
 
 # %% ../nbs/70_validation.ipynb #3ba47d8c
 SUPPORT = {"Complete": "supported", "Partial": "not_fully_supported", "Incomplete": "not_fully_supported"}
 SUPPORT_LABELS = ("supported", "not_fully_supported")
 
-def support_benchmark(claims: pd.DataFrame, sources: pd.DataFrame, per_system: int = 0, seed: int = 0) -> tuple[list[Unit], pd.DataFrame, pd.DataFrame]:
-    "Units to judge (one per eligible claim), their gold labels, and the evidence sources keyed like the groundedness stage."
+def support_benchmark(claims: pd.DataFrame, sources: pd.DataFrame, per_system: int = 0,
+                      seed: int = 0) -> tuple[list[Unit], pd.DataFrame, pd.DataFrame]:
+    """Units to judge (one per eligible claim), their gold labels, and the evidence sources keyed like the groundedness
+    stage."""
     c = claims[claims.has_passage & claims.support.isin(list(SUPPORT)) & (claims.worthiness != "No")].copy()
-    if per_system: c = pd.concat([g.sample(min(per_system, len(g)), random_state=seed) for _, g in c.groupby("system", sort=True)])
+    if per_system:
+        c = pd.concat([g.sample(min(per_system, len(g)), random_state=seed) for _, g in c.groupby("system", sort=True)])
     c = c.reset_index(drop=True)
     c["gold"] = c.support.map(SUPPORT)
     c["text"] = [re.sub(r"\s*\[\d+\]", "", t).strip() for t in c.claim]
@@ -60,12 +66,14 @@ def support_benchmark(claims: pd.DataFrame, sources: pd.DataFrame, per_system: i
         idx = []
         for k, u in enumerate(r.evidence_urls, 1):
             if (r.conversation_id, u) in src:
-                rows.append({"conversation_id": r.unit_key, "citation_index": k, "text": src[(r.conversation_id, u)], "score": np.nan}); idx.append(k)
+                rows.append({"conversation_id": r.unit_key, "citation_index": k, "text": src[(r.conversation_id, u)],
+                             "score": np.nan}); idx.append(k)
         units.append(Unit(r.unit_key, 0, r.text, "Claim", citation_indices=tuple(idx), decontextualised=r.text))
     return units, c, pd.DataFrame(rows, columns=["conversation_id", "citation_index", "text", "score"])
 
 # %% ../nbs/70_validation.ipynb #99a466fa
-def validate_judge(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder, per_system: int = 0, top_k: int = 5,
+def validate_judge(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder, per_system: int = 0,
+                   top_k: int = 5,
                    progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     "Judge ExpertQA claims; returns (per-claim table, agreement per system and overall, confusion matrices)."
     units, c, src = support_benchmark(claims, sources, per_system)
@@ -74,19 +82,23 @@ def validate_judge(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedd
     c["judge_label"] = [j.label for j in js]
     c["judge_parse_status"] = [j.parse_status for j in js]
     c["judge_skipped"] = [j.skipped for j in js]
-    c["pred"] = c.judge_label.map({"Supported": "supported", "Contradicted": "not_fully_supported", "Unverifiable": "not_fully_supported"})
+    c["pred"] = c.judge_label.map({"Supported": "supported", "Contradicted": "not_fully_supported",
+                                   "Unverifiable": "not_fully_supported"})
     rows, conf = [], {}
     for name, g in [*c.groupby("system"), ("all systems", c)]:
         ok = g[g.pred.notna()]
-        rows.append({"system": name, **agreement(ok.gold, ok.pred, SUPPORT_LABELS), "judge_failed": int(g.pred.isna().sum()),
-                     "gold_supported_share": round(float((g.gold == "supported").mean()), 3) if len(g) else float("nan")})
+        rows.append({"system": name, **agreement(ok.gold, ok.pred, SUPPORT_LABELS),
+                     "judge_failed": int(g.pred.isna().sum()),
+                     "gold_supported_share": round(float((g.gold == "supported").mean()),
+                                                   3) if len(g) else float("nan")})
         conf[name] = confusion(ok.gold, ok.pred, SUPPORT_LABELS)
     return c, pd.DataFrame(rows), conf
 
 # %% ../nbs/70_validation.ipynb #8bc417d2
 RELIABILITY = {"Reliable": 3, "Somewhat reliable": 2, "Not reliable at all": 1}
 
-def validate_sourcecheckup(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder, per_system: int = 0, top_k: int = 5,
+def validate_sourcecheckup(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder,
+                           per_system: int = 0, top_k: int = 5,
                            progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     "SourceCheckup's any-source support of ExpertQA claims against the experts' support labels, per system."
     from groundbench.sourcecheckup import judge_pairs
@@ -94,21 +106,28 @@ def validate_sourcecheckup(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM
     pairs = judge_pairs(units, src, llm, embedder, top_k, progress)
     ok = pairs[~pairs.parse_status.isin(["failed"]) & ~pairs.parse_status.str.startswith("skipped")]
     sup = ok.groupby("unit_id").supported.any()
-    c["pred"] = [("supported" if sup[u.unit_id] else "not_fully_supported") if u.unit_id in sup.index else None for u in units]
+    c["pred"] = [("supported" if sup[u.unit_id] else "not_fully_supported") if u.unit_id in sup.index else None
+                 for u in units]
     rows = []
     for name, g in [*c.groupby("system"), ("all systems", c)]:
         k = g[g.pred.notna()]
-        rows.append({"system": name, **agreement(k.gold, k.pred, SUPPORT_LABELS), "undecided": int(g.pred.isna().sum())})
+        rows.append({"system": name, **agreement(k.gold, k.pred, SUPPORT_LABELS),
+                     "undecided": int(g.pred.isna().sum())})
     return c, pd.DataFrame(rows)
 
 # %% ../nbs/70_validation.ipynb #c81c9b8d
-def reliability_agreement(claims: pd.DataFrame, page_scores: pd.DataFrame | None, ratings: pd.DataFrame | None) -> pd.DataFrame:
-    "Spearman correlation of expert source reliability with SourceBench DA, FA and our credibility score, over (claim, URL) pairs."
+def reliability_agreement(claims: pd.DataFrame, page_scores: pd.DataFrame | None,
+                          ratings: pd.DataFrame | None) -> pd.DataFrame:
+    """Spearman correlation of expert source reliability with SourceBench DA, FA and our credibility score, over
+    (claim, URL) pairs."""
     from scipy.stats import spearmanr
     def row(name, k, col):  # rho is undefined with fewer than 3 pairs or a constant side
-        rho, p = spearmanr(k.expert, k[col]) if len(k) > 2 and k[col].nunique() > 1 and k.expert.nunique() > 1 else (np.nan, np.nan)
+        rho, p = (spearmanr(k.expert, k[col]) if len(k) > 2 and k[col].nunique() > 1 and k.expert.nunique() > 1
+                  else (np.nan, np.nan))
         return {"measure": name, "pairs": len(k), "spearman_rho": rho, "p_value": p}
-    pairs = [(r.conversation_id, u, RELIABILITY[r.reliability]) for r in claims.itertuples() if r.reliability in RELIABILITY for u in r.evidence_urls]
+    pairs = [(r.conversation_id, u,
+              RELIABILITY[r.reliability]) for r in claims.itertuples() if r.reliability in RELIABILITY
+             for u in r.evidence_urls]
     df = pd.DataFrame(pairs, columns=["conversation_id", "url", "expert"])
     rows = []
     if page_scores is not None and len(page_scores):
@@ -118,5 +137,6 @@ def reliability_agreement(claims: pd.DataFrame, page_scores: pd.DataFrame | None
             rows.append(row(name, m.dropna(subset=[col]), col))
     if ratings is not None and len(ratings):
         r = ratings[ratings.classified][["conversation_id", "url", "score"]].drop_duplicates(["conversation_id", "url"])
-        rows.append(row("our credibility score (classified domains)", df.merge(r, on=["conversation_id", "url"]), "score"))
+        rows.append(row("our credibility score (classified domains)", df.merge(r, on=["conversation_id", "url"]),
+                        "score"))
     return pd.DataFrame(rows, columns=["measure", "pairs", "spearman_rho", "p_value"])

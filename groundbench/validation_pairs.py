@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .collect.table import _text, _value, find_column, read_rows
+from .rows import cell_text, cell_value, find_column, read_rows
 from .core import RecordError, Unit
 from .validation import agreement, confusion
 
@@ -28,8 +28,10 @@ __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREE
 # %% ../nbs/71_validation_pairs.ipynb #b71c0006
 POS, NEG = "supported", "not_supported"
 LABELS = (POS, NEG)
-DEFAULT_LABEL_MAP = {**{k: POS for k in ("supported", "support", "attributable", "yes", "true", "1", "complete", "entailed", "entailment")},
-                     **{k: NEG for k in ("not_supported", "not supported", "unsupported", "not attributable", "not_attributable", "no",
+DEFAULT_LABEL_MAP = {**{k: POS for k in ("supported", "support", "attributable", "yes", "true", "1", "complete",
+                                         "entailed", "entailment")},
+                     **{k: NEG for k in ("not_supported", "not supported", "unsupported", "not attributable",
+                                         "not_attributable", "no",
                                          "false", "0", "partial", "incomplete", "missing", "contradicted", "refuted",
                                          "not_entailed", "neutral", "contradiction")}}
 JUDGE_TO_LABEL = {"Supported": POS, "Contradicted": NEG, "Unverifiable": NEG}
@@ -37,11 +39,13 @@ JUDGE_TO_LABEL = {"Supported": POS, "Contradicted": NEG, "Unverifiable": NEG}
 def parse_label_map(spec: str | dict | None) -> dict[str, str]:
     "A label map from `A=supported,B=not_supported,C=skip` (or a dict); keys compared case-insensitively."
     if not spec: return {}
-    items = spec.items() if isinstance(spec, dict) else (p.partition("=")[::2] for p in str(spec).split(",") if p.strip())
+    items = spec.items() if isinstance(spec, dict) else (p.partition("=")[::2] for p in str(spec).split(",")
+                                                         if p.strip())
     out = {}
     for k, v in items:
         v = str(v).strip()
-        if v not in (*LABELS, "skip"): raise ValueError(f"label map: {k}={v}: map each label to supported, not_supported or skip")
+        if v not in (*LABELS, "skip"):
+            raise ValueError(f"label map: {k}={v}: map each label to supported, not_supported or skip")
         out[str(k).strip().casefold()] = v
     return out
 
@@ -59,41 +63,48 @@ class PairColumns:
 # %% ../nbs/71_validation_pairs.ipynb #47c1d8ee
 def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None = None, dev_fraction: float = 0.5,
                seed: int = 0) -> tuple[pd.DataFrame, dict]:
-    "Rows (pair_id, statement, evidence, label, gold, group, split) and counts; bad rows stop with file, row and column."
+    """Rows (pair_id, statement, evidence, label, gold, group, split) and counts; bad rows stop with file, row and
+    column."""
     path = Path(path)
     names, rows = read_rows(path)
-    fields = {f: getattr(cols, f) for f in ("statement", "evidence", "label", "group", "split", "id") if getattr(cols, f)}
+    fields = {f: getattr(cols, f) for f in ("statement", "evidence", "label", "group", "split",
+                                            "id") if getattr(cols, f)}
     where = {f: find_column(names, c, path, f) for f, c in fields.items()}
     lm = {**DEFAULT_LABEL_MAP, **parse_label_map(label_map)}
     out, skipped = [], 0
     for rowno, row in rows:
-        get = lambda f: _text(_value(row, where[f])).strip() if f in where else ""
+        get = lambda f: cell_text(cell_value(row, where[f])).strip() if f in where else ""
         for f in ("statement", "evidence", "label"):
             if not get(f): raise RecordError(f"{path}: row {rowno}: column {where[f][0]!r} ({f}): empty")
         raw = get("label")
         gold = lm.get(raw.casefold())
         if gold is None:
-            raise RecordError(f"{path}: row {rowno}: column {where['label'][0]!r} (label): {raw!r} is not a known label; "
+            raise RecordError(
+                f"{path}: row {rowno}: column {where['label'][0]!r} (label): {raw!r} is not a known label; "
                               f"map it with --label-map {raw}=supported|not_supported|skip")
         if gold == "skip": skipped += 1; continue
         split = get("split").casefold()
         if "split" in where and split not in ("dev", "test"):
-            raise RecordError(f"{path}: row {rowno}: column {where['split'][0]!r} (split): {get('split')!r}: use dev or test")
-        out.append({"pair_id": get("id") or f"row{rowno}", "row": rowno, "statement": get("statement"), "evidence": get("evidence"),
+            raise RecordError(
+                f"{path}: row {rowno}: column {where['split'][0]!r} (split): {get('split')!r}: use dev or test")
+        out.append({"pair_id": get("id") or f"row{rowno}", "row": rowno, "statement": get("statement"),
+                    "evidence": get("evidence"),
                     "label": raw, "gold": gold, "group": get("group"), "split": split})
     df = pd.DataFrame(out, columns=["pair_id", "row", "statement", "evidence", "label", "gold", "group", "split"])
     if df.pair_id.duplicated().any():
         dup = df.pair_id[df.pair_id.duplicated()].head(3).tolist()
         raise RecordError(f"{path}: column {where.get('id', ('id',))[0]!r}: duplicate ids {dup}")
     if "split" not in where:
-        if not 0 < dev_fraction < 1: raise ValueError(f"dev_fraction {dev_fraction}: give a share between 0 and 1 (or a split column)")
+        if not 0 < dev_fraction < 1:
+            raise ValueError(f"dev_fraction {dev_fraction}: give a share between 0 and 1 (or a split column)")
         key = lambda r: hashlib.sha256(f"{seed}:{r.pair_id}:{r.statement}:{r.evidence}".encode()).hexdigest()
         df["split"] = "test"
         for _, g in df.groupby("gold"):
             order = sorted(g.index, key=lambda i: key(df.loc[i]))
             df.loc[order[:round(dev_fraction * len(order))], "split"] = "dev"
     counts = {"file": path.name, "pairs": len(df), "skipped_labels": skipped, "dev": int((df.split == "dev").sum()),
-              "test": int((df.split == "test").sum()), "gold_supported_share": round(float((df.gold == POS).mean()), 3) if len(df) else None}
+              "test": int((df.split == "test").sum()),
+              "gold_supported_share": round(float((df.gold == POS).mean()), 3) if len(df) else None}
     if counts["dev"] == 0 or counts["test"] == 0:
         raise ValueError(f"{path}: the split has {counts['dev']} dev and {counts['test']} test rows; both are needed")
     one = sorted(set(df.gold[df.split == "test"]))
@@ -106,11 +117,13 @@ def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 100
     "n, accuracy, balanced accuracy, macro-F1, Cohen's kappa and its 95% bootstrap interval of `pred` against `gold`."
     g, p = np.asarray(gold, dtype=object), np.asarray(pred, dtype=object)
     n, nan = len(g), float("nan")
-    base = agreement(g, p, LABELS)                       # n, accuracy, macro-F1 and kappa as the ExpertQA validation computes them
+    # n, accuracy, macro-F1 and kappa as the ExpertQA validation computes them
+    base = agreement(g, p, LABELS)
     if n == 0: return {**base, "balanced_accuracy": nan, "kappa_low": nan, "kappa_high": nan}
     recalls = [float((p[g == l] == l).mean()) for l in LABELS if (g == l).any()]
     rng = np.random.default_rng(seed)
-    boots = [agreement(g[i], p[i], LABELS)["kappa"] for i in (rng.integers(0, n, n) for _ in range(n_boot))] if n_boot else []
+    boots = [agreement(g[i], p[i],
+                       LABELS)["kappa"] for i in (rng.integers(0, n, n) for _ in range(n_boot))] if n_boot else []
     boots = [b for b in boots if b == b]
     lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))) if boots else (nan, nan)
     return {**base, "balanced_accuracy": float(np.mean(recalls)), "kappa_low": lo, "kappa_high": hi}
@@ -121,7 +134,9 @@ def confusion_table(gold: Sequence[str], pred: Sequence[str]) -> pd.DataFrame:
     return confusion(gold, pred, LABELS, predicted="predicted")
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0014
-_STOP = set("a an and are as at be been but by for from has have he her his i in is it its of on or she that the their them they this "
+_STOP = set(
+    "a an and are as at be been but by for from has have he her his i in is it its of on or she that the their them "
+    "they this "
             "to was were which who will with not no".split())
 
 def _words(text: str) -> set[str]:
@@ -148,38 +163,45 @@ def embedding_cosine(pairs: pd.DataFrame, embedder, chunk_size: int = 500) -> np
 
 # %% ../nbs/71_validation_pairs.ipynb #a5403a08
 def dev_threshold(scores: Sequence[float], gold: Sequence[str]) -> float:
-    "The threshold (score >= t is supported) with the highest balanced accuracy on these (dev) rows; the lowest on ties."
+    """The threshold (score >= t is supported) with the highest balanced accuracy on these (dev) rows; the lowest on
+    ties."""
     s, g = np.asarray(scores, dtype=float), np.asarray(gold, dtype=object)
     cands = np.unique(np.concatenate([s, [np.inf]]))
-    best = max(cands, key=lambda t: (binary_agreement(g, np.where(s >= t, POS, NEG), n_boot=0)["balanced_accuracy"], -t))
+    best = max(cands, key=lambda t: (binary_agreement(g, np.where(s >= t, POS, NEG), n_boot=0)["balanced_accuracy"],
+                                     -t))
     return float(best)
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0017
 def judge_pairs_labels(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, progress: bool = True) -> pd.DataFrame:
-    "The configured judge on each pair: judge_label (its three-way label), parse_status, pred (supported, not_supported or None)."
+    """The configured judge on each pair: judge_label (its three-way label), parse_status, pred (supported,
+    not_supported or None)."""
     from groundbench.groundedness.judge import judge_units, retrieve, source_chunks
-    units = [Unit(f"pair-{r.pair_id}", 0, r.statement, "Claim", citation_indices=(1,), decontextualised=r.statement) for r in pairs.itertuples()]
+    units = [Unit(f"pair-{r.pair_id}", 0, r.statement, "Claim", citation_indices=(1,),
+                  decontextualised=r.statement) for r in pairs.itertuples()]
     src = pd.DataFrame({"conversation_id": [u.conversation_id for u in units], "citation_index": 1,
                         "text": pairs.evidence.tolist(), "score": np.nan})
     ev = retrieve(units, source_chunks(src), embedder, top_k, ("all",))
     js = judge_units(units, ev, llm, ("all",), progress=progress)
     return pd.DataFrame({"judge_label": [j.label for j in js], "parse_status": [j.parse_status for j in js],
-                         "pred": [JUDGE_TO_LABEL.get(j.label) if j.parse_status != "failed" else None for j in js]}, index=pairs.index)
+                         "pred": [JUDGE_TO_LABEL.get(j.label) if j.parse_status != "failed" else None for j in js]},
+                        index=pairs.index)
 
 # %% ../nbs/71_validation_pairs.ipynb #3b19d4b3
 def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: int = 1000, seed: int = 0,
                    progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
-    "(scored test rows, agreement per method and group, confusion matrices, thresholds) of the judge and both baselines."
+    """(scored test rows, agreement per method and group, confusion matrices, thresholds) of the judge and both
+    baselines."""
     dev, test = pairs[pairs.split == "dev"].copy(), pairs[pairs.split == "test"].copy()
     for d in (dev, test): d["word_overlap"] = [word_overlap(s, e) for s, e in zip(d.statement, d.evidence)]
-    dev["embedding_cosine"], test["embedding_cosine"] = embedding_cosine(dev, embedder), embedding_cosine(test, embedder)
+    for d in (dev, test): d["embedding_cosine"] = embedding_cosine(d, embedder)
     thresholds = {m: dev_threshold(dev[m], dev.gold) for m in ("word_overlap", "embedding_cosine")}
     for m, t in thresholds.items(): test[f"pred_{m}"] = np.where(test[m] >= t, POS, NEG)
     j = judge_pairs_labels(test, llm, embedder, top_k, progress) if llm is not None else None
     if j is not None: test = test.join(j.rename(columns={"pred": "pred_judge"}))
     methods = (["judge"] if j is not None else []) + ["word_overlap", "embedding_cosine"]
     rows, conf = [], {}
-    groups = [("all", test)] + ([(g, d) for g, d in test.groupby("group", sort=True)] if test.group.ne("").any() else [])
+    groups = [("all", test)] + ([(g, d) for g,
+                                 d in test.groupby("group", sort=True)] if test.group.ne("").any() else [])
     for m in methods:
         for gname, d in groups:
             ok = d[d[f"pred_{m}"].notna()]
@@ -191,12 +213,16 @@ def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: i
     return test, pd.DataFrame(rows), conf, thresholds
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0023
-AGREEMENT_COLUMNS = ["method", "group", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa", "kappa_low", "kappa_high",
+AGREEMENT_COLUMNS = ["method", "group", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa", "kappa_low",
+                     "kappa_high",
                      "parse_failures", "threshold", "gold_supported_share"]
 
-def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, embedder=None, label_map=None, dev_fraction: float = 0.5,
-                          top_k: int = 5, n_boot: int = 1000, seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, dict]:
-    "Load, judge (when `llm`), score the baselines and write the outputs into `out`; returns (agreement table, summary)."
+def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, embedder=None, label_map=None,
+                          dev_fraction: float = 0.5,
+                          top_k: int = 5, n_boot: int = 1000, seed: int = 0,
+                          progress: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Load, judge (when `llm`), score the baselines and write the outputs into `out`; returns (agreement table,
+    summary)."""
     from groundbench.core import write_json, write_table
     from groundbench.tables import write_table_files
     pairs, counts = load_pairs(path, cols, label_map, dev_fraction, seed)
@@ -205,11 +231,13 @@ def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, em
     smoke = bool(llm is not None and llm.smoke)
     model = llm.backend.describe().get("model", "") if llm is not None else ""
     agree = agree[AGREEMENT_COLUMNS].round(3)
-    write_table_files(agree, out, "pairs_agreement", f"Judge ({model or 'none'}) and two baselines vs human labels of {Path(path).name} "
+    write_table_files(agree, out, "pairs_agreement",
+                      f"Judge ({model or 'none'}) and two baselines vs human labels of {Path(path).name} "
                       "(test rows; baseline thresholds chosen on the dev rows)", smoke)
     write_table(pd.concat(conf, names=["method"]).reset_index(), out / "pairs_confusion.csv")
     write_table(scored, out / "pairs_scored.parquet")
-    summary = {**counts, "judge_model": model, "smoke": smoke, "thresholds": thr, "top_k": top_k, "n_boot": n_boot, "seed": seed,
+    summary = {**counts, "judge_model": model, "smoke": smoke, "thresholds": thr, "top_k": top_k, "n_boot": n_boot,
+               "seed": seed,
                "judge_collapse": JUDGE_TO_LABEL,
                "judge_parse_failures": int(scored.pred_judge.isna().sum()) if "pred_judge" in scored else None}
     write_json(summary, out / "pairs_validation.json")

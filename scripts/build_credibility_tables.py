@@ -3,7 +3,8 @@
 
     python scripts/build_credibility_tables.py [--out DIR]
 
-The cleaning rules are documented in nbs/41_credibility_build.ipynb (groundbench.credibility.build.build_derived_tables);
+The cleaning rules are documented in nbs/41_credibility_build.ipynb
+(groundbench.credibility.build.build_derived_tables);
 tests/test_credibility.py checks that the committed files are exactly what this script makes."""
 import argparse
 import json

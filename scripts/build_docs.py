@@ -1,5 +1,6 @@
 """Build the docs site without Quarto: nbdev's notebook processing (show_doc rendered, hidden cells dropped, directives
-applied), nbconvert's Markdown exporter, and MkDocs Material (theme assets in its wheel, the built-in offline plugin so that
+applied), nbconvert's Markdown exporter, and MkDocs Material (theme assets in its wheel, the built-in offline plugin so
+that
 search works from a local folder, no web fonts). The Quarto site (`nbdev-docs`) stays the publishing path where Quarto
 exists; this one builds on every machine.
 
@@ -25,12 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / "nbs"
 
 # stage order and grouping of the navigation: (section, notebook-name prefixes)
-SECTIONS = [("Foundations", ("00", "01", "02", "03", "04")), ("Claims", ("10",)), ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
+SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05")), ("Claims", ("10",)),
+            ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
             ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
-            ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")), ("Validation", ("70", "71")),
-            ("Report and explorer", ("80", "85")), ("Cost before you run", ("87", "88")), ("Running a study", ("89", "90"))]
+            ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")),
+            ("Validation", ("70", "71")),
+            ("Report and explorer", ("80", "85")), ("Cost before you run", ("87", "88")),
+            ("Running a study", ("89", "90"))]
 # figures of the report a stage notebook describes
-FIGURES = {"42_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"], "68_profile": ["figure_profile"]}
+FIGURES = {"42_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
+           "68_profile": ["figure_profile"]}
 
 
 def _import_only(cell) -> bool:
@@ -41,7 +46,8 @@ def _import_only(cell) -> bool:
 
 
 def processors():
-    "nbdev's docs processors, with two changes: only exported and import-only cells run (never a stage), and no links to a hosted site."
+    """nbdev's docs processors, with two changes: only exported and import-only cells run (never a stage), and no links
+    to a hosted site."""
     from nbdev.processors import FilterDefaults, _show_docs, add_links, exec_show_docs
 
     class exec_doc_cells(exec_show_docs):
@@ -53,7 +59,8 @@ def processors():
                 try: ok = bool(_show_docs(cell.parsed_()))
                 except Exception: ok = False
             if ok: self.k.cell(cell)
-            if (e := self.k.exc): raise RuntimeError(f"{self.nb.path_}: cell {cell.idx_}: {type(e).__name__}: {e}") from e
+            if (e := self.k.exc):
+                raise RuntimeError(f"{self.nb.path_}: cell {cell.idx_}: {type(e).__name__}: {e}") from e
 
     procs = [exec_doc_cells if p is exec_show_docs else p for p in FilterDefaults().base_procs() if p is not add_links]
     return procs
@@ -77,9 +84,12 @@ def notebook_markdown(path: Path, img_dir: Path) -> tuple[str, str]:
         if d["cell_type"] == "code":
             lines = d["source"].splitlines()
             if any(re.match(r"#\|\s*echo:\s*false", l) for l in lines): d["metadata"] = {"tags": ["remove_input"]}
-            d["source"] = "\n".join(l for l in lines if not l.startswith("#|")).strip("\n")  # Quarto directives: not for the page
+            # Quarto directives: not for the page
+            d["source"] = "\n".join(l for l in lines if not l.startswith("#|")).strip("\n")
             d["execution_count"] = None
-            d["outputs"] = [{k: v for k, v in dict(o).items() if k != "execution_count"} | ({"execution_count": None} if o.get("output_type") == "execute_result" else {})
+            d["outputs"] = [{k: v for k,
+                             v in dict(o).items() if k != "execution_count"} | ({
+                                 "execution_count": None} if o.get("output_type") == "execute_result" else {})
                             for o in d.get("outputs", [])]
             for o in d["outputs"]:
                 if o.get("output_type") != "stream": o.setdefault("metadata", {})
@@ -115,28 +125,42 @@ def study_guide() -> str:
     cb = tpl[tpl.role == "claim_believer"].iloc[0].template.replace("{claim}", c.claim).replace("{question}", question)
     steps = [
         ("1. The claim", "10_claims", f"`data/seed_study/claims.csv` row `{cid}` (topic *{c.topic}*): \"{c.claim}\". "
-         "Every claim is filled into the three Fact-Checker and three Claim Believer templates of `templates.csv`; the Claim "
+         "Every claim is filled into the three Fact-Checker and three Claim Believer templates of `templates.csv`; the "
+         "Claim "
          f"Believer templates ask the reviewed question of `questions.csv`. Two of the six prompts:\n\n"
          f"- Fact-Checker, template 1: \"{fc}\"\n- Claim Believer, template 1: \"{cb}\""),
-        ("2. Collection", "20_collect", "Each prompt goes to each assistant (browser collectors, notebooks 22-25 and 28; APIs, 26; or "
-         "answers you already hold, 27 and 29). The answer becomes a `Conversation`: its text, its citations numbered by first "
+        ("2. Collection", "20_collect",
+         "Each prompt goes to each assistant (browser collectors, notebooks 22-25 and 28; APIs, 26; or "
+         "answers you already hold, 27 and 29). The answer becomes a `Conversation`: its text, its citations numbered "
+         "by first "
          "appearance, and its segments, each sentence with the citations that cover it (METHOD 1.2, notebook 21)."),
-        ("3. Sources", "30_sources", "Every cited URL is fetched safely (31), its text extracted (32) or rendered in Chromium (33); "
+        ("3. Sources", "30_sources",
+         "Every cited URL is fetched safely (31), its text extracted (32) or rendered in Chromium (33); "
          "a page that cannot be fetched keeps its failure reason."),
-        ("4. Credibility", "40_credibility", "Each cited domain gets the paper's MBFC-based label and score (41): credible (> 0), "
-         "non-credible (< 0) or unrated. The conversation's CR is its credible share of rated citations; Table 1's cell for this "
-         "claim's topic and the Fact-Checker role is the mean of those per-conversation rates over the topic's conversations, "
+        ("4. Credibility", "40_credibility",
+         "Each cited domain gets the paper's MBFC-based label and score (41): credible (> 0), "
+         "non-credible (< 0) or unrated. The conversation's CR is its credible share of rated citations; Table 1's "
+         "cell for this "
+         "claim's topic and the Fact-Checker role is the mean of those per-conversation rates over the topic's "
+         "conversations, "
          "with 1.96 standard errors, beside the pooled rate with its Agresti-Coull interval (42)."),
-        ("5. Groundedness", "50_groundedness", "The answer is split into minimal units (51), each labelled and made self-contained; "
-         "each verifiable unit is judged against the chunks of its own cited sources retrieved by embedding similarity (52). "
-         "GS is the supported share of verified units per response, CG and NCG split the support by the source's credibility, "
+        ("5. Groundedness", "50_groundedness",
+         "The answer is split into minimal units (51), each labelled and made self-contained; "
+         "each verifiable unit is judged against the chunks of its own cited sources retrieved by embedding similarity "
+         "(52). "
+         "GS is the supported share of verified units per response, CG and NCG split the support by the source's "
+         "credibility, "
          "and Table 4's cell is their mean over the group's responses (53)."),
-        ("6. The report", "80_report", "Tables 1 and 4 of all runs side by side, the paper's values beside the run's with "
-         "whether each difference lies within the combined interval, and the comparison of two runs or assistants; the explorer "
+        ("6. The report", "80_report",
+         "Tables 1 and 4 of all runs side by side, the paper's values beside the run's with "
+         "whether each difference lies within the combined interval, and the comparison of two runs or assistants; the "
+         "explorer "
          "(85) opens any one conversation, claim by claim."),
     ]
-    out = STUDY_GUIDE_HEAD + ("This page follows the first claim of the seed study through every stage; each step links the "
-                              "notebook that defines it. The numbers of a real run are in its report (`runs/<run_id>/report/`).\n\n")
+    out = STUDY_GUIDE_HEAD + (
+        "This page follows the first claim of the seed study through every stage; each step links the "
+                              "notebook that defines it. The numbers of a real run are in its report "
+                              "(`runs/<run_id>/report/`).\n\n")
     for h, nb, text in steps:
         out += f"## {h}\n\n{text}\n\nNotebook: [{nb}]({nb}.md)\n\n"
     return out
@@ -145,7 +169,8 @@ def study_guide() -> str:
 _MD_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 
 def fix_links(src: Path) -> list[str]:
-    "Turn relative Markdown links to files the site does not have into plain text (e.g. third-party docstrings' own docs links)."
+    """Turn relative Markdown links to files the site does not have into plain text (e.g. third-party docstrings' own
+    docs links)."""
     dropped = []
     for md in src.rglob("*.md"):
         text = md.read_text(encoding="utf-8")
@@ -193,22 +218,27 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     left = [s for s in pages if not any(s[:2] in pre for _, pre in SECTIONS)]
     if left: nav["Other"] = [{pages[s]: f"{s}.md"} for s in left]
     cfg = {"site_name": "groundbench", "docs_dir": str(src), "site_dir": str(out), "use_directory_urls": False,
-           "theme": {"name": "material", "font": False, "features": ["navigation.sections", "search.highlight", "content.code.copy"]},
+           "theme": {"name": "material", "font": False,
+                     "features": ["navigation.sections", "search.highlight", "content.code.copy"]},
            "plugins": ["search", "offline"],
-           "extra": {"polyfills": ["assets/iframe-worker/shim.js"]},   # vendored: the offline plugin would load it from unpkg
+           # vendored: the offline plugin would load it from unpkg
+           "extra": {"polyfills": ["assets/iframe-worker/shim.js"]},
            "markdown_extensions": ["tables", "admonition", "attr_list", "md_in_html", {"toc": {"permalink": True}},
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
            "nav": [{"Home": "index.md"}, {"Study guide": "study_guide.md"}, *[{k: v} for k, v in nav.items() if v]]}
     import yaml
-    conf = src.parent / f"{src.name}.mkdocs.yml"   # beside the sources: MkDocs wants docs_dir to be a sibling of its config
+    # beside the sources: MkDocs wants docs_dir to be a sibling of its config
+    conf = src.parent / f"{src.name}.mkdocs.yml"
     conf.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     if out.exists(): shutil.rmtree(out)
     import os
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(conf)], capture_output=True, text=True,
                        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     if r.returncode: raise SystemExit(f"mkdocs build failed:\n{r.stdout}\n{r.stderr}")
-    (out / "404.html").unlink(missing_ok=True)  # a server's error page with absolute asset paths: nothing links it in a local folder
-    info = {"pages": 2 + len(nbs), "notebooks": len(nbs), "figures": figs, "links_unlinked": dropped, "seconds": round(time.time() - t0, 1), "site": str(out),
+    # a server's error page with absolute asset paths: nothing links it in a local folder
+    (out / "404.html").unlink(missing_ok=True)
+    info = {"pages": 2 + len(nbs), "notebooks": len(nbs), "figures": figs, "links_unlinked": dropped,
+            "seconds": round(time.time() - t0, 1), "site": str(out),
             "warnings": [l for l in r.stderr.splitlines() if "WARNING" in l]}
     (out / "build.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return info
@@ -217,12 +247,15 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "_docs", help="the site folder (default _docs/)")
-    ap.add_argument("--figures-from", type=Path, default=None, help="a report folder with figure PNGs (default runs/demo/report if present)")
-    ap.add_argument("--src", type=Path, default=ROOT / "build" / "docs_src", help="where the Markdown sources are written")
+    ap.add_argument("--figures-from", type=Path, default=None,
+                    help="a report folder with figure PNGs (default runs/demo/report if present)")
+    ap.add_argument("--src", type=Path, default=ROOT / "build" / "docs_src",
+                    help="where the Markdown sources are written")
     a = ap.parse_args(argv)
     figs = a.figures_from or (ROOT / "runs" / "demo" / "report")
     info = build(a.out.resolve(), figs if figs.exists() else None, a.src.resolve())
-    print(f"{info['pages']} pages ({info['notebooks']} notebooks), {info['figures']} figures, {len(info['warnings'])} mkdocs warnings, "
+    print(f"{info['pages']} pages ({info['notebooks']} notebooks), {info['figures']} figures, {len(info['warnings'])} "
+          f"mkdocs warnings, "
           f"{len(info['links_unlinked'])} links to pages outside the site kept as text, "
           f"{info['seconds']} s -> {info['site']}/index.html")
 

@@ -2,7 +2,7 @@
 # Every check and test of groundbench, in the order a failure is cheapest to read:
 #   1. notebooks are clean (nbdev-clean changes nothing) and carry no outputs
 #   2. the library groundbench/ is in sync with the notebooks (nbdev-export changes nothing)
-#   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py)
+#   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py); no code line over 120 characters (ruff)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
 # Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests; pytest runs on two workers.
@@ -35,6 +35,9 @@ fi
 
 echo "== README in sync with nbs/index.ipynb"
 python scripts/make_readme.py --check
+
+echo "== lines of at most 120 characters in notebooks, scripts and benchmarks (ruff)"
+ruff check --select E501 nbs scripts benchmarks
 
 echo "== notebook tests (nbdev-test)"
 start=$SECONDS

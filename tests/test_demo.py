@@ -62,6 +62,25 @@ def check_estimate(run, manifest, exact):
             assert (r.calls, r.prompt_tokens) == (r.calls_low, r.prompt_tokens_expected), (r.stage, r.step)
 
 
+def seed_half(manifest, db_a, db_b, half):
+    """Copy into b's empty cache run a's answers of one half of the run: "first" (question rewrites and groundedness:
+    b's model calls and the kill then fall in SourceBench, SourceCheckup or validation) or "second" (those three: the
+    kill falls in the claims or groundedness stage). The cache keeps a's answers in the order they were made, so the
+    first half is the first rows, as many as the manifest's calls of stages up to groundedness. Returns the rows copied."""
+    first = sum(v.get("calls", 0) for name, st in manifest["stages"].items() if name <= "50_groundedness"
+                for e in st["history"] for k, v in e["llm"].items() if k != "embedding")
+    db_b.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db_a) as a, sqlite3.connect(db_b) as b:
+        rows = a.execute("select * from completions order by rowid").fetchall()
+        part = rows[:first] if half == "first" else rows[first:]
+        cols = [r[1] for r in a.execute("pragma table_info(completions)")]
+        schema = a.execute("select sql from sqlite_master where name = 'completions'").fetchone()[0]
+        b.execute(schema)
+        b.executemany(f"insert into completions ({','.join(cols)}) values ({','.join('?' * len(cols))})", part)
+    assert 0 < len(part) < len(rows), (half, first, len(rows))
+    return len(part)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # two demo runs with the CPU smoke model: well over the default 900 s on a busy machine
 def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(small_demo, tmp_path):
@@ -73,8 +92,11 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     check_estimate(runs_a / "a", ma, exact=True)
 
     b, db_b = small_demo_spec(tmp_path, "b")
-    delay = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED", time.time_ns()) % 1000)).uniform(0, 60)
-    print(f"killing run b {delay:.1f} s after its first model call")
+    rng = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED") or time.time_ns()) % 1000)
+    half, delay = rng.choice(("first", "second")), rng.uniform(0, 30)
+    seeded = seed_half(ma, db_a, db_b, half)
+    print(f"run b starts with the answers of run a's {half} half of the model calls ({seeded}); "
+          f"killing it {delay:.1f} s after its first model call")
     proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 900

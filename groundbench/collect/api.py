@@ -18,8 +18,10 @@ from typing import Sequence
 import httpx
 from tqdm.auto import tqdm
 
-from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers, citable_url, conversation_from_record,
-                                      is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks, _MARK)
+from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers,
+                                      citable_url, conversation_from_record,
+                                      is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks,
+                                      _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..backends import post_with_retries
 
@@ -30,7 +32,8 @@ __all__ = ['API_COLLECTORS', 'API_PARSERS', 'renumber', 'thought', 'parse_openai
 
 # %% ../../nbs/26_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
-    "Blocks with markers renumbered by first appearance (same URL = same citation), the cited list, and the listed-but-uncited sources."
+    """Blocks with markers renumbered by first appearance (same URL = same citation), the cited list, and the
+    listed-but-uncited sources."""
     by_idx = {c.index: c for c in sources}
     cl, new = CitationList(), {}
     for b in blocks:
@@ -44,7 +47,8 @@ def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[s
 # %% ../../nbs/26_collect_api.ipynb #c0cedd57
 def thought(reasoning_tokens: int | None, shown_reasoning: bool) -> bool:
     """Whether an API answer was a thinking one, from what it did: reasoning tokens spent (when the usage reports them),
-    else reasoning it returned. A reasoning item alone is no evidence: the Responses API returns one with every answer of a
+    else reasoning it returned. A reasoning item alone is no evidence: the Responses API returns one with every answer
+    of a
     reasoning model, even when it spent no reasoning tokens (GPT-5 at `reasoning.effort: minimal`)."""
     return int(reasoning_tokens) > 0 if reasoning_tokens is not None else bool(shown_reasoning)
 
@@ -74,7 +78,8 @@ def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> 
         marked = re.sub(r"[ \t]+(?=\ue200)", "", "".join(out))
         return parsed_from_blocks(provider, text_blocks(marked), cl.items, rejected=cl.rejected)
     spans = [(a["start_index"], a["end_index"], [i]) for a in anns if (i := cl.add(a["url"], a.get("title", "")))]
-    return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text), rejected_urls=tuple(cl.rejected))
+    return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text),
+                        rejected_urls=tuple(cl.rejected))
 
 # %% ../../nbs/26_collect_api.ipynb #9d61cd32
 def parse_openai_responses(data: dict) -> ParsedAnswer:
@@ -85,7 +90,8 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
         for part in item.get("content") or []:
             if part.get("type") != "output_text": continue
             texts.append(part.get("text") or "")
-            anns += [{**a, "start_index": a["start_index"] + off, "end_index": a["end_index"] + off} for a in part.get("annotations") or []
+            anns += [{**a, "start_index": a["start_index"] + off,
+                      "end_index": a["end_index"] + off} for a in part.get("annotations") or []
                      if a.get("type") == "url_citation"]
             off += len(texts[-1])
     p = parse_openai_text("openai-responses", "".join(texts), anns)
@@ -110,11 +116,13 @@ def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAn
         blocks, cits, extra = renumber(blocks, sources)
         text, segs = segment_blocks(blocks, len(cits))
         extra = [c for c in extra if citable_url(c.url)]
-        p = ParsedAnswer(provider, text, tuple(cits), segs, False, is_refusal(text), "", tuple(Citation(i, c.url, c.title) for i, c in enumerate(extra, 1)),
+        p = ParsedAnswer(provider, text, tuple(cits), segs, False, is_refusal(text), "",
+                         tuple(Citation(i, c.url, c.title) for i, c in enumerate(extra, 1)),
                          tuple(str(c.url)[:500] for c in sources if not citable_url(c.url)))
     u = data.get("usage") or {}
     rt = u.get("reasoning_tokens", (u.get("completion_tokens_details") or {}).get("reasoning_tokens"))
-    return dataclasses.replace(p, thinking=thought(rt, bool(msg.get("reasoning_steps") or msg.get("reasoning_content"))),
+    return dataclasses.replace(p, thinking=thought(rt, bool(msg.get("reasoning_steps")
+                                                            or msg.get("reasoning_content"))),
                                reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""))
 
 # %% ../../nbs/26_collect_api.ipynb #f1f9696c
@@ -125,13 +133,16 @@ def parse_perplexity(data: dict) -> ParsedAnswer:
 # %% ../../nbs/26_collect_api.ipynb #1fa58740
 class APICollector:
     "Base of the API collectors: payload, endpoint, parser."
-    provider, path, key_env, default_base = "openai-chat", "/chat/completions", "OPENAI_API_KEY", "https://api.openai.com/v1"
+    provider, path, key_env, default_base = ("openai-chat", "/chat/completions", "OPENAI_API_KEY",
+                                             "https://api.openai.com/v1")
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None, timeout_s: float = 180,
                  max_retries: int = 5, backoff_s: float = 2.0, delay_s: float = 0.0, options: dict | None = None):
         self.model, self.base_url = model, (base_url or self.default_base).rstrip("/")
         self.key_env = api_key_env or self.key_env
-        self.timeout_s, self.max_retries, self.backoff_s, self.delay_s, self.options = timeout_s, max_retries, backoff_s, delay_s, options or {}
+        self.timeout_s, self.max_retries, self.backoff_s, self.delay_s, self.options = (timeout_s, max_retries,
+                                                                                        backoff_s, delay_s,
+                                                                                        options or {})
 
     def payload(self, prompt: str) -> dict:
         return {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.options}
@@ -147,18 +158,24 @@ class APICollector:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
                 started = now_iso()
                 try:
-                    resp = post_with_retries(client, self.base_url + self.path, self.payload(p.text), headers, self.max_retries, self.backoff_s)
+                    resp = post_with_retries(client, self.base_url + self.path, self.payload(p.text), headers,
+                                             self.max_retries, self.backoff_s)
                 except httpx.TransportError as e:
                     raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
                 if resp.status_code != 200:
-                    raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
+                    raise CollectionError(
+                        f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
                 raw = resp.content
                 parsed = self.parse(json.loads(raw))
-                archive.save_record(self.provider, p.prompt_id, {
-                    "provider": self.provider, "model": parsed.model_shown or self.model, "prompt_id": p.prompt_id, "prompt_text": p.text,
-                    "response": archive.put(raw, "json"), "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(), "source": "api"})
+                archive.save_record(self.provider, p.prompt_id,
+                                    {"provider": self.provider, "model": parsed.model_shown or self.model,
+                                     "prompt_id": p.prompt_id,
+                                                                 "prompt_text": p.text,
+                    "response": archive.put(raw, "json"), "parsed": to_plain(parsed), "started_at": started,
+                                                                 "collected_at": now_iso(), "source": "api"})
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
-        return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
+        return [conversation_from_record(json.loads(archive.record_path(self.provider,
+                                                                        p.prompt_id).read_text())) for p in prompts]
 
 # %% ../../nbs/26_collect_api.ipynb #76f0b471
 class OpenAIResponsesCollector(APICollector):

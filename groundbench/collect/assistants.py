@@ -7,12 +7,79 @@ Docs: https://groundbench.github.io/groundbench/collect_assistants.html.md"""
 # %% ../../nbs/23_collect_assistants.ipynb #99a14d44
 from __future__ import annotations
 
-from .page import CONFIG_DIR, load_ui_config
+import json
+from pathlib import Path
+
+import yaml
+
+from .base import ParsedAnswer
+from .page import CONFIG_DIR, load_ui_config, parse_page
+from ..core import RecordError
 
 # %% auto #0
-__all__ = ['browser_assistants']
+__all__ = ['browser_assistants', 'parse_archived']
 
 # %% ../../nbs/23_collect_assistants.ipynb #17e1a2d0
 def browser_assistants() -> list[str]:
-    "The assistants whose page groundbench can drive: one YAML file each in `groundbench/collect/` (its name is the assistant's)."
+    """The assistants whose page groundbench can drive: one YAML file each in `groundbench/collect/` (its name is the
+    assistant's)."""
     return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if "provider" in load_ui_config(p))
+
+# %% ../../nbs/23_collect_assistants.ipynb #02ef81b6
+def _why(e: BaseException) -> str:
+    return str(e) if isinstance(e, (ValueError, FileNotFoundError)) else f"{type(e).__name__}: {e}"
+
+# %% ../../nbs/23_collect_assistants.ipynb #6534f845
+def _read_file(p: Path, opt: str) -> bytes:
+    if not p.exists(): raise RecordError(f"{p}: no such file")
+    if p.is_dir(): raise RecordError(f"{opt} {p}: is a folder; give the file")
+    return p.read_bytes()
+
+# %% ../../nbs/23_collect_assistants.ipynb #1f1d8369
+def _parse_page_file(provider: str, html: Path | None, config: Path | None) -> ParsedAnswer:
+    "A browser assistant's archived page, parsed with its YAML (or `config`)."
+    from groundbench.sources.extract import decode_bytes
+    if not html: raise RecordError(f"--provider {provider} reads a page: give --html FILE")
+    # the page's own charset, as a browser reads it
+    page, _ = decode_bytes(_read_file(Path(html), "--html"), "text/html")
+    # truncated: drop the unfinished tag, never show markup
+    if (i := page.rfind("<")) > page.rfind(">"): page = page[:i]
+    if config is not None: _read_file(Path(config), "--config")
+    try: cfg = load_ui_config(config or provider)
+    except yaml.YAMLError as e:
+        raise RecordError(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})") from None
+    except (ValueError, TypeError, KeyError, AttributeError, FileNotFoundError) as e:
+        raise RecordError(f"{config or provider}: not a UI configuration ({_why(e)})") from None
+    try: return parse_page(page, cfg)
+    except ValueError as e: raise RecordError(f"{html}: {e}") from None
+    except Exception as e:  # soupsieve raises its own SelectorSyntaxError for a bad CSS selector in the configuration
+        raise RecordError(f"{config or provider}: a selector cannot be used "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+
+# %% ../../nbs/23_collect_assistants.ipynb #12216213
+def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
+    "An API's archived JSON response, parsed by that API's parser."
+    from groundbench.collect.api import API_PARSERS
+    if not json_file: raise RecordError(f"--provider {provider} reads an API response: give --json FILE")
+    raw = _read_file(Path(json_file), "--json")
+    try: data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e: raise RecordError(f"{json_file}: not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{json_file}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError: raise RecordError(f"{json_file}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise RecordError(
+            f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
+    try: return API_PARSERS[provider](data)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as e:
+        raise RecordError(f"{json_file}: not a {provider} response of the expected shape ({_why(e)})") from None
+
+# %% ../../nbs/23_collect_assistants.ipynb #4866b999
+def parse_archived(provider: str, html: str | Path | None = None, json_file: str | Path | None = None,
+                   config: str | Path | None = None) -> ParsedAnswer:
+    """An archived answer parsed offline: `html` for a browser assistant (`config`: a UI YAML other than its own),
+    `json_file` for an API provider (`collect.api.API_PARSERS`)."""
+    from groundbench.collect.api import API_PARSERS
+    if provider in browser_assistants(): return _parse_page_file(provider, html, config)
+    if provider in API_PARSERS: return _parse_api_file(provider, json_file)
+    raise RecordError(f"unknown provider {provider!r}: use one of {', '.join([*browser_assistants(), *API_PARSERS])}")

@@ -104,7 +104,8 @@ def span_segments(text: str, spans: Sequence[tuple[int, int, Sequence[int]]], n_
     "Segments from explicit (start, end, citation indices) spans of `text`, plus uncited segments for the rest."
     merged: dict[tuple[int, int], set[int]] = {}
     for a, b, idx in spans:
-        if not (0 <= a < b <= len(text)): raise ValueError(f"span ({a}, {b}) outside the answer text of length {len(text)}")
+        if not (0 <= a < b <= len(text)):
+            raise ValueError(f"span ({a}, {b}) outside the answer text of length {len(text)}")
         merged.setdefault((a, b), set()).update(idx)
     segs = [Segment(text[a:b], tuple(sorted(ix)), a, b) for (a, b), ix in sorted(merged.items())]
     covered = sorted(merged)
@@ -146,9 +147,11 @@ class ParsedAnswer:
         return json.dumps(to_plain(self), ensure_ascii=False, sort_keys=True, indent=1)
 
 # %% ../../nbs/21_collect_base.ipynb #3e0e07ce
-_REFUSAL = re.compile(r"^\s*(i'?m sorry,? but i (can'?t|cannot|won'?t)|i (can'?t|cannot|won'?t) (help|assist|provide|comply)|"
+_REFUSAL = re.compile(
+    r"^\s*(i'?m sorry,? but i (can'?t|cannot|won'?t)|i (can'?t|cannot|won'?t) (help|assist|provide|comply)|"
                       r"i'?m (not able|unable) to (help|assist|provide)|sorry, i (can'?t|cannot)|"
-                      r"lo siento, (pero )?no puedo|je suis désolé,? (mais )?je ne peux pas|es tut mir leid, (aber )?ich kann|"
+                      r"lo siento, (pero )?no puedo|je suis désolé,? (mais )?je ne peux pas|es tut mir leid, (aber "
+                      r")?ich kann|"
                       r"извините, (но )?я не могу|抱歉，我(无法|不能))", re.I)
 
 def is_refusal(text: str) -> bool:
@@ -157,7 +160,8 @@ def is_refusal(text: str) -> bool:
 
 # %% ../../nbs/21_collect_base.ipynb #c60acab0
 def citable_url(url) -> bool:
-    "True for an absolute http(s) URL with a host: the only links that become citations (never javascript:, data:, file: or relative)."
+    """True for an absolute http(s) URL with a host: the only links that become citations (never javascript:, data:,
+    file: or relative)."""
     from urllib.parse import urlsplit
     if not isinstance(url, str) or not url.strip() or any(ord(c) < 32 for c in url.strip()): return False
     try: p = urlsplit(url.strip())
@@ -166,12 +170,15 @@ def citable_url(url) -> bool:
 
 # %% ../../nbs/21_collect_base.ipynb #bd9519ea
 def parsed_from_blocks(provider: str, blocks: Sequence[str], citations: Sequence[Citation], thinking: bool = False,
-                       model_shown: str = "", panel: Sequence[Citation] = (), rejected: Sequence[str] = ()) -> ParsedAnswer:
+                       model_shown: str = "", panel: Sequence[Citation] = (),
+                       rejected: Sequence[str] = ()) -> ParsedAnswer:
     "A ParsedAnswer from marked blocks, with panel-only sources kept apart."
     text, segs = segment_blocks(blocks, len(citations))
     cited = {c.url for c in citations}
-    extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited and citable_url(c.url)), 1))
-    return ParsedAnswer(provider, text, tuple(citations), segs, thinking, is_refusal(text), model_shown, extra, tuple(rejected))
+    extra = tuple(Citation(i, c.url, c.title) for i,
+                  c in enumerate((c for c in panel if c.url not in cited and citable_url(c.url)), 1))
+    return ParsedAnswer(provider, text, tuple(citations), segs, thinking, is_refusal(text), model_shown, extra,
+                        tuple(rejected))
 
 # %% ../../nbs/21_collect_base.ipynb #26a9bb8f
 _TRACKING = re.compile(r"^(utm_[a-z]+|ref|ref_src|fbclid|gclid)$", re.I)
@@ -187,7 +194,8 @@ def clean_url(url: str) -> str:
 
 # %% ../../nbs/21_collect_base.ipynb #d111783d
 class CitationList:
-    "Distinct URLs numbered 1.. in order of first appearance; links that are not absolute http(s) URLs are kept apart in `rejected`."
+    """Distinct URLs numbered 1.. in order of first appearance; links that are not absolute http(s) URLs are kept apart
+    in `rejected`."""
     def __init__(self): self.items: list[Citation] = []; self._idx: dict[str, int] = {}; self.rejected: list[str] = []
     def add(self, url: str, title: str = "") -> int:
         "The index of `url`, adding it if new; 0 (no citation) for a link that is not an absolute http(s) URL."
@@ -250,7 +258,10 @@ def conversation_from_record(rec: dict) -> Conversation:
     cits = tuple(Citation(**c) for c in p["citations"])
     segs = tuple(Segment(**{**s, "citation_indices": tuple(s["citation_indices"])}) for s in p["segments"])
     panel = tuple(Citation(**c) for c in p.get("uncited_panel_sources", []))
-    return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""), p["answer_text"], cits, segs,
-                        p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""), rec.get("source", ""),
-                        rejected_urls=tuple(p.get("rejected_urls", ())), unresolved_pills=int(p.get("unresolved_pills", 0)),
+    return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""),
+                        p["answer_text"], cits, segs,
+                        p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""),
+                        rec.get("source", ""),
+                        rejected_urls=tuple(p.get("rejected_urls", ())),
+                        unresolved_pills=int(p.get("unresolved_pills", 0)),
                         reasoning_tokens=int(p.get("reasoning_tokens", -1)))

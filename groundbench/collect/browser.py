@@ -30,18 +30,23 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800),
                 extra_args: Sequence[str] = (), performance_log: bool = False, remote_url: str | None = None):
-    "A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up), or on a WebDriver endpoint (`remote_url`)."
+    """A Selenium Chrome driver on Debian's Chromium (no Selenium Manager, no network at start-up), or on a WebDriver
+    endpoint (`remote_url`)."""
     os.environ["SE_OFFLINE"] = "true"
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
     if not remote_url: opts.binary_location = os.environ.get("GROUNDBENCH_CHROMIUM", CHROMIUM)
-    elif os.environ.get("GROUNDBENCH_REMOTE_CHROMIUM"): opts.binary_location = os.environ["GROUNDBENCH_REMOTE_CHROMIUM"]  # the node's own path
+    # the node's own path
+    elif os.environ.get("GROUNDBENCH_REMOTE_CHROMIUM"): opts.binary_location = os.environ["GROUNDBENCH_REMOTE_CHROMIUM"]
     if headless: opts.add_argument("--headless=new")
-    for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--disable-quic", f"--window-size={window[0]},{window[1]}", *extra_args):
+    for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+              "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--disable-quic",
+              f"--window-size={window[0]},{window[1]}", *extra_args):
         opts.add_argument(a)
-    if performance_log: opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # network events, for stream capture
+    # network events, for stream capture
+    if performance_log: opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     if profile_dir:
         profile = Path(profile_dir).expanduser().resolve()
         profile.mkdir(parents=True, exist_ok=True)
@@ -51,7 +56,8 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
 
 # %% ../../nbs/22_collect_browser.ipynb #f29475c6
 def remote_driver(remote_url: str, options):
-    "A driver on a Selenium Grid or any W3C WebDriver endpoint, with Chromium's DevTools and log commands (stream capture, screenshots)."
+    """A driver on a Selenium Grid or any W3C WebDriver endpoint, with Chromium's DevTools and log commands (stream
+    capture, screenshots)."""
     from selenium import webdriver
     from selenium.webdriver.chromium.remote_connection import ChromiumRemoteConnection
     from selenium.webdriver.remote.command import Command
@@ -63,10 +69,12 @@ def remote_driver(remote_url: str, options):
 # %% ../../nbs/22_collect_browser.ipynb #c7835daf
 class BrowserCollector:
     "Collect answers through an assistant's web page."
-    def __init__(self, config: str | Path | dict, base_url: str | None = None, model: str | None = None, profile_dir: str | Path | None = None,
+    def __init__(self, config: str | Path | dict, base_url: str | None = None, model: str | None = None,
+                 profile_dir: str | Path | None = None,
                  headless: bool = True, delay_s: float | None = None, timeout_s: float | None = None, driver=None,
                  on_model_mismatch: str = "record", remote_url: str | None = None):
-        if on_model_mismatch not in ("record", "retry", "stop"): raise ValueError(f"on_model_mismatch {on_model_mismatch!r}: record, retry or stop")
+        if on_model_mismatch not in ("record", "retry", "stop"):
+            raise ValueError(f"on_model_mismatch {on_model_mismatch!r}: record, retry or stop")
         self.on_model_mismatch = on_model_mismatch
         self.cfg = config if isinstance(config, dict) else load_ui_config(config)
         self.provider = self.cfg["provider"]
@@ -83,7 +91,8 @@ class BrowserCollector:
 def driver(self: BrowserCollector):
     if self._driver is None:
         sc = self.cfg.get("stream_capture")
-        self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc), remote_url=self.remote_url)
+        self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc),
+                                   remote_url=self.remote_url)
         if sc:
             from groundbench.collect.flows import install_stream_hook
             install_stream_hook(self._driver, sc["url_contains"])
@@ -132,7 +141,9 @@ def _page_text(self: BrowserCollector) -> str:
 @patch
 def _stop(self: BrowserCollector, why: str, archive: Archive, prompt_id: str):
     shot = archive.put(full_screenshot(self.driver), "png")
-    raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {self.driver.current_url}; screenshot {archive.root / shot}). "
+    raise CollectionError(
+        f"{self.provider}: {why} (prompt {prompt_id}; page {self.driver.current_url}; "
+        f"screenshot {archive.root / shot}). "
                           "Nothing was lost: rerun to resume after fixing it.")
 
 # %% ../../nbs/22_collect_browser.ipynb #37ae6f4f
@@ -145,7 +156,8 @@ def check_page(self: BrowserCollector, archive: Archive, prompt_id: str):
         kind, what = hit
         self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
                     "captcha": "captcha or challenge: solve it in a visible window with the same profile, then rerun",
-                    "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]", archive, prompt_id)
+                    "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]",
+                   archive, prompt_id)
 
 # %% ../../nbs/22_collect_browser.ipynb #efef993b
 @patch
@@ -155,14 +167,16 @@ def _visible_sel(self: BrowserCollector, s: str) -> bool:
 
 # %% ../../nbs/22_collect_browser.ipynb #6d053be0
 @patch
-def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: Archive, prompt_id: str, poll: float = 0.2):
+def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: Archive, prompt_id: str,
+             poll: float = 0.2):
     "Poll `cond()` until true; on timeout, check for blockers, then stop with `what`."
     end, checked = time.time() + timeout, time.time()
     while time.time() < end:
         try:
             if cond(): return
         except Exception: pass
-        if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()  # a blocker that appears meanwhile
+        # a blocker that appears meanwhile
+        if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()
         time.sleep(poll)
     self.check_page(archive, prompt_id)
     self._stop(f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
@@ -188,16 +202,19 @@ def select_model(self: BrowserCollector, archive, prompt_id):
     if self.model.lower() in (btn.get_attribute("aria-label") or btn.text).lower(): return
     btn.click()
     from selenium.webdriver.common.by import By
-    self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive, prompt_id)
+    self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive,
+                  prompt_id)
     for it in self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]):
-        if it.text.strip().lower() == self.model.lower() or (it.get_attribute("data-model") or "").lower() == self.model.lower():
+        if it.text.strip().lower() == self.model.lower() or (it.get_attribute("data-model")
+                                                             or "").lower() == self.model.lower():
             it.click(); return
     self._stop(f"model {self.model!r} is not in the model menu", archive, prompt_id)
 
 # %% ../../nbs/22_collect_browser.ipynb #93e1539d
 @patch
 def set_toggles(self: BrowserCollector, archive, prompt_id):
-    "Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than `model`, then `toggles`."
+    """Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than
+    `model`, then `toggles`."""
     for name in (self.cfg.get("flows") or {}):
         if name != "model": self.run_flow(name, archive, prompt_id)
     from selenium.webdriver.common.by import By
@@ -206,13 +223,15 @@ def set_toggles(self: BrowserCollector, archive, prompt_id):
         if not els: self._stop(f"no {t['name']} toggle ({t['selector']})", archive, prompt_id)
         attr, want = t.get("attr", "aria-pressed"), str(t["want"])
         if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
-        self.wait_for(lambda: (self.driver.find_elements(By.CSS_SELECTOR, t["selector"])[-1].get_attribute(attr) or "") == want, 5,
+        self.wait_for(lambda: (self.driver.find_elements(By.CSS_SELECTOR,
+                                                         t["selector"])[-1].get_attribute(attr) or "") == want, 5,
                       f"{t['name']} to be {want}", archive, prompt_id)
 
 # %% ../../nbs/22_collect_browser.ipynb #4066ab28
 @patch
 def after_answer(self: BrowserCollector, archive, prompt_id):
-    "Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and wait for its items."
+    """Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and
+    wait for its items."""
     sel = self.cfg["selectors"]
     if not sel.get("panel_button"): return
     from selenium.webdriver.common.by import By
@@ -221,13 +240,15 @@ def after_answer(self: BrowserCollector, archive, prompt_id):
         btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
     if not btns: return  # an answer without sources has no panel
     btns[-1].click()
-    end = time.time() + 10  # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
+    # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
+    end = time.time() + 10
     while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
 
 # %% ../../nbs/22_collect_browser.ipynb #76a27896
 @patch
 def hover_spans(self: BrowserCollector) -> int:
-    "Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights (GPT-4o)."
+    """Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights
+    (GPT-4o)."""
     hv, sel = self.cfg.get("hover") or {}, self.cfg["selectors"]
     models = [m.lower() for m in hv.get("models", [])]
     if not hv or not sel.get("highlight") or (models and (self.model or "").lower() not in models): return 0
@@ -251,21 +272,25 @@ def hover_spans(self: BrowserCollector) -> int:
 # %% ../../nbs/22_collect_browser.ipynb #e1ee3267
 @patch
 def send_prompt(self: BrowserCollector, text: str, archive, prompt_id):
-    "Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's renderers)."
+    """Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's
+    renderers)."""
     box = self._find("prompt_box")
     box.click()
     box.send_keys(text)
-    self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10, "the send button", archive, prompt_id)
+    self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10,
+                  "the send button", archive, prompt_id)
     any_answer = answer_selector(self.cfg)
     n_before = len(self.driver.find_elements("css selector", any_answer))
     self._find("send_button").click()
-    self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before, self.cfg["waits"].get("start_timeout_s", 60),
+    self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before,
+                  self.cfg["waits"].get("start_timeout_s", 60),
                   "the answer to start", archive, prompt_id)
 
 # %% ../../nbs/22_collect_browser.ipynb #18cc0d43
 @patch
 def wait_answer(self: BrowserCollector, archive, prompt_id):
-    "Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable for `stable_s`."
+    """Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable
+    for `stable_s`."""
     sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
     last, stable_since = None, time.time()
     def done():
@@ -305,10 +330,14 @@ def ask(self: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
     parsed = parse_answer_html(html, self.cfg, thinking=thinking, model_shown=model_shown)
     answered = parsed.model_answered or model_shown
     mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
-    return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown, "prompt_id": prompt.prompt_id,
-            "prompt_text": prompt.text, "html": archive.put(html, "html"), "screenshot": archive.put(full_screenshot(self.driver), "png"),
-            "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started, "collected_at": now_iso(),
-            "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered, "renderer": parsed.renderer,
+    return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown,
+            "prompt_id": prompt.prompt_id,
+            "prompt_text": prompt.text, "html": archive.put(html, "html"),
+            "screenshot": archive.put(full_screenshot(self.driver), "png"),
+            "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started,
+            "collected_at": now_iso(),
+            "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered,
+            "renderer": parsed.renderer,
             "model_answered": answered, "model_mismatch": mismatch, "app_version": self.app_version(), **extra}
 
 # %% ../../nbs/22_collect_browser.ipynb #87f18cb9
@@ -324,7 +353,8 @@ def app_version(self: BrowserCollector) -> str:
 @patch
 def enrich_answer(self: BrowserCollector, archive) -> dict:
     "Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was found."
-    from groundbench.collect.flows import assign_stream_urls, captured_stream, fallback_notice, resolve_popovers, stream_sources
+    from groundbench.collect.flows import (assign_stream_urls, captured_stream, fallback_notice, resolve_popovers,
+                                           stream_sources)
     from selenium.webdriver.common.by import By
     out = {}
     answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
@@ -349,7 +379,8 @@ def visible_model(self: BrowserCollector) -> str:
 
 # %% ../../nbs/22_collect_browser.ipynb #390d8360
 @patch
-def collect(self: BrowserCollector, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
+def collect(self: BrowserCollector, prompts: Sequence[Prompt], archive: Archive,
+            progress: bool = True) -> list[Conversation]:
     "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
     todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
     try:
@@ -358,14 +389,17 @@ def collect(self: BrowserCollector, prompts: Sequence[Prompt], archive: Archive,
             if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
                 time.sleep(self.delay_s); rec = self.ask(p, archive)
             if rec.get("model_mismatch") and self.on_model_mismatch != "record":
-                raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says {rec['model_answered']!r} "
-                                      f"answered{' (again, after a retry)' if self.on_model_mismatch == 'retry' else ''}"
-                                      f"{': ' + rec['model_fallback_notice'] if rec.get('model_fallback_notice') else ''}. "
-                                      "Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
+                raise CollectionError(
+                    f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says "
+                    f"{rec['model_answered']!r} answered"
+                    + (" (again, after a retry)" if self.on_model_mismatch == "retry" else "")
+                    + (f": {rec['model_fallback_notice']}" if rec.get("model_fallback_notice") else "")
+                    + ". Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
             archive.save_record(self.provider, p.prompt_id, rec)
             if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
     finally: self.close()
-    return [conversation_from_record(json.loads(archive.record_path(self.provider, p.prompt_id).read_text())) for p in prompts]
+    return [conversation_from_record(json.loads(archive.record_path(self.provider,
+                                                                    p.prompt_id).read_text())) for p in prompts]
 
 # %% ../../nbs/22_collect_browser.ipynb #e4943596
 _BLOCKS = "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, pre"
@@ -377,7 +411,9 @@ return [...answer.querySelectorAll(sel)].filter(h => !h.hasAttribute('data-groun
   let pos = 0, n; while ((n = w.nextNode()) && !h.contains(n)) pos += n.textContent.length;
   return [blocks.indexOf(b), pos, pos + h.textContent.length, h.getAttribute('data-citation-url') || ''];
 });""" % (_BLOCKS, _BLOCKS)
-_PILL_URL = "const p = arguments[0], a = p.matches('a[href]') ? p : p.querySelector('a[href]'); return a ? a.getAttribute('href') : '';"
+_PILL_URL = (
+    "const p = arguments[0], a = p.matches('a[href]') ? p : p.querySelector('a[href]'); return a ? "
+    "a.getAttribute('href') : '';")
 # wrap each recorded range in <span data-groundbench-hover data-citation-url>, so the archived page keeps it
 _MARK_SPANS = """
 const [answer, spans] = arguments, blocks = [...answer.querySelectorAll('%s')]; let done = 0;
@@ -394,14 +430,16 @@ for (const [bi, a, e, url] of spans) {
 return done;""" % _BLOCKS
 
 def _model_key(name: str) -> str:
-    "A model name compared loosely: lowercase letters and digits, without a 'ChatGPT' prefix (GPT-4o = gpt-4o = ChatGPT 4o)."
+    """A model name compared loosely: lowercase letters and digits, without a 'ChatGPT' prefix (GPT-4o = gpt-4o =
+    ChatGPT 4o)."""
     k = re.sub(r"[^a-z0-9.]", "", (name or "").lower())
     k = k[len("chatgpt"):] if k.startswith("chatgpt") else k
     return k[3:] if k.startswith("gpt") else k
 
 # %% ../../nbs/22_collect_browser.ipynb #dfa64758
 def same_model(asked: str, answered: str, aliases: dict | None = None) -> bool:
-    "True when the page's answering model is the one asked for (or one the YAML's `model_aliases` accepts for it): gpt-4o-mini is not gpt-4o."
+    """True when the page's answering model is the one asked for (or one the YAML's `model_aliases` accepts for it):
+    gpt-4o-mini is not gpt-4o."""
     ok = {_model_key(asked), *(_model_key(a) for a in (aliases or {}).get(asked, []))}
     return _model_key(answered) in ok
 
@@ -410,4 +448,5 @@ def reparse_record(rec: dict, archive: Archive, cfg: dict) -> ParsedAnswer:
     "Parse an archived page again, offline."
     html = archive.read(rec["html"]).decode("utf-8")
     p = rec.get("parsed", {})
-    return parse_answer_html(html, cfg, thinking=p.get("thinking"), model_shown=p.get("model_shown", rec.get("model_shown", "")))
+    return parse_answer_html(html, cfg, thinking=p.get("thinking"),
+                             model_shown=p.get("model_shown", rec.get("model_shown", "")))

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from .base import bracket_markers, segment_blocks, text_blocks
-from ..core import Citation, Conversation, Prompt, RecordError, SourceDoc, load_settings, resolve_path, stable_id
+from ..core import (Citation, Conversation, Prompt, RecordError, SourceDoc, load_settings, resolve_path,
+                              stable_id)
 
 # %% auto #0
 __all__ = ['EXPERTQA_FILES', 'ExpertQAImport', 'import_expertqa']
@@ -38,12 +39,14 @@ class ExpertQAImport:
 def _rows(folder: Path):
     for name in EXPERTQA_FILES:
         p = folder / name
-        if not p.exists(): raise FileNotFoundError(f"{p}: missing ExpertQA file (expected {', '.join(EXPERTQA_FILES)} in {folder})")
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: missing ExpertQA file (expected {', '.join(EXPERTQA_FILES)} in {folder})")
         with open(p, encoding="utf-8") as f:
             for i, line in enumerate(f, 1):
                 if not line.strip(): continue
                 try: yield p, i, json.loads(line)
-                except json.JSONDecodeError as e: raise RecordError(f"{p}: line {i}: not valid JSON ({e.msg})") from None
+                except json.JSONDecodeError as e:
+                    raise RecordError(f"{p}: line {i}: not valid JSON ({e.msg})") from None
 
 # %% ../../nbs/27_collect_expertqa.ipynb #6ca10faa
 def import_expertqa(folder: str | Path | None = None, systems: list[str] | None = None) -> ExpertQAImport:
@@ -61,20 +64,29 @@ def import_expertqa(folder: str | Path | None = None, systems: list[str] | None 
             if systems and system not in systems: continue
             key, digest = (q, system), stable_id(ans)
             if key in seen:
-                if seen[key][0] != digest: raise RecordError(f"{path}: line {line}: field 'answers.{system}': differs from the same question's answer at {seen[key][1]}")
+                if seen[key][0] != digest:
+                    raise RecordError(
+                        f"{path}: line {line}: field 'answers.{system}': differs from the same question's answer at "
+                        f"{seen[key][1]}")
                 continue
             seen[key] = (digest, f"{path.name}:{line}")
-            pr = prompts.setdefault(q, Prompt(f"EQA-{stable_id(q, n=10)}", meta.get("field", "") or "unknown", "expert", 0, q))
+            pr = prompts.setdefault(q, Prompt(f"EQA-{stable_id(q, n=10)}", meta.get("field", "") or "unknown", "expert",
+                                              0, q))
             cits = []
             for j, a in enumerate(ans.get("attribution") or [], 1):
                 m = _ATTR.match(a)
-                if not m: raise RecordError(f"{path}: line {line}: field 'answers.{system}.attribution[{j}]': not '[n] URL': {a[:80]!r}")
+                if not m:
+                    raise RecordError(
+                        f"{path}: line {line}: field 'answers.{system}.attribution[{j}]': not '[n] URL': {a[:80]!r}")
                 cits.append(Citation(int(m.group(1)), m.group(2)))
             if [c.index for c in cits] != list(range(1, len(cits) + 1)):
-                raise RecordError(f"{path}: line {line}: field 'answers.{system}.attribution': indices {[c.index for c in cits]} are not 1..{len(cits)}")
+                raise RecordError(
+                    f"{path}: line {line}: field 'answers.{system}.attribution': indices {[c.index for c in cits]} are "
+                    f"not 1..{len(cits)}")
             answer = ans.get("answer_string") or ""
             text, segs = segment_blocks([bracket_markers(b, len(cits)) for b in text_blocks(answer)], len(cits))
-            conv = Conversation("expertqa", system, pr.prompt_id, q, text, tuple(cits), segs, source=f"ExpertQA {path.name}:{line}")
+            conv = Conversation("expertqa", system, pr.prompt_id, q, text, tuple(cits), segs,
+                                source=f"ExpertQA {path.name}:{line}")
             convs.append(conv)
             passages: dict[str, list[str]] = {}
             for k, c in enumerate(ans.get("claims") or []):
@@ -83,18 +95,26 @@ def import_expertqa(folder: str | Path | None = None, systems: list[str] | None 
                     m = _EVID.match(e.strip())
                     if not m: continue
                     idx.append(int(m.group(1))); urls.append(m.group(2))
-                    if m.group(3) and m.group(3).strip() and m.group(3).strip() not in passages.setdefault(m.group(2), []):
-                        passages[m.group(2)].append(m.group(3).strip())
-                claim_rows.append({"conversation_id": conv.conversation_id, "system": system, "claim_index": k, "claim": c.get("claim_string", ""),
+                    passage = (m.group(3) or "").strip()
+                    if passage and passage not in passages.setdefault(m.group(2), []):
+                        passages[m.group(2)].append(passage)
+                claim_rows.append({"conversation_id": conv.conversation_id, "system": system, "claim_index": k,
+                                   "claim": c.get("claim_string", ""),
                                    "citation_indices": sorted(set(idx)), "evidence_urls": list(dict.fromkeys(urls)),
                                    "has_passage": any(u in passages for u in urls),
-                                   **{f: (c.get(f) if c.get(f) is not None else "") for f in ("support", "reliability", "correctness", "worthiness", "informativeness")}})
+                                   **{f: (c.get(f) if c.get(f) is not None else "")
+                                      for f in ("support", "reliability", "correctness", "worthiness",
+                                                "informativeness")}})
             for url, ps in passages.items():
                 text_ = "\n\n".join(ps)
-                src_rows.append({"conversation_id": conv.conversation_id, **SourceDoc(url, url, 200, "text/plain", text_, valid=bool(text_),
-                                                                                      substantive=len(text_) >= 500, presupplied=True).__dict__})
+                src_rows.append({"conversation_id": conv.conversation_id,
+                                 **SourceDoc(url, url, 200, "text/plain", text_, valid=bool(text_),
+                                                                                      substantive=len(text_) >= 500,
+                                             presupplied=True).__dict__})
     claims = pd.DataFrame(claim_rows)
-    counts = {"rows": n_rows, "questions": len(prompts), "conversations": len(convs), "systems": pd.Series([c.model for c in convs]).value_counts().to_dict(),
-              "citations": sum(len(c.citations) for c in convs), "claims": len(claims), "claims_with_passages": int(claims.has_passage.sum()) if len(claims) else 0,
+    counts = {"rows": n_rows, "questions": len(prompts), "conversations": len(convs),
+              "systems": pd.Series([c.model for c in convs]).value_counts().to_dict(),
+              "citations": sum(len(c.citations) for c in convs), "claims": len(claims),
+              "claims_with_passages": int(claims.has_passage.sum()) if len(claims) else 0,
               "presupplied_sources": len(src_rows)}
     return ExpertQAImport(list(prompts.values()), convs, pd.DataFrame(src_rows), claims, counts)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .page import URL_ATTR, answer_selector, answer_selectors, url_attrs
 
@@ -59,7 +59,8 @@ def _norm(s: str) -> str: return re.sub(r"\s+", " ", (s or "")).strip().casefold
 def _text_match(el, text: str) -> bool:
     t = _norm(el.text or el.get_attribute("aria-label") or el.get_attribute("data-model") or "")
     want = _norm(text)
-    return t == want or t.startswith(want + " ") or t.startswith(want + "\n") or (el.get_attribute("data-model") or "").casefold() == want
+    return t == want or t.startswith(want + " ") or t.startswith(want + "\n") or (el.get_attribute("data-model")
+                                                                                  or "").casefold() == want
 
 # %% ../../nbs/28_collect_flows.ipynb #b8f19e69
 def _wait(cond, timeout: float, poll: float = 0.1):
@@ -102,16 +103,19 @@ def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = 
             alts = [(fill(_when(a)), _steps(a)) for a in arg]
             ok = [(w, s) for w, s in alts if w and _els(driver, w, visible=False)]
             if not ok:
-                r = StepResult(name, label, " | ".join(w for w, _ in alts), False, 0, "no alternative's element is on the page", optional)
+                r = StepResult(name, label, " | ".join(w for w, _ in alts), False, 0,
+                               "no alternative's element is on the page", optional)
                 out.append(r)
                 if strict and not optional: raise FlowError(r)
                 continue
-            out.append(StepResult(name, label, ok[0][0], True, 1, f"alternative {alts.index(ok[0]) + 1} of {len(alts)}"))
+            out.append(StepResult(name, label, ok[0][0], True, 1,
+                                  f"alternative {alts.index(ok[0]) + 1} of {len(alts)}"))
             out += run_flow(driver, name, ok[0][1], variables, timeout, strict)
             continue
         if kind == "done_if":
             sel = fill(arg["selector"]); els = _els(driver, sel, visible=False)
-            hit = bool(els) and (not arg.get("attr") or (els[-1].get_attribute(arg["attr"]) or "") == str(arg.get("want")))
+            hit = bool(els) and (not arg.get("attr")
+                                 or (els[-1].get_attribute(arg["attr"]) or "") == str(arg.get("want")))
             hit = hit and (not arg.get("text") or any(_text_match(e, fill(arg["text"])) for e in els))
             out.append(StepResult(name, label, sel, True, len(els), "done" if hit else "not yet"))
             if hit: return out
@@ -138,8 +142,12 @@ def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = 
             else:
                 if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
                 ok = _wait(lambda: (_els(driver, sel, visible=False)[-1].get_attribute(attr) or "") == want, timeout)
-                r = StepResult(name, label, sel, bool(ok), len(els), f"{attr}={want}" if ok else f"{attr} did not become {want!r}", optional)
-        else: raise ValueError(f"flow {name!r}: step {i}: unknown kind {kind!r} (click, click_text, check, ensure, done_if, first_of, wait)")
+                r = StepResult(name, label, sel, bool(ok), len(els),
+                               f"{attr}={want}" if ok else f"{attr} did not become {want!r}", optional)
+        else:
+            raise ValueError(
+                f"flow {name!r}: step {i}: unknown kind {kind!r} (click, click_text, check, ensure, done_if, first_of, "
+                f"wait)")
         out.append(r)
         if not r.ok and strict and not optional: raise FlowError(r)
         time.sleep(0.15)  # let menus open and close
@@ -161,7 +169,8 @@ while ((n = w.nextNode())) {
 return out.join(' ');"""
 
 def page_text_outside(driver, cfg: dict) -> str:
-    "The page's visible text without the prompt box, the user's messages and the answers (scripts and hidden elements never count)."
+    """The page's visible text without the prompt box, the user's messages and the answers (scripts and hidden elements
+    never count)."""
     sel = cfg["selectors"]
     drop = [s for s in (*answer_selectors(cfg), sel.get("prompt_box"), sel.get("user_message")) if s]
     try: return driver.execute_script(_OUTSIDE_TEXT, drop) or ""
@@ -206,8 +215,11 @@ def resolve_popovers(driver, answer, cfg: dict) -> dict:
     away = _els(driver, cfg["selectors"].get("prompt_box") or "body", visible=False)
     attrs = url_attrs(cfg)
     for pill in pills:
-        has_url = bool(pill.find_elements(By.CSS_SELECTOR, "a[href]")) or pill.tag_name == "a" or any(pill.get_attribute(a) for a in attrs)
-        if has_url and not re.search(r"\+\s*\d+\s*$", pill.text or ""): continue  # its one URL is in the page: nothing to read
+        has_url = bool(pill.find_elements(By.CSS_SELECTOR,
+                                          "a[href]")) or pill.tag_name == "a" or any(pill.get_attribute(a)
+                                                                                     for a in attrs)
+        # its one URL is in the page: nothing to read
+        if has_url and not re.search(r"\+\s*\d+\s*$", pill.text or ""): continue
         try: ActionChains(driver).move_to_element(pill).perform()
         except Exception: continue
         urls: list[str] = []
@@ -219,7 +231,8 @@ def resolve_popovers(driver, answer, cfg: dict) -> dict:
             nxt = _els(driver, pc["next"]) if pc.get("next") else []
             if not nxt or not nxt[-1].is_enabled(): break
             before = len(urls)
-            driver.execute_script("arguments[0].click();", nxt[-1])  # a script click: the pointer stays on the pill, the popover open
+            # a script click: the pointer stays on the pill, the popover open
+            driver.execute_script("arguments[0].click();", nxt[-1])
             more = _wait(lambda: [u for u in read() if u not in urls], 1.0, 0.05) or []
             urls += more
             if len(urls) == before: break
@@ -250,7 +263,8 @@ def stream_sources(body: str, path: str = "choices.0.delta.extra.web_search_info
         except ValueError: continue
         for s in _dig(chunk, path) or []:
             if isinstance(s, dict) and s.get("url") and s["url"] not in seen:
-                seen.add(s["url"]); out.append({"url": s["url"], "title": s.get("title", ""), "hostname": s.get("hostname", "")})
+                seen.add(s["url"])
+                out.append({"url": s["url"], "title": s.get("title", ""), "hostname": s.get("hostname", "")})
     return out
 
 # %% ../../nbs/28_collect_flows.ipynb #eec8dee2
@@ -261,12 +275,17 @@ _STREAM_HOOK = """(() => {
     const r = await f.apply(this, args);
     try {
       const u = (args[0] && args[0].url) || String(args[0]);
-      if (u.includes(want)) { const rec = {url: u, body: null}; window.__groundbench_streams.push(rec); r.clone().text().then(t => { rec.body = t; }); }
+      if (u.includes(want)) {
+        const rec = {url: u, body: null}; window.__groundbench_streams.push(rec);
+        r.clone().text().then(t => { rec.body = t; });
+      }
     } catch (e) {}
     return r;
   };
   const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
-  XMLHttpRequest.prototype.open = function (m, u, ...rest) { this.__gb = String(u); return open.call(this, m, u, ...rest); };
+  XMLHttpRequest.prototype.open = function (m, u, ...rest) {
+    this.__gb = String(u); return open.call(this, m, u, ...rest);
+  };
   XMLHttpRequest.prototype.send = function (...a) {
     if (this.__gb && this.__gb.includes(want)) {
       const rec = {url: this.__gb, body: null}; window.__groundbench_streams.push(rec);
@@ -277,12 +296,14 @@ _STREAM_HOOK = """(() => {
 })();"""
 
 def install_stream_hook(driver, url_contains: str):
-    "Before any page script runs (DevTools `Page.addScriptToEvaluateOnNewDocument`), tee every fetch or XHR response whose URL contains `url_contains`."
+    """Before any page script runs (DevTools `Page.addScriptToEvaluateOnNewDocument`), tee every fetch or XHR response
+    whose URL contains `url_contains`."""
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _STREAM_HOOK % json.dumps(url_contains)})
 
 # %% ../../nbs/28_collect_flows.ipynb #305af82a
 def captured_stream(driver, url_contains: str, wait_s: float = 3.0) -> str:
-    "The body of the last response whose URL contains `url_contains`: from the tee, else from the DevTools network log ('' if none)."
+    """The body of the last response whose URL contains `url_contains`: from the tee, else from the DevTools network
+    log ('' if none)."""
     got = _wait(lambda: [r["body"] for r in (driver.execute_script("return window.__groundbench_streams || []") or [])
                          if url_contains in (r.get("url") or "") and r.get("body")], wait_s)
     if got: return got[-1]
@@ -309,13 +330,15 @@ def _label(s: str) -> str:
 
 # %% ../../nbs/28_collect_flows.ipynb #3ac98ddb
 def assign_stream_urls(driver, answer, cfg: dict, sources: list[dict]) -> int:
-    "Write stream sources' URLs onto the answer's pills (k-th pill of a host = k-th source of that host); returns how many."
+    """Write stream sources' URLs onto the answer's pills (k-th pill of a host = k-th source of that host); returns how
+    many."""
     from selenium.webdriver.common.by import By
     seen: dict[str, int] = {}
     n = 0
     for pill in answer.find_elements(By.CSS_SELECTOR, cfg["selectors"]["citation"]):
         lab = _label(pill.text)
-        match = [s for s in sources if lab and (_label(s["hostname"]) == lab or _label(s["hostname"]).endswith("." + lab)
+        match = [s for s in sources if lab
+                 and (_label(s["hostname"]) == lab or _label(s["hostname"]).endswith("." + lab)
                                                 or lab in _norm(s["title"]))]
         if not match: continue
         k = seen.get(lab, 0); seen[lab] = k + 1
@@ -330,30 +353,17 @@ _WHEN = {"stop_button": "shown only while the answer streams", "streaming": "sho
          "thinking_done": "only when a thinking model answers", "panel_item": "only once the sources panel is open"}
 
 def _row(kind, name, selector="", ok=True, count=0, detail="", required=False) -> dict:
-    return dict(kind=kind, name=name, selector=selector, status="ok" if ok else ("FAILED" if required else "missing"), count=count,
+    return dict(kind=kind, name=name, selector=selector, status="ok" if ok else ("FAILED" if required else "missing"),
+                count=count,
                 detail=detail, required=required)
 
-# %% ../../nbs/28_collect_flows.ipynb #73915a9e
-def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
-    "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
-    from groundbench.collect.base import Archive, CollectionError
-    from groundbench.collect.page import full_screenshot, parse_answer_html
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    cfg, rows, d = collector.cfg, [], collector.driver
-    sel, w = cfg["selectors"], cfg["waits"]
-    archive = Archive(out_dir / "archive")
-    def count(s): return len(_els(d, s, visible=False)) if s else 0
-    d.get(collector.url())
-    _wait(lambda: _els(d, sel["prompt_box"]), float(w.get("page_timeout_s", 30)))
-    hit = find_blocker(d, cfg, composer_usable=bool(_els(d, sel["prompt_box"])))
-    rows.append(_row("blocker", hit[0] if hit else "none", hit[1] if hit else "", not hit, detail="the page is blocked" if hit else "", required=True))
-    for key in ("prompt_box", "send_button", "model_label"):
-        if sel.get(key): rows.append(_row("selector", key, sel[key], count(sel[key]) > 0, count(sel[key]), required=key in REQUIRED))
-    for name, steps in (cfg.get("flows") or {}).items():
-        if name == "model" and not collector.model: rows.append(_row("flow", "model", "", True, detail="no model asked for: the page's default")); continue
-        try: res = run_flow(d, name, steps, {"model": collector.model}, strict=False)
-        except Exception as e: res = [StepResult(name, "?", "", False, detail=f"{type(e).__name__}: {e}")]
-        rows += [_row(f"flow {r.flow}", r.step, r.selector, r.ok, r.count, r.detail, required=not r.optional) for r in res]
+# %% ../../nbs/28_collect_flows.ipynb #56fe1b32
+def _doctor_answer(collector, archive, rows: list[dict], prompt: str) -> tuple[bool, dict]:
+    """The collector's own steps on the page (send, wait, sources panel, popovers, stream) as doctor rows; (answered,
+    extras)."""
+    from groundbench.collect.base import CollectionError
+    cfg, sel = collector.cfg, collector.cfg["selectors"]
+    def count(s): return len(_els(collector.driver, s, visible=False)) if s else 0
     answered, any_answer = False, answer_selector(cfg)
     try:  # the collector's own steps, so the doctor checks exactly what a collection does
         collector.send_prompt(prompt, archive, "doctor")
@@ -363,27 +373,44 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
         rows.append(_row("step", "the answer finishes", any_answer, True, count(any_answer), required=True))
     except Exception as e:
         sent = any(r["name"] == "send the prompt" for r in rows)
-        rows.append(_row("step", "the answer finishes" if sent else "send the prompt", any_answer if sent else sel.get("send_button", ""), False,
+        rows.append(_row("step", "the answer finishes" if sent else "send the prompt",
+                         any_answer if sent else sel.get("send_button", ""), False,
                          detail=f"{type(e).__name__}: {' '.join(str(e).split())[:200]}", required=True))
     extra = {}
     if answered:
-        try: collector.after_answer(archive, "doctor"); rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True,
-                                                                          count(sel.get("panel_item", "")), "items found" if count(sel.get("panel_item", "")) else "no items"))
-        except CollectionError as e: rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), False, detail=str(e)[:200]))
+        try:
+            collector.after_answer(archive, "doctor")
+            rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True,
+                                                                          count(sel.get("panel_item", "")),
+                                                                         "items found"
+                                                                         if count(sel.get("panel_item",
+                                                                                          "")) else "no items"))
+        except CollectionError as e:
+            rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), False, detail=str(e)[:200]))
         extra = collector.enrich_answer(archive)
-        if "popovers" in extra: rows.append(_row("step", "read pill popovers", (cfg.get("popover") or {}).get("pills", ""), True,
-                                                 extra["popovers"]["pills"], f"{extra['popovers']['resolved']} resolved"))
-        if "stream" in extra: rows.append(_row("step", "capture the answer's stream", cfg["stream_capture"]["url_contains"], extra["stream"]["sources"] > 0,
-                                               extra["stream"]["sources"], f"{extra['stream']['pills_resolved']} pills resolved"))
-    html = d.execute_script("return document.documentElement.outerHTML")
-    (out_dir / "page.html").write_text(html, encoding="utf-8")
-    (out_dir / "page.png").write_bytes(full_screenshot(d))
+        if "popovers" in extra:
+            rows.append(_row("step", "read pill popovers", (cfg.get("popover") or {}).get("pills", ""), True,
+                                                 extra["popovers"]["pills"],
+                             f"{extra['popovers']['resolved']} resolved"))
+        if "stream" in extra:
+            rows.append(_row("step", "capture the answer's stream", cfg["stream_capture"]["url_contains"],
+                             extra["stream"]["sources"] > 0,
+                                               extra["stream"]["sources"],
+                             f"{extra['stream']['pills_resolved']} pills resolved"))
+    return answered, extra
+
+# %% ../../nbs/28_collect_flows.ipynb #ca0dbe67
+def _doctor_page(html: str, collector, rows: list[dict], answered: bool, extra: dict):
+    "Rows for every selector on the saved page, the renderers seen and, when answered, the parsed answer."
+    from groundbench.collect.page import parse_answer_html
+    cfg, sel = collector.cfg, collector.cfg["selectors"]
     from bs4 import BeautifulSoup
     soup = BeautifulSoup(html, "html.parser")
     for key, s in sel.items():
         if key in ("prompt_box", "send_button", "model_label") or not s: continue
         n = len(soup.select(s))
-        rows.append(_row("selector", key, s, n > 0, n, "" if n else _WHEN.get(key, ""), required=key == "answer" and not cfg.get("renderers")))
+        rows.append(_row("selector", key, s, n > 0, n, "" if n else _WHEN.get(key, ""),
+                         required=key == "answer" and not cfg.get("renderers")))
     for r in cfg.get("renderers") or []:
         n = len(soup.select(r["selectors"]["answer"]))
         rows.append(_row("renderer", r["name"], r["selectors"]["answer"], True, n, "seen" if n else "not on this page"))
@@ -391,15 +418,51 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
         try:
             p = parse_answer_html(html, cfg, model_shown=collector.visible_model())
             rows += [_row("answer", "renderer", "", True, detail=p.renderer),
-                     _row("answer", "model shown / answered", "", True, detail=f"{p.model_shown or '-'} / {p.model_answered or '-'}"),
-                     _row("answer", "citations (distinct URLs)", sel["citation"], len(p.citations) > 0, len(p.citations),
+                     _row("answer", "model shown / answered", "", True,
+                          detail=f"{p.model_shown or '-'} / {p.model_answered or '-'}"),
+                     _row("answer", "citations (distinct URLs)", sel["citation"], len(p.citations) > 0,
+                          len(p.citations),
                           "" if p.citations else "no citation resolved: check the citation selectors"),
                      _row("answer", "unresolved pills", sel["citation"], p.unresolved_pills == 0, p.unresolved_pills,
                           "pills whose URL was not found" if p.unresolved_pills else "")]
-            if extra.get("model_fallback_notice"): rows.append(_row("answer", "model fallback notice", "", False, detail=extra["model_fallback_notice"]))
+            if extra.get("model_fallback_notice"):
+                rows.append(_row("answer", "model fallback notice", "", False, detail=extra["model_fallback_notice"]))
         except ValueError as e: rows.append(_row("answer", "parse", sel["answer"], False, detail=str(e), required=True))
+
+
+# %% ../../nbs/28_collect_flows.ipynb #73915a9e
+def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
+    "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
+    from groundbench.collect.base import Archive
+    from groundbench.collect.page import full_screenshot
+    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
+    cfg, rows, d = collector.cfg, [], collector.driver
+    sel, w = cfg["selectors"], cfg["waits"]
+    archive = Archive(out_dir / "archive")
+    def count(s): return len(_els(d, s, visible=False)) if s else 0
+    d.get(collector.url())
+    _wait(lambda: _els(d, sel["prompt_box"]), float(w.get("page_timeout_s", 30)))
+    hit = find_blocker(d, cfg, composer_usable=bool(_els(d, sel["prompt_box"])))
+    rows.append(_row("blocker", hit[0] if hit else "none", hit[1] if hit else "", not hit,
+                     detail="the page is blocked" if hit else "", required=True))
+    for key in ("prompt_box", "send_button", "model_label"):
+        if sel.get(key):
+            rows.append(_row("selector", key, sel[key], count(sel[key]) > 0, count(sel[key]), required=key in REQUIRED))
+    for name, steps in (cfg.get("flows") or {}).items():
+        if name == "model" and not collector.model:
+            rows.append(_row("flow", "model", "", True, detail="no model asked for: the page's default")); continue
+        try: res = run_flow(d, name, steps, {"model": collector.model}, strict=False)
+        except Exception as e: res = [StepResult(name, "?", "", False, detail=f"{type(e).__name__}: {e}")]
+        rows += [_row(f"flow {r.flow}", r.step, r.selector, r.ok, r.count, r.detail,
+                      required=not r.optional) for r in res]
+    answered, extra = _doctor_answer(collector, archive, rows, prompt)
+    html = d.execute_script("return document.documentElement.outerHTML")
+    (out_dir / "page.html").write_text(html, encoding="utf-8")
+    (out_dir / "page.png").write_bytes(full_screenshot(d))
+    _doctor_page(html, collector, rows, answered, extra)
     ok = all(r["status"] != "FAILED" for r in rows)
-    (out_dir / "doctor.json").write_text(json.dumps({"ok": ok, "rows": rows, "url": d.current_url}, indent=1, ensure_ascii=False), encoding="utf-8")
+    (out_dir / "doctor.json").write_text(json.dumps({"ok": ok, "rows": rows, "url": d.current_url}, indent=1,
+                                                    ensure_ascii=False), encoding="utf-8")
     return rows, ok
 
 # %% ../../nbs/28_collect_flows.ipynb #928665ee

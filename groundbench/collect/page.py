@@ -26,13 +26,16 @@ __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'load_ui_config', 'answer_sel
            'citation_urls', 'full_screenshot']
 
 # %% ../../nbs/21_collect_page.ipynb #b18aeac1
-CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals() else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
+CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals()
+              else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
 
 def load_ui_config(name_or_path: str | Path) -> dict:
     "The UI configuration of an assistant (bundled name such as 'chatgpt', or a YAML path)."
     p = Path(name_or_path)
     if not p.suffix: p = CONFIG_DIR / f"{name_or_path}.yaml"
-    if not p.exists(): raise FileNotFoundError(f"{p}: no UI configuration (bundled: {', '.join(sorted(x.stem for x in CONFIG_DIR.glob('*.yaml')))})")
+    if not p.exists():
+        raise FileNotFoundError(
+            f"{p}: no UI configuration (bundled: {', '.join(sorted(x.stem for x in CONFIG_DIR.glob('*.yaml')))})")
     cfg = load_yaml(p.read_text(encoding="utf-8"))
     for k in ("provider", "start_url", "selectors", "waits"):
         if k not in cfg: raise ValueError(f"{p}: field {k!r}: missing")
@@ -64,7 +67,8 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
                 elif highlight_sel and ch.css.match(highlight_sel):
                     urls = [u for u in (ch.get("data-citation-url") or "").split() if u]
                     idx = [i for i in (cl.add(u) for u in urls) if i]
-                    out.append(_HL_OPEN + ("H" if ch.has_attr("data-groundbench-hover") else "P") + ",".join(map(str, idx)) + "|")
+                    out.append(_HL_OPEN + ("H" if ch.has_attr("data-groundbench-hover") else "P")
+                               + ",".join(map(str, idx)) + "|")
                     walk(ch)
                     out.append(_HL_CLOSE)
                 else:
@@ -75,7 +79,8 @@ def _block_text(block: Tag, is_pill, pill_urls, highlight_sel: str | None, cl: C
 
 # %% ../../nbs/21_collect_page.ipynb #73802ac9
 def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
-    "Remove highlight delimiters; return plain-marked blocks and highlight spans (block, start, end, citations, source)."
+    """Remove highlight delimiters; return plain-marked blocks and highlight spans (block, start, end, citations,
+    source)."""
     clean_blocks, spans, pos = [], [], 0
     from groundbench.collect.base import _MARK
     for bi, b in enumerate(blocks):
@@ -102,7 +107,8 @@ def _explicit_spans(blocks: list[str]) -> tuple[list[str], list[tuple]]:
 # %% ../../nbs/21_collect_page.ipynb #30d4db49
 def answer_selectors(cfg: dict) -> list[str]:
     "The answer selector of the base configuration and of every other renderer the YAML lists."
-    return [cfg["selectors"]["answer"], *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if (r.get("selectors") or {}).get("answer")]]
+    return [cfg["selectors"]["answer"],
+            *[r["selectors"]["answer"] for r in cfg.get("renderers") or [] if (r.get("selectors") or {}).get("answer")]]
 
 # %% ../../nbs/21_collect_page.ipynb #2f43fbb0
 def answer_selector(cfg: dict) -> str:
@@ -111,11 +117,13 @@ def answer_selector(cfg: dict) -> str:
 
 # %% ../../nbs/21_collect_page.ipynb #6d63bd13
 def pick_renderer(soup: BeautifulSoup, cfg: dict) -> tuple[dict, str]:
-    "The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the base one."
+    """The configuration of the first answer renderer found in the page (`renderers` in the YAML, in order), else the
+    base one."""
     for r in cfg.get("renderers") or []:
         sel = {**cfg["selectors"], **(r.get("selectors") or {})}
         if soup.select(sel["answer"]):
-            return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")}, "selectors": sel}, r["name"]
+            return {**cfg, **{k: v for k, v in r.items() if k not in ("name", "selectors")},
+                    "selectors": sel}, r["name"]
     return cfg, cfg.get("renderer", "default")
 
 # %% ../../nbs/21_collect_page.ipynb #ed51623c
@@ -125,7 +133,8 @@ def _top_level(tags: list[Tag]) -> list[Tag]:
 
 # %% ../../nbs/21_collect_page.ipynb #8013a4fe
 def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
-    "Move each pill that sits outside every text block (a badge after its paragraph: a div cannot be inside a p) to the end of the block before it."
+    """Move each pill that sits outside every text block (a badge after its paragraph: a div cannot be inside a p) to
+    the end of the block before it."""
     blocks = [b for body in bodies for b in _leaf_blocks(body)]
     inside = {id(x) for b in blocks for x in b.descendants}
     order = {id(t): i for i, t in enumerate(t for body in bodies for t in body.descendants if isinstance(t, Tag))}
@@ -136,7 +145,8 @@ def _attach_stray_pills(bodies: list[Tag], pills: list[Tag]):
 
 # %% ../../nbs/21_collect_page.ipynb #ce833f86
 def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_shown: str = "") -> ParsedAnswer:
-    "Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page shows."
+    """Parse the last answer of an archived page (or an answer fragment) with the selectors of the renderer the page
+    shows."""
     soup = BeautifulSoup(html, "html.parser")
     cfg, renderer = pick_renderer(soup, cfg)
     sel = cfg["selectors"]
@@ -146,7 +156,8 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
     thinking_marks = answer.select(sel["thinking_done"]) if sel.get("thinking_done") else []
     if sel.get("thinking_content"):
         for t in answer.select(sel["thinking_content"]): t.decompose()
-    bodies = (_top_level(answer.select(sel["answer_body"])) if sel.get("answer_body") else []) or [answer]  # several: Perplexity's .prose blocks
+    # several: Perplexity's .prose blocks
+    bodies = (_top_level(answer.select(sel["answer_body"])) if sel.get("answer_body") else []) or [answer]
     pill_sel = sel["citation"]
     all_pills = [p for b in bodies for p in b.select(pill_sel)]
     _attach_stray_pills(bodies, all_pills)
@@ -161,12 +172,15 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
         if not got: unresolved.append(t.get_text(" ", strip=True)[:80])
         return got
     cl = CitationList()
-    raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"), cl) for body in bodies for b in _leaf_blocks(body)) if b]
-    unresolved += [p.get_text(" ", strip=True)[:80] for p in all_pills if id(p) not in visited]  # a pill outside every text block
+    raw_blocks = [b for b in (_block_text(b, is_pill, pill_urls, sel.get("highlight"),
+                                          cl) for body in bodies for b in _leaf_blocks(body)) if b]
+    # a pill outside every text block
+    unresolved += [p.get_text(" ", strip=True)[:80] for p in all_pills if id(p) not in visited]
     blocks, spans = _explicit_spans(raw_blocks)
     text, segs = segment_blocks(blocks, len(cl))
     if spans:
-        starts, pos = [], 0  # block start offsets in answer_text (blocks are joined by blank lines; empty blocks dropped)
+        # block start offsets in answer_text (blocks are joined by blank lines; empty blocks dropped)
+        starts, pos = [], 0
         from groundbench.collect.base import _MARK
         for b in blocks:
             t = re.sub(r"\s+", " ", _MARK.sub("", b)).strip()
@@ -180,12 +194,14 @@ def parse_answer_html(html: str, cfg: dict, thinking: bool | None = None, model_
     if thinking is None: thinking = bool(thinking_marks)
     if not model_shown and sel.get("model_label"):
         lab = soup.select_one(sel["model_label"])
-        model_shown = model_label_text(lab.get(cfg.get("model_label_attr", "data-model")) or lab.get_text(" ", strip=True)) if lab else ""
+        model_shown = model_label_text(lab.get(cfg.get("model_label_attr",
+                                                       "data-model")) or lab.get_text(" ", strip=True)) if lab else ""
     cited = {c.url for c in cl.items}
     extra = tuple(Citation(i, c.url, c.title) for i, c in enumerate((c for c in panel if c.url not in cited), 1))
     attr = cfg.get("answer_model_attr")
     holder = answer if attr and answer.get(attr) else (answer.find(attrs={attr: True}) if attr else None)
-    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown, extra, tuple(cl.rejected),
+    return ParsedAnswer(cfg["provider"], text, tuple(cl.items), segs, bool(thinking), is_refusal(text), model_shown,
+                        extra, tuple(cl.rejected),
                         len(unresolved), renderer, (holder.get(attr) or "") if holder is not None else "")
 
 # %% ../../nbs/21_collect_page.ipynb #8775fd5a
@@ -197,11 +213,13 @@ def model_label_text(label: str) -> str:
 
 # %% ../../nbs/21_collect_page.ipynb #f03838f3
 def parse_page(html: str, config: str | Path | dict) -> ParsedAnswer:
-    "Parse an archived page with an assistant's configuration (a bundled name such as 'chatgpt', a YAML path, or a loaded dict)."
+    """Parse an archived page with an assistant's configuration (a bundled name such as 'chatgpt', a YAML path, or a
+    loaded dict)."""
     return parse_answer_html(html, config if isinstance(config, dict) else load_ui_config(config))
 
 # %% ../../nbs/21_collect_page.ipynb #982beffb
-def merge_explicit(text: str, segs: Sequence[Segment], spans: Sequence[tuple[int, int, list[int]]], n: int) -> tuple[Segment, ...]:
+def merge_explicit(text: str, segs: Sequence[Segment], spans: Sequence[tuple[int, int, list[int]]],
+                   n: int) -> tuple[Segment, ...]:
     "Sentence segments, with every sentence that overlaps a highlighted span replaced by the span itself."
     exp = span_segments(text, spans, n)
     explicit = [s for s in exp if not s.uncited]
@@ -216,7 +234,8 @@ def panel_sources(soup: BeautifulSoup, cfg: dict) -> list[Citation]:
     for i, a in enumerate(soup.select(s) if s else [], 1):
         link = a if a.name == "a" else a.find("a")
         url = (link.get("href") if link else None) or a.get("data-url")
-        if url and citable_url(url): out.append(Citation(len(out) + 1, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
+        if url and citable_url(url):
+            out.append(Citation(len(out) + 1, url, (a.get("title") or a.get_text(" ", strip=True))[:300]))
     return out
 
 # %% ../../nbs/21_collect_page.ipynb #e48a1412
@@ -226,7 +245,8 @@ def _host(url: str) -> str:
     return h[4:] if h.startswith("www.") else h
 
 # %% ../../nbs/21_collect_page.ipynb #09631dcf
-URL_ATTR = "data-groundbench-urls"  # where the collector writes the URLs it read from a pill's popover or the answer's stream
+# where the collector writes the URLs it read from a pill's popover or the answer's stream
+URL_ATTR = "data-groundbench-urls"
 
 def url_attrs(cfg: dict) -> list[str]:
     "The pill attributes that may hold its URLs (the YAML's `citation_url_attr`: one name or a list), without ours."
@@ -235,16 +255,19 @@ def url_attrs(cfg: dict) -> list[str]:
 
 # %% ../../nbs/21_collect_page.ipynb #01f0e27e
 def citation_urls(pill: Tag, cfg: dict, panel: Sequence[Citation], seen: dict | None = None) -> list[tuple[str, str]]:
-    "The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name (`seen`)."
+    """The (url, title) pairs a citation pill stands for; a name-only pill by its position among the pills of that name
+    (`seen`)."""
     for attr in [URL_ATTR, *url_attrs(cfg)]:
         if pill.get(attr): return [(u, pill.get("aria-label", "")) for u in pill.get(attr).split()]
     a = pill if pill.name == "a" and pill.get("href") else pill.find("a", href=True)
     if a is not None: return [(a["href"], a.get("aria-label") or pill.get("aria-label") or "")]
     label = pill.get_text(" ", strip=True).lower()
     label = re.sub(r"\s*\+\d+$", "", label)
-    match = [c for c in panel if label and (_host(c.url) == label or _host(c.url).endswith("." + label) or label in c.title.lower())]
+    match = [c for c in panel if label
+             and (_host(c.url) == label or _host(c.url).endswith("." + label) or label in c.title.lower())]
     if not match: return []
-    k = seen.get(label, 0) if seen is not None else 0   # the k-th pill of a site name is the k-th panel source of that site
+    # the k-th pill of a site name is the k-th panel source of that site
+    k = seen.get(label, 0) if seen is not None else 0
     if seen is not None: seen[label] = k + 1
     c = match[min(k, len(match) - 1)]
     return [(c.url, c.title)]

@@ -25,24 +25,30 @@ from ..core import Conversation, Prompt, read_records
 __all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts']
 
 # %% ../../nbs/20_collect.ipynb #ca207703
-def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None, api_key_env: str | None = None,
-                   profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None, on_model_mismatch: str = "record",
+def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None,
+                   api_key_env: str | None = None,
+                   profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None,
+                   on_model_mismatch: str = "record",
                    options: dict | None = None, remote_url: str | None = None):
     "The collector for `source` and `provider`."
     if source == "browser":
         if provider not in browser_assistants():
             raise ValueError(f"provider {provider!r}: browser assistants are {', '.join(browser_assistants())}")
-        return BrowserCollector(provider, base_url=base_url, model=model or None, profile_dir=profile_dir, headless=headless,
+        return BrowserCollector(provider, base_url=base_url, model=model or None, profile_dir=profile_dir,
+                                headless=headless,
                                 delay_s=delay_s, on_model_mismatch=on_model_mismatch, remote_url=remote_url)
     if source == "api":
-        if provider not in API_COLLECTORS: raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
+        if provider not in API_COLLECTORS:
+            raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
-        return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options)
+        return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0,
+                                        options=options)
     raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
 
 # %% ../../nbs/20_collect.ipynb #7eb36650
 def worker_of(prompt_id: str, workers: int) -> int:
-    "The worker (0..workers-1) that collects `prompt_id` when several split one prompt set: a stable hash, the same on every machine."
+    """The worker (0..workers-1) that collects `prompt_id` when several split one prompt set: a stable hash, the same
+    on every machine."""
     return int(hashlib.sha256(prompt_id.encode()).hexdigest(), 16) % workers
 
 # %% ../../nbs/20_collect.ipynb #b6689603
@@ -50,7 +56,9 @@ def sample_by_group(items: list, key, n: int, seed: int = 0) -> list:
     "`n` items spread evenly over the groups of `key` (round robin over a seeded hash order); all when n <= 0."
     if n <= 0 or n >= len(items): return list(items)
     groups: dict = {}
-    for it in sorted(items, key=lambda x: hashlib.sha256(f"{seed}:{getattr(x, 'conversation_id', None) or getattr(x, 'prompt_id', '')}".encode()).hexdigest()):
+    def digest(x):
+        return hashlib.sha256(f"{seed}:{getattr(x, 'conversation_id', None) or getattr(x, 'prompt_id', '')}".encode())
+    for it in sorted(items, key=lambda x: digest(x).hexdigest()):
         groups.setdefault(key(it), []).append(it)
     out, order = [], _spread_order(sorted(groups))
     while len(out) < n:
@@ -70,10 +78,13 @@ def _spread_order(keys: list) -> list:
 
 # %% ../../nbs/20_collect.ipynb #4020e07a
 def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
-    "Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected links, refusals, thinking."
-    rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations), "segments": len(c.segments),
+    """Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected
+    links, refusals, thinking."""
+    rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations),
+             "segments": len(c.segments),
              "uncited_segments": sum(s.uncited for s in c.segments), "panel_only_sources": len(c.uncited_panel_sources),
-             "rejected_links": len(c.rejected_urls), "unresolved_pills": c.unresolved_pills, "refused": int(c.refused), "thinking": int(c.thinking), "words": len(c.answer_text.split())} for c in convs]
+             "rejected_links": len(c.rejected_urls), "unresolved_pills": c.unresolved_pills, "refused": int(c.refused),
+             "thinking": int(c.thinking), "words": len(c.answer_text.split())} for c in convs]
     if not rows: return pd.DataFrame(columns=["provider", "model", "conversations"])
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)

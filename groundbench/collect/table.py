@@ -8,24 +8,25 @@ Docs: https://groundbench.github.io/groundbench/collect_table.html.md"""
 from __future__ import annotations
 
 import json
-import zipfile
 import re
 from collections import Counter
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import regex
 
-from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal, mark,
+from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
+                                      mark,
                                       segment_blocks, text_blocks)
-from ..core import Citation, Conversation, Prompt, RecordError, Segment, regular_file, stable_id, write_table
+from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
+from ..rows import cell_text, cell_value, find_column, read_rows
 
 # %% auto #0
-__all__ = ['MARKER_TYPES', 'MAX_XLSX_UNPACKED', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'read_rows', 'find_column', 'split_cell',
-           'url_items', 'digit_markers', 'read_markers', 'match_publisher', 'publisher_lines', 'BadRow', 'TableImport',
-           'import_table', 'import_tables', 'write_import', 'segment_agreement']
+__all__ = ['MARKER_TYPES', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'split_cell', 'url_items', 'digit_markers', 'read_markers',
+           'match_publisher', 'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables',
+           'write_import', 'segment_agreement']
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29006
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
@@ -56,21 +57,25 @@ class TableMapping:
     encoding: str = "utf-8"
 
     def __post_init__(self):
-        if not self.assistant and not self.assistant_name: raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
+        if not self.assistant and not self.assistant_name:
+            raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
         if self.paragraphs not in ("blank_lines", "lines"):
             raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
         bad = [m for m in self.markers if m not in MARKER_TYPES]
         if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
         for rx in self.drop_lines:
             try: regex.compile(rx)
-            except regex.error as e: raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
+            except regex.error as e:
+                raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "mapping") -> "TableMapping":
         "A mapping from a parameter file's dict; unknown keys are refused with their names."
-        if not isinstance(d, dict): raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
-        if set(d) - known: raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
+        if set(d) - known:
+            raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
         if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
         kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
         for k in ("meta", "markers", "drop_lines"):
@@ -80,104 +85,10 @@ class TableMapping:
 
     def columns(self) -> dict[str, str]:
         "Field -> column of every mapped column (meta columns as meta:<column>)."
-        cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles", "panel_urls",
+        cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
+                                              "panel_urls",
                                               "collected_at", "topic", "role", "claim_id") if getattr(self, f)}
         return cols | {f"meta:{m}": m for m in self.meta}
-
-# %% ../../nbs/29_collect_table.ipynb #a1c29008
-def _norm(name: str) -> str: return " ".join(str(name).split()).casefold()
-
-# %% ../../nbs/29_collect_table.ipynb #894c4ad5
-MAX_XLSX_UNPACKED = 256 * 2 ** 20  # bytes an Excel workbook may unpack to (a few MB of XML can unpack to gigabytes)
-
-def read_rows(path: str | Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple[int, dict]]]:
-    """(column names, [(row number, row dict)]) of a CSV, TSV, JSONL, JSON, Parquet or Excel file; a file that cannot be
-    read as its kind says so with its name (never a bare pandas, zip or Arrow message)."""
-    path = regular_file(path, "table file")
-    try: return _read_rows(path, encoding)
-    except RecordError: raise
-    except (ValueError, KeyError, OSError, zipfile.BadZipFile, pd.errors.EmptyDataError, pd.errors.ParserError) as e:
-        kind, why = path.suffix.lower().lstrip(".") or "table", " ".join(str(e).split())[:200]
-        raise RecordError(f"{path}: cannot be read as a {kind} file ({type(e).__name__}: {why})") from None
-
-def _read_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, dict]]]:
-    suf = path.suffix.lower()
-    if suf in (".csv", ".tsv", ".txt"):
-        raw = path.read_bytes()
-        try: text = raw.decode(encoding)
-        except UnicodeDecodeError as e:
-            line = raw[:e.start].count(b"\n") + 1
-            raise RecordError(f"{path}: line {line}: bytes at offset {e.start} are not {encoding} (set `encoding` in the mapping)") from None
-        except LookupError: raise ValueError(f"{path}: unknown encoding {encoding!r}") from None
-        import csv, io
-        text = text.lstrip("\ufeff")
-        sep = "\t" if suf == ".tsv" else (csv.Sniffer().sniff(text[:20000], delimiters=",;\t").delimiter if suf == ".txt" else ",")
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False)
-        header, start = next(csv.reader(io.StringIO(text), delimiter=sep), []), 2  # as written: pandas renames a repeat
-    elif suf in (".jsonl", ".ndjson"):
-        rows = []
-        with open(path, encoding=encoding, errors="strict") as f:
-            try:
-                for i, line in enumerate(f, 1):
-                    if not line.strip(): continue
-                    try: obj = json.loads(line)
-                    except json.JSONDecodeError as e: raise RecordError(f"{path}: row {i}: not valid JSON ({e.msg})") from None
-                    if not isinstance(obj, dict): raise RecordError(f"{path}: row {i}: expected a JSON object, got {type(obj).__name__}")
-                    rows.append((i, obj))
-            except UnicodeDecodeError: raise RecordError(f"{path}: row {i + 1}: bytes are not {encoding}") from None
-        cols = list(dict.fromkeys(k for _, r in rows for k in r))
-        return cols, rows
-    elif suf == ".json":
-        try: data = json.loads(path.read_text(encoding=encoding))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise RecordError(f"{path}: not valid JSON ({e})") from None
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise RecordError(f"{path}: expected a JSON list of objects")
-        return list(dict.fromkeys(k for r in data for k in r)), list(enumerate(data, 1))
-    elif suf == ".parquet": df, start, header = pd.read_parquet(path), 1, None
-    elif suf in (".xlsx", ".xlsm"):
-        with zipfile.ZipFile(path) as z: unpacked = sum(i.file_size for i in z.infolist())
-        if unpacked > MAX_XLSX_UNPACKED:
-            raise RecordError(f"{path}: the workbook unpacks to {unpacked / 2 ** 20:,.0f} MB, over the "
-                              f"{MAX_XLSX_UNPACKED >> 20} MB a table may take; save it as CSV")
-        df, start = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl"), 2
-        first = pd.read_excel(path, header=None, nrows=1, engine="openpyxl") if len(df.columns) else pd.DataFrame()
-        header = ["" if v != v else str(v) for v in first.iloc[0]] if len(first) else []
-    else: raise RecordError(f"{path}: unknown table format {path.suffix!r} (use .csv, .tsv, .jsonl, .json, .parquet "
-                            "or .xlsx)")
-    cols = [str(c) for c in df.columns]
-    dup = [c for c, n in Counter(_norm(c) for c in (header if header is not None else cols)).items() if n > 1 and c]
-    if dup: raise RecordError(f"{path}: row 1: columns {dup} appear more than once (after collapsing spaces and case)")
-    return cols, [(start + i, dict(zip(cols, r))) for i, r in enumerate(df.itertuples(index=False, name=None))]
-
-# %% ../../nbs/29_collect_table.ipynb #cd73bb26
-def find_column(cols: Sequence[str], name: str, path, fieldname: str) -> tuple[str, tuple[str, ...]]:
-    "(column, nested keys) of mapped `name`: exact, then whitespace-collapsed and case-insensitive, then a dotted JSON path."
-    if name in cols: return name, ()
-    hits = [c for c in cols if _norm(c) == _norm(name)]
-    if len(hits) == 1: return hits[0], ()
-    if len(hits) > 1: raise RecordError(f"{path}: field {fieldname!r}: column {name!r} matches several columns {hits}")
-    parts = name.split(".")
-    for k in range(len(parts) - 1, 0, -1):
-        head = ".".join(parts[:k])
-        if head in cols: return head, tuple(parts[k:])
-    near = [c for c in cols if _norm(name)[:4] in _norm(c)][:5]
-    raise RecordError(f"{path}: field {fieldname!r}: no column {name!r} (columns: {', '.join(repr(c) for c in cols[:30])})"
-                      + (f"; did you mean {near}?" if near else ""))
-
-# %% ../../nbs/29_collect_table.ipynb #32ffa1eb
-def _value(row: dict, col: tuple[str, tuple[str, ...]]):
-    v = row.get(col[0])
-    for k in col[1]:
-        v = v.get(k) if isinstance(v, dict) else None
-    if v is None or (isinstance(v, float) and v != v): return None
-    return v
-
-# %% ../../nbs/29_collect_table.ipynb #8889eb7a
-def _text(v) -> str:
-    if v is None: return ""
-    if hasattr(v, "tolist"): v = v.tolist()
-    if isinstance(v, (dict, list)): return json.dumps(v, ensure_ascii=False)
-    return str(v)
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29011
 def split_cell(v) -> list:
@@ -206,12 +117,14 @@ def url_items(v, url_key: str = "url", title_key: str = "title") -> list[tuple[A
 _OPEN_BR = re.compile(r"【(\d+)(?:[:†][^】]*)?】")
 _SUPER = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 _SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:[,،]\s?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)*")
-_GLUED = re.compile(r"(?<=[^\W\d_]|[.,;:)\]\"'”’%])(\d{1,6})(?=[\s.,;:!?)\]\"'”’]|$)|(?<=[)\"”]) (\d{1,6})(?=[.;!?]?\s*$|[.;!?]\s)")
+_GLUED = re.compile(
+    r"(?<=[^\W\d_]|[.,;:)\]\"'”’%])(\d{1,6})(?=[\s.,;:!?)\]\"'”’]|$)|(?<=[)\"”]) (\d{1,6})(?=[.;!?]?\s*$|[.;!?]\s)")
 _AFTER_NUMBER = re.compile(r"(?<![\w.,])((?:19|20)\d\d|[$€£]\d{1,3}(?:,\d{3})*\.\d\d)(\d{1,4})(?=[.;!?]?\s*$|[.;!?]\s)")
 _PILL = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Z0-9 &.,'’!:/+\-()]{0,78}?(?:\s*\+\d+)?$")
 
 def digit_markers(digits: str, n: int) -> tuple[list[int], bool]:
-    "(source numbers, ambiguous) read from glued digits: strictly increasing, each in 1..n, most numbers first; [] when none fits."
+    """(source numbers, ambiguous) read from glued digits: strictly increasing, each in 1..n, most numbers first; []
+    when none fits."""
     def splits(s: str, last: int):
         if not s: yield []; return
         for k in range(1, len(s) + 1):
@@ -236,7 +149,8 @@ def _glued_ok(text: str, m: re.Match) -> bool:
 
 # %% ../../nbs/29_collect_table.ipynb #cd22d949
 def read_markers(text: str, n: int, kinds: Sequence[str], counts: Counter | None = None) -> str:
-    "`text` with the inline markers of `kinds` naming citations 1..n replaced by groundbench markers; found markers counted in `counts`."
+    """`text` with the inline markers of `kinds` naming citations 1..n replaced by groundbench markers; found markers
+    counted in `counts`."""
     counts = counts if counts is not None else Counter()
     if "brackets" in kinds:
         n0 = text.count(MARK_OPEN)
@@ -273,13 +187,15 @@ def read_markers(text: str, n: int, kinds: Sequence[str], counts: Counter | None
 def _labels(url: str) -> list[str]:
     from urllib.parse import urlsplit
     host = (urlsplit(url).hostname or "").lower()
-    labels = [l for l in host.split(".") if l and l not in ("www", "m", "en", "com", "org", "net", "gov", "edu", "int", "co", "uk", "ac")]
+    labels = [l for l in host.split(".") if l and l not in ("www", "m", "en", "com", "org", "net", "gov", "edu", "int",
+                                                            "co", "uk", "ac")]
     return [re.sub(r"[^a-z0-9]", "", l) for l in labels]
 
 # %% ../../nbs/29_collect_table.ipynb #070b1145
 def _initials(name: str) -> set[str]:
     words = re.findall(r"[a-z0-9]+", name.lower())
-    return {"".join(w[0] for w in words if w not in stop) for stop in ((), ("and", "the"), ("of", "the", "and", "for"))} - {""}
+    return {"".join(w[0] for w in words if w not in stop) for stop in ((), ("and", "the"),
+                                                                       ("of", "the", "and", "for"))} - {""}
 
 # %% ../../nbs/29_collect_table.ipynb #09e247c7
 def _subsequence(short: str, long: str) -> bool:
@@ -303,7 +219,8 @@ def match_publisher(name: str, citations: Sequence[Citation]) -> int:
 
 # %% ../../nbs/29_collect_table.ipynb #b6ee1f42
 def publisher_lines(text: str, citations: Sequence[Citation], counts: Counter | None = None) -> str:
-    "`text` with publisher-name lines replaced by markers after the line before them; unmatched ones removed and counted."
+    """`text` with publisher-name lines replaced by markers after the line before them; unmatched ones removed and
+    counted."""
     counts = counts if counts is not None else Counter()
     out: list[str] = []
     pending = ""
@@ -356,24 +273,25 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
     last_key = None
     for rowno, row in rows:
         where = f"{path}: row {rowno}"
-        get = lambda f: _text(_value(row, col[f])).strip() if f in col else ""
+        get = lambda f: cell_text(cell_value(row, col[f])).strip() if f in col else ""
         try:
-            ans = _text(_value(row, col["answer"]))
+            ans = cell_text(cell_value(row, col["answer"]))
             if not ans.strip(): raise BadRow(f"{where}: column {col['answer'][0]!r} (answer): empty answer")
             assistant = get("assistant") or m.assistant_name
             if not assistant: raise BadRow(f"{where}: column {m.assistant!r} (assistant): empty")
             cites, panel = [], []
             for fieldname, dest in (("urls", cites), ("panel_urls", panel)):
                 if fieldname not in col: continue
-                titles = split_cell(_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
-                for k, (u, t) in enumerate(url_items(_value(row, col[fieldname]), m.url_key, m.title_key)):
+                titles = split_cell(cell_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
+                for k, (u, t) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key)):
                     if not citable_url(u):
                         if fieldname == "panel_urls": continue
-                        raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} "
+                        raise BadRow(
+                            f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} "
                                      "is not an absolute http(s) URL")
                     dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
             extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
-                     **{c: _text(_value(row, col[f"meta:{c}"])) for c in m.meta}}
+                     **{c: cell_text(cell_value(row, col[f"meta:{c}"])) for c in m.meta}}
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
             aid = get("answer_id")
             key = aid or (a.assistant, a.model, a.question, a.answer)
@@ -381,7 +299,8 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             if prev is not None:
                 for f in ("answer", "assistant", "model", "question"):
                     if getattr(prev, f) != getattr(a, f):
-                        raise BadRow(f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row "
+                        raise BadRow(
+                            f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row "
                                      f"{prev.rows[0]} with a different {f}")
                 prev.rows.append(rowno); prev.cites += cites; prev.panel += panel
             else:
@@ -390,7 +309,8 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             last_key = key
         except BadRow as e:
             if not skip_bad_rows: raise
-            rejected.append({"file": str(path), "row": rowno, "reason": str(e).split(": ", 2)[-1] if str(e).startswith(str(path)) else str(e)})
+            rejected.append({"file": str(path), "row": rowno,
+                             "reason": str(e).split(": ", 2)[-1] if str(e).startswith(str(path)) else str(e)})
     yield from order
 
 # %% ../../nbs/29_collect_table.ipynb #c14945bb
@@ -403,8 +323,10 @@ def _dropped(line: str, patterns: Sequence[str]) -> bool:
         try:
             if regex.fullmatch(rx, line, timeout=DROP_LINES_TIMEOUT_S): return True
         except TimeoutError:
-            raise ValueError(f"mapping: drop_lines {rx!r}: over {DROP_LINES_TIMEOUT_S:g} s on one line of {len(line):,} "
-                             "characters (a pattern that backtracks catastrophically, e.g. (a+)+$): simplify it") from None
+            raise ValueError(
+                f"mapping: drop_lines {rx!r}: over {DROP_LINES_TIMEOUT_S:g} s on one line of {len(line):,} "
+                             "characters (a pattern that backtracks catastrophically, e.g. (a+)+$): "
+                             "simplify it") from None
     return False
 
 # %% ../../nbs/29_collect_table.ipynb #da2087c6
@@ -426,14 +348,19 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     panel = tuple(Citation(i, u, t) for i, (u, t) in enumerate(shown, 1))
     e = a.extra
     pr = Prompt(e["claim_id"] or f"IMP-{stable_id(a.question or a.answer, n=10)}", e["topic"], e["role"], 0, a.question)
-    conv = Conversation(a.assistant, a.model, pr.prompt_id, a.question, body, cits, segs, refused=is_refusal(body), uncited_panel_sources=panel,
-                        collected_at=e["collected_at"], source=f"{source}:{a.rows[0]}", unresolved_pills=found["unresolved_pills"],
+    conv = Conversation(a.assistant, a.model, pr.prompt_id, a.question, body, cits, segs, refused=is_refusal(body),
+                        uncited_panel_sources=panel,
+                        collected_at=e["collected_at"], source=f"{source}:{a.rows[0]}",
+                        unresolved_pills=found["unresolved_pills"],
                         segment_rule=rule)
-    meta = {"conversation_id": conv.conversation_id, "answer_id": e["answer_id"], "file": source, "rows": ",".join(map(str, a.rows)),
+    meta = {"conversation_id": conv.conversation_id, "answer_id": e["answer_id"], "file": source,
+            "rows": ",".join(map(str, a.rows)),
             "assistant": a.assistant,
-            "segment_rule": rule, **{f"markers_{k}": found[k] for k in ("brackets", "superscripts", "glued", "publisher_lines")},
+            "segment_rule": rule,
+            **{f"markers_{k}": found[k] for k in ("brackets", "superscripts", "glued", "publisher_lines")},
             "ambiguous_markers": found["ambiguous"], "unresolved_pills": found["unresolved_pills"],
-            **{f"meta_{k}": v for k, v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")}}
+            **{f"meta_{k}": v for k,
+               v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")}}
     return pr, conv, meta
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29020
@@ -453,10 +380,12 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     answers = pd.DataFrame(meta)
     c = {"file": path.name, "answers": len(convs), "rows_rejected": len(rejected), "questions": len(prompts),
          "assistants": dict(Counter(f"{c.provider} {c.model}".strip() for c in convs)),
-         "citations": sum(len(c.citations) for c in convs), "panel_only_sources": sum(len(c.uncited_panel_sources) for c in convs),
+         "citations": sum(len(c.citations) for c in convs),
+         "panel_only_sources": sum(len(c.uncited_panel_sources) for c in convs),
          "segments": sum(len(c.segments) for c in convs),
          "segment_rules": dict(Counter(c.segment_rule for c in convs)),
-         "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES} if len(answers) else {},
+         "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES}
+         if len(answers) else {},
          "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
          "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"]}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
@@ -464,18 +393,23 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
 
 # %% ../../nbs/29_collect_table.ipynb #72fd7582
 def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: bool = False) -> TableImport:
-    "Several files, each `{path: ..., <mapping fields>}` (a relative path from the working folder, else from `base`), as one import."
+    """Several files, each `{path: ..., <mapping fields>}` (a relative path from the working folder, else from `base`),
+    as one import."""
     if isinstance(specs, dict): specs = [specs]
     parts = []
     for i, spec in enumerate(specs, 1):
-        if not isinstance(spec, dict) or "path" not in spec: raise ValueError(f"import_tables item {i}: give `path` and the column mapping")
+        if not isinstance(spec, dict) or "path" not in spec:
+            raise ValueError(f"import_tables item {i}: give `path` and the column mapping")
         p = Path(spec["path"]); p = p if p.is_absolute() or p.exists() else Path(base) / p
-        parts.append(import_table(p, TableMapping.from_dict({k: v for k, v in spec.items() if k != "path"}, f"import_tables item {i} ({p.name})"),
+        parts.append(import_table(p, TableMapping.from_dict({k: v for k, v in spec.items() if k != "path"},
+                                                            f"import_tables item {i} ({p.name})"),
                                   skip_bad_rows))
     prompts = list({p.prompt_id: p for t in parts for p in t.prompts}.values())
-    return TableImport(prompts, [c for t in parts for c in t.conversations], pd.concat([t.answers for t in parts], ignore_index=True),
+    return TableImport(prompts, [c for t in parts for c in t.conversations],
+                       pd.concat([t.answers for t in parts], ignore_index=True),
                        pd.concat([t.rejected for t in parts], ignore_index=True), {"files": [t.counts for t in parts],
-                       "answers": sum(t.counts["answers"] for t in parts), "citations": sum(t.counts["citations"] for t in parts),
+                       "answers": sum(t.counts["answers"]
+                                      for t in parts), "citations": sum(t.counts["citations"] for t in parts),
                        "rows_rejected": sum(t.counts["rows_rejected"] for t in parts),
                        "segment_rules": dict(sum((Counter(t.counts["segment_rules"]) for t in parts), Counter())),
                        "markers_found": dict(sum((Counter(t.counts["markers_found"]) for t in parts), Counter())),
@@ -490,7 +424,8 @@ def write_import(imp: TableImport, out: str | Path) -> dict:
     return imp.counts
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29025
-def segment_agreement(convs: Sequence[Conversation], labels: Sequence[dict], answer_ids: dict[str, str]) -> pd.DataFrame:
+def segment_agreement(convs: Sequence[Conversation], labels: Sequence[dict],
+                      answer_ids: dict[str, str]) -> pd.DataFrame:
     "Per assistant: answers and sentences hand-labelled, how many the parser reads exactly as labelled, and the share."
     by_id = {(c.provider, answer_ids[c.conversation_id]): c for c in convs if c.conversation_id in answer_ids}
     rows = []
@@ -498,10 +433,12 @@ def segment_agreement(convs: Sequence[Conversation], labels: Sequence[dict], ans
         c = by_id.get((lab["assistant"], lab["id"]))
         if c is None: raise KeyError(f"labelled answer {lab['id']!r} is not in the import")
         if len(c.segments) != len(lab["sentences"]):
-            raise ValueError(f"answer {lab['id']!r}: {len(c.segments)} sentences parsed, {len(lab['sentences'])} labelled")
+            raise ValueError(
+                f"answer {lab['id']!r}: {len(c.segments)} sentences parsed, {len(lab['sentences'])} labelled")
         ok = []
         for s, (prefix, exp) in zip(c.segments, lab["sentences"]):
-            if not s.text.startswith(prefix): raise ValueError(f"answer {lab['id']!r}: sentence {s.text[:48]!r} is labelled as {prefix!r}")
+            if not s.text.startswith(prefix):
+                raise ValueError(f"answer {lab['id']!r}: sentence {s.text[:48]!r} is labelled as {prefix!r}")
             got = "all" if s.uncited else list(s.citation_indices)
             ok.append(got == exp)
         rows.append({"assistant": lab["assistant"], "answers": 1, "sentences": len(ok), "sentences_agree": sum(ok),

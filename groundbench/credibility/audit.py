@@ -32,7 +32,8 @@ def _label(r: pd.DataFrame) -> pd.Series:
 def _rated(rater: Rater, urls: pd.Series) -> pd.DataFrame:
     r = rater.rate_many(urls.to_numpy())
     return pd.DataFrame({"host": r.host.astype(str).str.removeprefix("www."), "label": _label(r).to_numpy(),
-                         "category": r.category.astype(str).to_numpy(), "decided_by": r.decided_by.astype(str).to_numpy()})
+                         "category": r.category.astype(str).to_numpy(),
+                         "decided_by": r.decided_by.astype(str).to_numpy()})
 
 # %% ../../nbs/43_credibility_audit.ipynb #aba5764e
 def _distinct(urls: Sequence[str]) -> tuple[pd.Series, pd.Series]:
@@ -69,7 +70,8 @@ def _moves(a: pd.DataFrame, b: pd.DataFrame, n: pd.Series) -> dict:
 # %% ../../nbs/43_credibility_audit.ipynb #64fa78d0
 def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path | None = None, rules="full",
                  satire_category_as_satire: bool = False) -> pd.DataFrame:
-    "Per rule family: citations whose label it changes added alone to the table, and removed alone from the run's rules."
+    """Per rule family: citations whose label it changes added alone to the table, and removed alone from the run's
+    rules."""
     u, n = _distinct(urls)
     mk = lambda r: _rated(make_rater(table, root, r, satire_category_as_satire), u)
     paper = is_paper(rules)  # the authors' code: no family of ours in the run
@@ -80,7 +82,8 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
         alone = _moves(base, mk((fam,)), n)
         row = {"family": fam, "whose": whose, "in_run": fam in run_rules, "what": what}
         row.update({f"{k}_vs_table": v for k, v in alone.items()})
-        row["citations_without"] = _moves(run, mk(tuple(f for f in run_rules if f != fam)), n)["citations"] if fam in run_rules else 0
+        row["citations_without"] = _moves(run, mk(tuple(f for f in run_rules if f != fam)),
+                                          n)["citations"] if fam in run_rules else 0
         rows.append(row)
     total = _moves(base, run, n)
     what = "paper" if paper else ", ".join(run_rules) or "none"
@@ -91,11 +94,14 @@ def rules_effect(urls: Sequence[str], table="mbfc_vykopal2025", root: str | Path
 # %% ../../nbs/43_credibility_audit.ipynb #68db2b4f
 def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
     "(step, rules, unrated_conversations, what) from the authors' code to `full`: each step adds one correction."
-    steps = [("paper", "paper", "zero", "the authors' code (two-label keys, MBFC merged over their lists, the table-proven "
+    steps = [("paper", "paper", "zero",
+              "the authors' code (two-label keys, MBFC merged over their lists, the table-proven "
               "exceptions); a conversation whose citations are all unrated counts 0"),
-             ("skip_unrated_conversations", "paper", "skip", "a conversation without a classified citation is left out of "
+             ("skip_unrated_conversations", "paper", "skip",
+              "a conversation without a classified citation is left out of "
               "the per-conversation mean"),
-             ("lookup", "authors", "skip", "our lookup of the authors' own lists: registrable domains, path entries only "
+             ("lookup", "authors", "skip",
+              "our lookup of the authors' own lists: registrable domains, path entries only "
               "under their path, aliases on the full host, disinformation lists first, MBFC duplicates by majority")]
     on = list(parse_rules("authors"))
     for fam, (whose, what) in RULE_FAMILIES.items():
@@ -105,8 +111,10 @@ def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
 # %% ../../nbs/43_credibility_audit.ipynb #e9f5f5aa
 def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | None = None,
                 satire_category_as_satire: bool = False) -> pd.DataFrame:
-    """Per correction step (`correction_steps`) and assistant: citations it moves (newly classified, to unrated, to credible,
-    to non-credible), classified citations, CR and NCR after it (%, pooled and per conversation) and the top hosts moved."""
+    """Per correction step (`correction_steps`) and assistant: citations it moves (newly classified, to unrated, to
+    credible,
+    to non-credible), classified citations, CR and NCR after it (%, pooled and per conversation) and the top hosts
+    moved."""
     urls = cit.url.astype(str).to_numpy()
     u, inv = np.unique(urls, return_inverse=True)
     meta = cit[["conversation_id", "assistant", "topic", "role"]].reset_index(drop=True)
@@ -123,18 +131,23 @@ def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | 
             mv = m & moved
             top = pd.Series(host[mv]).value_counts().head(5)
             rows.append({"step": step, "what": what, "assistant": a, "citations": int(m.sum()),
-                         "moved": int(mv.sum()), "newly_classified": int((mv & (prev == "unrated")).sum()) if prev is not None else 0,
-                         "to_unrated": int((mv & (lab == "unrated")).sum()), "to_credible": int((mv & (score > 0)).sum()),
+                         "moved": int(mv.sum()),
+                         "newly_classified": int((mv & (prev == "unrated")).sum()) if prev is not None else 0,
+                         "to_unrated": int((mv & (lab == "unrated")).sum()),
+                         "to_credible": int((mv & (score > 0)).sum()),
                          "to_noncredible": int((mv & (score < 0)).sum()), "classified": int(ov.classified[a]),
                          "cr": 100 * ov.cr[a], "ncr": 100 * ov.ncr[a], "cr_conv": 100 * ov.cr_conv[a],
-                         "ncr_conv": 100 * ov.ncr_conv[a], "top_hosts": "; ".join(f"{h} ({n})" for h, n in top.items())})
+                         "ncr_conv": 100 * ov.ncr_conv[a],
+                         "top_hosts": "; ".join(f"{h} ({n})" for h, n in top.items())})
         prev = lab
     return pd.DataFrame(rows).round({"cr": 2, "ncr": 2, "cr_conv": 2, "ncr_conv": 2})
 
 # %% ../../nbs/43_credibility_audit.ipynb #49f95c6e
 def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
-    "Per assistant: CR and NCR (%) under the authors' code (`paper`) and under `full`, both estimators, and the differences."
-    first, last = corr.groupby("assistant").head(1).set_index("assistant"), corr.groupby("assistant").tail(1).set_index("assistant")
+    """Per assistant: CR and NCR (%) under the authors' code (`paper`) and under `full`, both estimators, and the
+    differences."""
+    first, last = (corr.groupby("assistant").head(1).set_index("assistant"),
+                   corr.groupby("assistant").tail(1).set_index("assistant"))
     out = pd.DataFrame(index=first.index)
     for m, name in (("cr_conv", "CR"), ("ncr_conv", "NCR"), ("cr", "CR pooled"), ("ncr", "NCR pooled")):
         out[f"{name} paper"], out[f"{name} full"] = first[m], last[m]
@@ -148,4 +161,5 @@ def corrections_headline(corr: pd.DataFrame, rule_set: str) -> list[str]:
     "One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full`."
     first, last = corr.groupby("assistant").head(1), corr.groupby("assistant").tail(1).set_index("assistant")
     return [f"{a}: paper CR {r.cr:.2f} NCR {r.ncr:.2f} | full CR {last.cr[a]:.2f} NCR {last.ncr[a]:.2f} "
-            f"(pooled over classified citations; this run's rules: {rule_set})" for a, r in zip(first.assistant, first.itertuples())]
+            f"(pooled over classified citations; this run's rules: {rule_set})" for a,
+            r in zip(first.assistant, first.itertuples())]

@@ -41,7 +41,8 @@ def build_mbfc(src: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     for r in csv.DictReader(open(src, encoding="utf-8")):
         if not (k := try_key(r["domain"])): continue
-        rows.append({"key": k, "label": r["factuality_rating"].strip().lower(), "bias": r["bias_rating"].strip().lower(),
+        rows.append({"key": k, "label": r["factuality_rating"].strip().lower(),
+                     "bias": r["bias_rating"].strip().lower(),
                      "mbfc_category": r["page"].strip().lower(), "mbfc_url": r["url"].strip()})
     df = pd.DataFrame(rows)
     out, conflicts = [], []
@@ -49,13 +50,15 @@ def build_mbfc(src: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         counts = Counter(g.label)
         best = sorted(counts, key=lambda l: (-counts[l], _ORDER.get(l, 99)))[0]
         if len(counts) > 1:
-            conflicts.append({"key": k, "labels": "; ".join(f"{l} x{n}" for l, n in sorted(counts.items())), "kept": best})
+            conflicts.append({"key": k, "labels": "; ".join(f"{l} x{n}" for l, n in sorted(counts.items())),
+                              "kept": best})
         out.append(g[g.label == best].iloc[0].to_dict())
     return pd.DataFrame(out), pd.DataFrame(conflicts, columns=["key", "labels", "kept"])
 
 # %% ../../nbs/41_credibility_build.ipynb #ad0128a9
 def platform_hosts(src_root: Path) -> set[str]:
-    "Hosts of social media and of platforms for third-party pages (ours and the authors'): no rule widens an entry to them."
+    """Hosts of social media and of platforms for third-party pages (ours and the authors'): no rule widens an entry to
+    them."""
     cur = src_root / "curated"
     hosts = set(pd.read_csv(cur / "social_media.csv").host) | set(pd.read_csv(cur / "platforms.csv").host)
     cats = pd.read_csv(src_root / "vykopal2025" / "categories.csv")
@@ -63,7 +66,8 @@ def platform_hosts(src_root: Path) -> set[str]:
 
 # %% ../../nbs/41_credibility_build.ipynb #f3c6885c
 def section_paths(mbfc: pd.DataFrame, platforms: set[str]) -> pd.DataFrame:
-    "MBFC path entries whose outlet MBFC lists no other way, and whether the `section_paths` rule widens each to its host."
+    """MBFC path entries whose outlet MBFC lists no other way, and whether the `section_paths` rule widens each to its
+    host."""
     hosts = set(mbfc.key[~mbfc.key.str.contains("/")])
     p = mbfc[mbfc.key.str.contains("/")][["key", "label"]].copy()
     p["host"] = p.key.str.split("/").str[0]
@@ -79,17 +83,20 @@ def section_paths(mbfc: pd.DataFrame, platforms: set[str]) -> pd.DataFrame:
     return p[["key", "host", "label", "widened", "rule"]].sort_values("key").reset_index(drop=True)
 
 # %% ../../nbs/41_credibility_build.ipynb #ad3a45cb
-FACTCHECK_WORDS = re.compile(r"fact|check|verif|chequ|fakt|hoax|desintox|poligra|proveri|provjer|sprawdz|tenyker|periksa|semak|"
+FACTCHECK_WORDS = re.compile(
+    r"fact|check|verif|chequ|fakt|hoax|desintox|poligra|proveri|provjer|sprawdz|tenyker|periksa|semak|"
                              r"comprov|checam|napravo|cinjenic|truth|detector|factuel|factual|debunk|mythbust", re.I)
 
 def factchecker_subdomains(keys: Sequence[str]) -> pd.DataFrame:
-    "Fact-checker entries listed only by a page on a subdomain whose own name says fact-checking (factcheck.afp.com/afp-kenya)."
+    """Fact-checker entries listed only by a page on a subdomain whose own name says fact-checking
+    (factcheck.afp.com/afp-kenya)."""
     hosts = {k for k in keys if "/" not in k}
     rows = []
     for k in keys:
         h = k.split("/")[0]
         reg = registrable_domain(h) or h
-        if "/" in k and h != reg and h not in hosts and FACTCHECK_WORDS.search(h[: -len(reg)]): rows.append({"key": k, "host": h})
+        if "/" in k and h != reg and h not in hosts and FACTCHECK_WORDS.search(h[: -len(reg)]):
+            rows.append({"key": k, "host": h})
     return pd.DataFrame(rows, columns=["key", "host"])
 
 # %% ../../nbs/41_credibility_build.ipynb #630664eb
@@ -122,10 +129,13 @@ def build_categories(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list
         why = ("the authors' SITES_CATEGORIES does not use this list" if r["used_by_upstream"] != "in SITES_CATEGORIES"
                else "two URLs joined by a missing comma upstream: the authors' code never matched it" if r["note"]
                else "not a usable domain" if not (k := try_key(r["url"]))
-               else f"their category {r['category']!r} has no label in their code" if r["category"] not in AUTHOR_CATEGORIES
-               else "names a whole platform host" if r["category"] == "disinformation" and "/" not in k and k in platforms
+               else f"their category {r['category']!r} has no label in their code"
+               if r["category"] not in AUTHOR_CATEGORIES
+               else "names a whole platform host" if r["category"] == "disinformation" and "/" not in k
+               and k in platforms
                else "")
-        if why: dropped.append({"source": f"vykopal2025/categories.csv:{i}", "entry": r["url"], "reason": why}); continue
+        if why:
+            dropped.append({"source": f"vykopal2025/categories.csv:{i}", "entry": r["url"], "reason": why}); continue
         cat, label = AUTHOR_CATEGORIES[r["category"]]
         keep.append({"key": k, "category": cat, "label": label, "upstream_list": r["upstream_list"]})
     df = pd.DataFrame(keep).drop_duplicates(["key", "category"]).sort_values(["key", "category"])
@@ -137,9 +147,11 @@ def build_fimi(src: Path, platforms: set[str]) -> tuple[pd.DataFrame, list[dict]
     fimi = pd.read_csv(src)
     fimi["line"] = np.arange(len(fimi)) + 2
     fimi["key"] = [try_key(d) if "." in str(d) else None for d in fimi.domain]
-    bad = fimi.key.isna().to_numpy() | np.array([isinstance(k, str) and "/" not in k and k in platforms for k in fimi.key])
+    bad = fimi.key.isna().to_numpy() | np.array([isinstance(k, str) and "/" not in k and k in platforms
+                                                 for k in fimi.key])
     dropped = [{"source": f"fimi-dima/DERIVED_fimi_domains.csv:{r.line}", "entry": r.domain,
-                "reason": "not a usable domain" if not isinstance(r.key, str) else "names a whole platform host"} for r in fimi[bad].itertuples()]
+                "reason": "not a usable domain" if not isinstance(r.key, str) else "names a whole platform host"}
+               for r in fimi[bad].itertuples()]
     f = fimi[~bad].sort_values(["key", "operation"]).drop_duplicates("key")
     return f[["key", "operation", "source", "riskLevel"]], dropped
 
@@ -149,7 +161,8 @@ STATE_LISTS = {"RUSSIA_GOV_PAGES": "Russia"}  # the authors' lists of one state'
 def disinformation_hosts(cats: pd.DataFrame, fimi: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     "Every key a disinformation list we load names: key, whose (authors, ours), list (which list and what), state."
     rows = [{"key": r.key, "whose": "authors", "list": f"authors {r.upstream_list}",
-             "state": STATE_LISTS.get(r.upstream_list, "")} for r in cats[cats.category == "disinformation"].itertuples()]
+             "state": STATE_LISTS.get(r.upstream_list,
+                                      "")} for r in cats[cats.category == "disinformation"].itertuples()]
     rows += [{"key": key_of(r.host), "whose": "ours", "list": f"disinformation_extra ({r.operation})", "state": ""}
              for r in extra.itertuples()]
     rows += [{"key": r.key, "whose": "ours", "list": f"fimi ({r.operation})", "state": ""} for r in fimi.itertuples()]
@@ -165,12 +178,13 @@ def disinformation_overrides(dis: pd.DataFrame, mbfc: pd.DataFrame) -> pd.DataFr
         hit = next((c for c in parent_chain(h) if c in rated), None)
         if hit and LABEL_SCORES.get(rated[hit], -1) >= 0:
             rows.append({"key": r.key, "whose": r.whose, "list": r.list, "mbfc_key": hit, "mbfc_label": rated[hit]})
-    return pd.DataFrame(rows, columns=["key", "whose", "list", "mbfc_key", "mbfc_label"]).sort_values(["key", "list"],
-                                                                                                       ignore_index=True)
+    out = pd.DataFrame(rows, columns=["key", "whose", "list", "mbfc_key", "mbfc_label"])
+    return out.sort_values(["key", "list"], ignore_index=True)
 
 # %% ../../nbs/41_credibility_build.ipynb #5637cad5
 def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.DataFrame) -> pd.DataFrame:
-    """Each government suffix rule: suffix, state, credible (False where a site the state controls is on a disinformation
+    """Each government suffix rule: suffix, state, credible (False where a site the state controls is on a
+    disinformation
     list: under the suffix, on the authors' list of its government pages, or state-controlled by ASD), evidence, why."""
     sc = state_media[state_media.typology == "SC"]
     sc_state = dict(zip(sc.host.astype(str).str.removeprefix("www."), sc.country))
@@ -180,7 +194,8 @@ def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.Da
     rows = []
     for g in gov[gov.kind == "suffix"].itertuples():
         ev = [f"{d.key} ({d.list})" for d, st in zip(dis.itertuples(), states)
-              if d.key.split("/")[0] == g.value or d.key.split("/")[0].endswith("." + g.value) or (g.state and st == g.state)]
+              if d.key.split("/")[0] == g.value or d.key.split("/")[0].endswith("." + g.value)
+              or (g.state and st == g.state)]
         why = (f"{len(ev)} sites {g.state or g.value} controls are on a disinformation list: " + "; ".join(ev[:4])
                + (" ..." if len(ev) > 4 else "")) if ev else "no site this state controls is on a disinformation list"
         rows.append({"suffix": g.value, "state": g.state, "credible": not ev, "evidence": len(ev), "why": why})
@@ -194,9 +209,11 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     mbfc, conflicts = build_mbfc(src_root / "vykopal2025" / "mbfc.csv")
     _write(mbfc, out_root / "mbfc.csv"); _write(conflicts, out_root / "mbfc_conflicts.csv")
     sp = section_paths(mbfc, platforms); _write(sp, out_root / "mbfc_section_paths.csv")
-    fc_raw = [r["url"] for r in csv.DictReader(open(src_root / "vykopal2025" / "fact-checking-organizations.csv", encoding="utf-8"))]
+    fc_raw = [r["url"] for r in csv.DictReader(open(src_root / "vykopal2025" / "fact-checking-organizations.csv",
+                                                    encoding="utf-8"))]
     fc = sorted({k for u in fc_raw if (k := try_key(u))})
-    dropped = [{"source": f"vykopal2025/fact-checking-organizations.csv:{i}", "entry": u, "reason": "not a usable domain"}
+    dropped = [{"source": f"vykopal2025/fact-checking-organizations.csv:{i}", "entry": u,
+                "reason": "not a usable domain"}
                for i, u in enumerate(fc_raw, start=2) if not try_key(u)]
     _write(pd.DataFrame({"key": fc}), out_root / "factcheckers.csv")
     fcs = factchecker_subdomains(fc); _write(fcs, out_root / "factchecker_subdomains.csv")
@@ -222,7 +239,8 @@ def build_derived_tables(src_root: str | Path, out_root: str | Path) -> dict[str
     _write(c1.sort_values("key"), out_root / "cred1.csv")
     _write(pd.DataFrame(dropped, columns=["source", "entry", "reason"]), out_root / "dropped_entries.csv")
     return {"mbfc": len(mbfc), "mbfc_conflicts": len(conflicts), "mbfc_section_paths_widened": int(sp.widened.sum()),
-            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()), "categories_vykopal2025": len(cats),
+            "factcheckers": len(fc), "factchecker_subdomains": int(fcs.host.nunique()),
+            "categories_vykopal2025": len(cats),
             "fimi": len(fimi), "disinformation_overrides": len(over),
             "government_suffixes_withheld": int((~gs.credible).sum()), "lin2023": len(lin), "cred1": len(c1),
             "dropped_entries": len(dropped)}

@@ -38,9 +38,12 @@ def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rat
     for c in convs:
         p = pr.get(c.prompt_id)
         for cit in c.citations:
-            rows.append({"conversation_id": c.conversation_id, "assistant": assistant_name(c), "topic": p.topic if p else "",
-                         "role": p.role if p else "", "thinking": c.thinking, "citation_index": cit.index, "url": cit.url})
-    df = pd.DataFrame(rows, columns=["conversation_id", "assistant", "topic", "role", "thinking", "citation_index", "url"])
+            rows.append({"conversation_id": c.conversation_id, "assistant": assistant_name(c),
+                         "topic": p.topic if p else "",
+                         "role": p.role if p else "", "thinking": c.thinking, "citation_index": cit.index,
+                         "url": cit.url})
+    df = pd.DataFrame(rows, columns=["conversation_id", "assistant", "topic", "role", "thinking", "citation_index",
+                                     "url"])
     r = rater.rate_many(df.url).drop(columns=["url"])
     out = pd.concat([df.reset_index(drop=True), r.reset_index(drop=True)], axis=1)
     out["classified"] = out.decided_by.ne("unrated") & ~out.decided_by.astype(str).str.startswith("invalid URL")
@@ -55,7 +58,8 @@ def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt])
                           "role": pr[c.prompt_id].role if c.prompt_id in pr else "", "thinking": c.thinking,
                           "refused": c.refused, "words": len(c.answer_text.split()), "citations": len(c.citations)}
                          for c in convs],
-                        columns=["conversation_id", "assistant", "topic", "role", "thinking", "refused", "words", "citations"])
+                        columns=["conversation_id", "assistant", "topic", "role", "thinking", "refused", "words",
+                                 "citations"])
 
 # %% ../../nbs/42_credibility_metrics.ipynb #fb1cd7a3
 def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -94,14 +98,16 @@ UNRATED_CONVERSATIONS = {"skip": "left out of the per-conversation mean (ours: n
 
 def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0,
                       unrated_conversations: str = "skip") -> pd.DataFrame:
-    """CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96 SE);
+    """CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96
+    SE);
     a conversation whose citations are all unrated is skipped or counted as 0 in the mean (`UNRATED_CONVERSATIONS`)."""
     if unrated_conversations not in UNRATED_CONVERSATIONS:
         raise ValueError(f"unrated_conversations {unrated_conversations!r}: use {' or '.join(UNRATED_CONVERSATIONS)}")
     cls = cit.classified.to_numpy(bool)
     score = cit.score.to_numpy(float)
     c = pd.DataFrame({**{b: cit[b].to_numpy() for b in by}, "conversation_id": cit.conversation_id.to_numpy(),
-                      "n": cls.astype(int), "cr": (cls & (score > 0)).astype(int), "ncr": (cls & (score < 0)).astype(int)})
+                      "n": cls.astype(int), "cr": (cls & (score > 0)).astype(int),
+                      "ncr": (cls & (score < 0)).astype(int)})
     per = c.groupby(list(by) + ["conversation_id"], sort=True).agg(n=("n", "sum"), cr=("cr", "sum"), ncr=("ncr", "sum"),
                                                                   citations=("n", "size"))
     rows = []
@@ -116,7 +122,8 @@ def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, 
         row["ncr_boot_low"], row["ncr_boot_high"] = bootstrap_ratio(g.ncr.values, g.n.values, n_boot, seed)
         rated = g[g.n > 0] if unrated_conversations == "skip" else g
         row["conversations_rated"] = len(rated)
-        den = rated.n.where(rated.n > 0)                 # counted as 0: 0 of 0 is a rate of 0, as the authors' code has it
+        # counted as 0: 0 of 0 is a rate of 0, as the authors' code has it
+        den = rated.n.where(rated.n > 0)
         row["cr_conv"], row["cr_conv_ci95"] = mean_ci95((rated.cr / den).fillna(0.0))
         row["ncr_conv"], row["ncr_conv_ci95"] = mean_ci95((rated.ncr / den).fillna(0.0))
         rows.append(row)
@@ -125,7 +132,9 @@ def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, 
 # %% ../../nbs/42_credibility_metrics.ipynb #796331e4
 PAPER_TOPICS = ["Health", "Climate Change", "U.S. Politics", "Local", "Russia-Ukraine War"]
 ROLE_NAMES = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
-ESTIMATORS = {"conversation": "mean of per-conversation rates with 1.96 standard errors (the estimator of the paper's printed tables)",
+ESTIMATORS = {
+    "conversation": "mean of per-conversation rates with 1.96 standard errors (the estimator of the paper's printed "
+              "tables)",
               "pooled": "citations pooled, with the Agresti-Coull 95% half-width (the paper's stated method)"}
 
 def _order(values, first: Sequence[str]) -> list:
@@ -156,7 +165,8 @@ def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] 
     for kind in ("topic", "role"):
         c = cit[cit[kind].fillna("").astype(str).ne("")]
         if len(c) == 0: continue
-        t = credibility_rates(c, ["assistant", *extra, kind], n_boot, unrated_conversations=uc).rename(columns={kind: "group"})
+        t = credibility_rates(c, ["assistant", *extra, kind], n_boot,
+                              unrated_conversations=uc).rename(columns={kind: "group"})
         order = _order(t.group, PAPER_TOPICS if kind == "topic" else list(ROLE_NAMES))
         t["_o"] = t.group.map({g: i for i, g in enumerate(order)})
         t.insert(0, "breakdown", kind); parts.append(t.sort_values(["_o", "assistant", *extra]).drop(columns="_o"))
@@ -194,7 +204,8 @@ def table_1(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = 
 TABLE_2_ROWS = {"conversations": "Conversations", "total_sources": "Total sources", "unique_domains": "Unique domains",
                 "avg_sources_per_chat": "Avg. sources per chat", "refused_responses": "Refused responses",
                 "avg_response_words": "Avg. response length (words)", "fc_citations_pct": "Overall FC citations (%)",
-                "chats_citing_fc_pct": "Chats citing ≥1 FC domains (%)", "chats_with_disinfo_pct": "Chats w/ disinfo (%)",
+                "chats_citing_fc_pct": "Chats citing ≥1 FC domains (%)",
+                "chats_with_disinfo_pct": "Chats w/ disinfo (%)",
                 "social_media_citations_pct": "Social media citations (%)"}
 
 def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +220,8 @@ def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
                      "avg_response_words": float(cv.words.mean()),
                      "fc_citations_pct": 100 * (c.category == "fact_checker").sum() / n,
                      "chats_citing_fc_pct": 100 * c[c.category == "fact_checker"].conversation_id.nunique() / len(cv),
-                     "chats_with_disinfo_pct": 100 * c[c.category == "disinformation"].conversation_id.nunique() / len(cv),
+                     "chats_with_disinfo_pct":
+                         100 * c[c.category == "disinformation"].conversation_id.nunique() / len(cv),
                      "social_media_citations_pct": 100 * (c.category == "social_media").sum() / n})
     return pd.DataFrame(rows, columns=["assistant", *TABLE_2_ROWS])
 
@@ -228,12 +240,15 @@ def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
                         index=pd.Index(list(TABLE_2_ROWS.values()), name="Measure")).reset_index()
 
 # %% ../../nbs/42_credibility_metrics.ipynb #2f499d37
-def table_3(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip") -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was recorded."
+def table_3(cit: pd.DataFrame, n_boot: int = 2000,
+            unrated_conversations: str = "skip") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was
+    recorded."""
     with_thinking = cit.groupby("assistant").thinking.any()
     c = cit[cit.assistant.isin(with_thinking[with_thinking].index)].copy()
     if c.empty:  # no assistant recorded thinking: empty tables that still name their columns
-        return pd.DataFrame(columns=["breakdown", "assistant", "mode", "group", "citations", "conversations", "classified", "cr",
+        return pd.DataFrame(columns=["breakdown", "assistant", "mode", "group", "citations", "conversations",
+                                     "classified", "cr",
                                      "ncr", "cr_conv", "ncr_conv"]), pd.DataFrame(columns=["Group"])
     c["mode"] = c.thinking.map({True: "Thinking", False: "Non-Thinking"})
     tidy = rate_breakdowns(c, n_boot, extra=["mode"], unrated_conversations=unrated_conversations)
@@ -255,7 +270,8 @@ def outlet_names(root=None) -> dict[str, str]:
 
 # %% ../../nbs/42_credibility_metrics.ipynb #3cc7bd9a
 def top_outlets(cit: pd.DataFrame, k: int, noncredible: bool = False, names: dict | None = None) -> pd.DataFrame:
-    "Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet, name, count."
+    """Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet,
+    name, count."""
     c = cit[cit.classified & (cit.score < 0)] if noncredible else cit
     c = c[c.outlet.astype(str) != ""]
     t = c.groupby(["assistant", "outlet"], observed=True).size().rename("count").reset_index()
@@ -331,13 +347,15 @@ def table_3_sides(cit: pd.DataFrame) -> str:
     notes = []
     for a, g in cit.groupby("assistant", sort=True):
         t = g.thinking.fillna(False).astype(bool)
-        if t.any() and t.all(): notes.append(f"{a}: every conversation recorded thinking, so its Non-Thinking side is empty")
+        if t.any() and t.all():
+            notes.append(f"{a}: every conversation recorded thinking, so its Non-Thinking side is empty")
     return "; ".join(notes)
 
 # %% ../../nbs/42_credibility_metrics.ipynb #5fe8b102
 def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None,
                         rules: str = "", unrated_conversations: str = "skip") -> list[Output]:
-    """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names the
+    """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names
+    the
     credibility rule set in every caption, `unrated_conversations` the per-conversation estimator's convention."""
     names = outlet_names() if names is None else names
     uc = unrated_conversations
@@ -346,20 +364,26 @@ def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 100
     f2, f2d = figure_2(cit)
     f9, f9d = figure_9(cit)
     rs = f" [credibility rules: {rules}]" if rules else ""
-    conv_est = ESTIMATORS["conversation"] + f"; a conversation whose citations are all unrated is {UNRATED_CONVERSATIONS[uc]}"
+    conv_est = ESTIMATORS["conversation"] + f"; a conversation whose citations are all unrated is " \
+                                            f"{UNRATED_CONVERSATIONS[uc]}"
     sides = table_3_sides(cit)
-    return [Output("table_1", "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % by topic, role and overall: "
+    return [Output("table_1",
+                   "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % by topic, role and overall: "
                    + conv_est + rs, t1),
-            Output("table_1_pooled", "Table 1 (pooled): CR and NCR, % by topic, role and overall: " + ESTIMATORS["pooled"] + rs,
+            Output("table_1_pooled",
+                   "Table 1 (pooled): CR and NCR, % by topic, role and overall: " + ESTIMATORS["pooled"] + rs,
                    t1p),
             Output("rates", "CR and NCR with both estimators and a conversation bootstrap (proportions)" + rs, tidy,
                    formats=("csv",)),
-            Output("table_2", "Table 2: citation volume, responses, fact-checking and disinformation exposure (FC: fact-checking)"
+            Output("table_2",
+                   "Table 2: citation volume, responses, fact-checking and disinformation exposure (FC: fact-checking)"
                    + rs, table_2(cit, conv)),
             Output("table_2_values", "Table 2's numbers, unrounded" + rs, table_2_values(cit, conv), formats=("csv",)),
-            Output("table_3", "Table 3: CR and NCR (%) with and without thinking mode, for assistants where it was recorded: "
+            Output("table_3",
+                   "Table 3: CR and NCR (%) with and without thinking mode, for assistants where it was recorded: "
                    + conv_est + (f" ({sides})" if sides else "") + rs, t3),
-            Output("table_3_rates", "Table 3's rates with both estimators (proportions)" + rs, t3_tidy, formats=("csv",)),
+            Output("table_3_rates", "Table 3's rates with both estimators (proportions)" + rs, t3_tidy,
+                   formats=("csv",)),
             Output("table_11", "Table 11: top 10 cited outlets per assistant, with citation counts" + rs,
                    wide_ranks(top_outlets(cit, 10, names=names))),
             Output("table_12", "Table 12: top 5 non-credible domains per assistant, with citation counts" + rs,

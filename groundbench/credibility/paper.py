@@ -25,7 +25,8 @@ __all__ = ['SITES_CATEGORIES_ORDER', 'authors_key', 'paper_table', 'paper_except
 
 # %% ../../nbs/44_credibility_paper.ipynb #68f72e22
 def authors_key(url: str) -> str:
-    "The key the authors' code looks a URL up by: its network location without `www.`, its last two labels, lower-cased."
+    """The key the authors' code looks a URL up by: its network location without `www.`, its last two labels,
+    lower-cased."""
     net = urlparse(url).netloc
     if net.startswith("www."): net = net[4:]
     if not net: return url.lower()
@@ -78,8 +79,10 @@ def paper_exceptions(root: str | Path | None = None) -> pd.DataFrame:
     path = Path(root or credibility_root()) / "paper_exceptions.csv"
     ex = pd.read_csv(path, keep_default_na=False)
     for i, r in enumerate(ex.itertuples(), start=2):
-        if r.label not in _SCORES: raise ValueError(f"{path}: row {i}: field 'label': {r.label!r} is not one of {sorted(_SCORES)}")
-        if not r.proved_by.strip(): raise ValueError(f"{path}: row {i}: field 'proved_by': name the table that proves it")
+        if r.label not in _SCORES:
+            raise ValueError(f"{path}: row {i}: field 'label': {r.label!r} is not one of {sorted(_SCORES)}")
+        if not r.proved_by.strip():
+            raise ValueError(f"{path}: row {i}: field 'proved_by': name the table that proves it")
     return ex
 
 _SCORES = {"satire": -1.0, "very low": -1.0, "low": -0.5, "mixed": 0.0, "not rated": 0.0, "mostly factual": 0.5,
@@ -94,7 +97,8 @@ class PaperRater:
         self.root = Path(root) if root else credibility_root()
         t = paper_table(self.root)
         self.table = {r.key: (r.label.strip().lower(), r.source, r.category) for r in t.itertuples()}
-        self.exceptions = {r.host: (r.label, f"paper exception ({r.proved_by})") for r in paper_exceptions(self.root).itertuples()}
+        self.exceptions = {r.host: (r.label, f"paper exception ({r.proved_by})")
+                           for r in paper_exceptions(self.root).itertuples()}
         self._memo: dict[str, tuple] = {}
 
 # a plain http(s) URL: its network location holds no user, port, percent sign or backslash
@@ -162,9 +166,11 @@ def rate_many(self: PaperRater, urls: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 # %% ../../nbs/44_credibility_paper.ipynb #a8651a65
-def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None, rules: str | None = "full",
+def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None,
+               rules: str | None = "full",
                satire_category_as_satire: bool = False):
-    """A rater for `rules`: `paper` rates exactly as the seed authors' released code (`PaperRater`, above); anything else
+    """A rater for `rules`: `paper` rates exactly as the seed authors' released code (`PaperRater`, above); anything
+    else
     is a `Rater` (notebook 41) with those rule families."""
     if is_paper(rules): return PaperRater(root)
     return Rater(table, root, rules, satire_category_as_satire)
@@ -172,9 +178,11 @@ def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path
 # %% ../../nbs/44_credibility_paper.ipynb #abbfe6dd
 def rater_from_settings(settings: dict | None = None, table: str | None = None, rules: str | None = None,
                         satire_category_as_satire: bool | None = None):
-    "The rater configured in settings.ini [credibility] (table, rules, satire_category_as_satire), or the arguments given."
+    """The rater configured in settings.ini [credibility] (table, rules, satire_category_as_satire), or the arguments
+    given."""
     s = settings or load_settings()
     c = s.get("credibility", {})
     sat = satire_category_as_satire
     if sat is None: sat = str(c.get("satire_category_as_satire", "false")).strip().lower() in ("1", "true", "yes", "on")
-    return make_rater(table or c.get("table") or "mbfc_vykopal2025", credibility_root(s), rules or c.get("rules") or "full", sat)
+    return make_rater(table or c.get("table") or "mbfc_vykopal2025", credibility_root(s),
+                      rules or c.get("rules") or "full", sat)

@@ -30,7 +30,8 @@ __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'CATEG
 LABELS = ("very high", "high", "mostly factual", "mixed", "low", "very low", "satire", "not rated")
 LABEL_SCORES = {"very high": 1.0, "high": 1.0, "mostly factual": 0.5, "mixed": 0.0, "not rated": 0.0, "low": -0.5,
                 "very low": -1.0, "satire": -1.0}
-_ORDER = {l: i for i, l in enumerate(("satire", "very low", "low", "mixed", "not rated", "mostly factual", "high", "very high"))}
+_ORDER = {l: i for i,
+          l in enumerate(("satire", "very low", "low", "mixed", "not rated", "mostly factual", "high", "very high"))}
 CRED1_LABELS = {"reliable": "high", "mixed": "mixed", "unreliable": "low", "rumor": "low", "fake": "very low",
                 "conspiracy": "very low", "satire": "satire"}
 # the authors' category lists: (our category, the label their code gives)
@@ -43,18 +44,25 @@ CATEGORIES = ("fact_checker", "government", "publication", "social_media", "disi
 _CAT_ORDER = {"fact_checker": 0, "government": 1, "publication": 2, "news_media": 3, "social_media": 4}
 TABLES = ("mbfc_vykopal2025", "lin2023", "cred1")
 RULE_FAMILIES = {  # family: (whose, what it is)
-    "authors_categories": ("authors", "the seed authors' category lists: government, publications, fact-checking and EDMO, "
+    "authors_categories": ("authors",
+                           "the seed authors' category lists: government, publications, fact-checking and EDMO, "
                            "reliable news (high), social media (mixed), disinformation (very low)"),
     "authors_factcheckers": ("authors", "the seed authors' list of fact-checking organisations (high)"),
-    "authors_aliases": ("authors", "the seed authors' host aliases (en.m.wikipedia.org = wikipedia.org, yahoo.com = news.yahoo.com)"),
+    "authors_aliases": ("authors",
+                        "the seed authors' host aliases (en.m.wikipedia.org = wikipedia.org, yahoo.com = "
+                        "news.yahoo.com)"),
     "fimi": ("ours", "FIMI-ISAC/DIMA lists of foreign information manipulation domains (disinformation)"),
     "disinformation_extra": ("ours", "Pravda network and Russian state outlets (curated/disinformation_extra.csv)"),
     "government": ("ours", "government suffixes and hosts (curated/government.csv; high)"),
     "publications": ("ours", "journals, publishers, preprint servers, universities (curated/publications.csv; high)"),
     "social_media": ("ours", "social media and user-generated platforms (curated/social_media.csv; mixed)"),
-    "aliases": ("ours", "short and mobile domains of one outlet (curated/aliases.csv: x.com = twitter.com, youtu.be = youtube.com)"),
-    "section_paths": ("ours", "an MBFC section path (bbc.com/news) rates the outlet's whole host where MBFC lists it no other way"),
-    "factcheck_subdomains": ("ours", "a fact-checker listed by a page on a subdomain named for fact-checking (factcheck.afp.com/afp-kenya) "
+    "aliases": (
+        "ours", "short and mobile domains of one outlet (curated/aliases.csv: x.com = twitter.com, youtu.be = "
+                "youtube.com)"),
+    "section_paths": (
+        "ours", "an MBFC section path (bbc.com/news) rates the outlet's whole host where MBFC lists it no other way"),
+    "factcheck_subdomains": (
+        "ours", "a fact-checker listed by a page on a subdomain named for fact-checking (factcheck.afp.com/afp-kenya) "
                              "is that whole subdomain"),
 }
 RULE_PRESETS = {"table": (), "authors": tuple(f for f, (w, _) in RULE_FAMILIES.items() if w == "authors"),
@@ -69,7 +77,8 @@ def parse_rules(spec: str | Sequence[str] | None) -> tuple[str, ...]:
         neg, name = s.startswith("-"), s.lstrip("-+")
         fams = RULE_PRESETS.get(name) or ((name,) if name in RULE_FAMILIES else None)
         if fams is None and name not in RULE_PRESETS:
-            raise ValueError(f"credibility rules {name!r}: use {', '.join(RULE_PRESETS)} or families {', '.join(RULE_FAMILIES)}")
+            raise ValueError(
+                f"credibility rules {name!r}: use {', '.join(RULE_PRESETS)} or families {', '.join(RULE_FAMILIES)}")
         for f in fams or ():
             if neg and f in on: on.remove(f)
             elif not neg and f not in on: on.append(f)
@@ -78,7 +87,8 @@ def parse_rules(spec: str | Sequence[str] | None) -> tuple[str, ...]:
 # %% ../../nbs/41_credibility_ratings.ipynb #eef852ce
 @dataclass(frozen=True)
 class Entry:
-    "One rating-table or list entry: `kind` is disinfo, table or category; `order` ranks tables (first first) and categories."
+    """One rating-table or list entry: `kind` is disinfo, table or category; `order` ranks tables (first first) and
+    categories."""
     label: str
     category: str
     decided_by: str
@@ -98,7 +108,8 @@ def _csv(path: str, mtime: float) -> pd.DataFrame:
 
 # %% ../../nbs/41_credibility_ratings.ipynb #a64f436f
 def _read(path: Path) -> pd.DataFrame:
-    if not path.exists(): raise FileNotFoundError(f"{path}: credibility data missing (run scripts/build_credibility_tables.py)")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: credibility data missing (run scripts/build_credibility_tables.py)")
     return _csv(str(path), path.stat().st_mtime)
 
 # %% ../../nbs/41_credibility_ratings.ipynb #c3a1f0e2
@@ -124,7 +135,8 @@ class Rater:
 @patch
 def describe(self: Rater) -> dict:
     "The configuration, for the manifest."
-    return {"tables": self.tables, "rules": list(self.rules), "satire_category_as_satire": self.satire_category_as_satire}
+    return {"tables": self.tables, "rules": list(self.rules),
+            "satire_category_as_satire": self.satire_category_as_satire}
 
 # %% ../../nbs/41_credibility_ratings.ipynb #1ad4b274
 @patch
@@ -136,7 +148,8 @@ def _add(self: Rater, key: str, e: Entry):
 # %% ../../nbs/41_credibility_ratings.ipynb #5c30d4fe
 @patch
 def _load_entries(self: Rater):
-    "Read the entries of this rater's rule families and tables from their files (host aliases by family in `_alias_from`)."
+    """Read the entries of this rater's rule families and tables from their files (host aliases by family in
+    `_alias_from`)."""
     cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
     self._alias_from = {"authors_aliases": {}, "aliases": {}}
     if "authors_aliases" in on:
@@ -158,7 +171,8 @@ def _load_entries(self: Rater):
             self._add(h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
     if "disinformation_extra" in on:
         for r in _read(cur / "disinformation_extra.csv").itertuples():
-            self._add(key_of(r.host), Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
+            self._add(key_of(r.host),
+                      Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
                                             "disinformation_extra"))
     if "fimi" in on:
         for r in _read(der / "fimi.csv").itertuples():
@@ -174,7 +188,8 @@ def _load_entries(self: Rater):
             else: self._add(key_of(r.value), e)
     if "social_media" in on:
         for r in _read(cur / "social_media.csv").itertuples():
-            self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media", 4))
+            self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media",
+                                    4))
     for i, t in enumerate(self.tables): self._load_table(t, i, der)
 
 # %% ../../nbs/41_credibility_ratings.ipynb #bdb6faf8
@@ -183,9 +198,11 @@ def _index(self: Rater):
     "Host aliases (the authors' first, ours where they name no alias), domain aliases and path entries by prefix."
     self.aliases = dict(self._alias_from["authors_aliases"])
     for a, c in self._alias_from["aliases"].items(): self.aliases.setdefault(a, c)
-    self._domain_aliases = {a: c for a, c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
+    self._domain_aliases = {a: c for a,
+                            c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
     self._path_index: dict[str, dict[str, list[Entry]]] = {}
-    for h, pes in self.path_entries.items():  # path entries by their exact prefix: a path is under those of its leading runs
+    # path entries by their exact prefix: a path is under those of its leading runs
+    for h, pes in self.path_entries.items():
         pes.sort(key=lambda pe: -len(pe[0]))
         for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
 
@@ -194,6 +211,7 @@ def _data_stamp(root: Path) -> tuple:
     "The credibility tables' version: their files' names, sizes and modification times."
     return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*.csv")))
 
+# %% ../../nbs/41_credibility_ratings.ipynb #8e63bebe
 @functools.lru_cache(maxsize=8)
 def _every_family(root: str, tables: tuple[str, ...], satire: bool, stamp: tuple) -> Rater:
     "A rater with every rule family, read from the files once per process and version of the tables."
@@ -223,7 +241,8 @@ def _load(self: Rater):
 def _load_table(self: Rater, t: str, order: int, der: Path):
     if t == "mbfc_vykopal2025":
         for r in _read(der / "mbfc.csv").itertuples():
-            label, questionable = r.label, r.mbfc_category in ("fake-news", "conspiracy") and r.label in ("low", "very low")
+            label, questionable = r.label, r.mbfc_category in ("fake-news",
+                                                               "conspiracy") and r.label in ("low", "very low")
             explains = questionable or r.mbfc_category == "satire"  # MBFC's page named only where it explains the label
             by = f"mbfc_vykopal2025 ({r.mbfc_category})" if explains else "mbfc_vykopal2025"
             if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
@@ -240,7 +259,8 @@ def _load_table(self: Rater, t: str, order: int, der: Path):
             self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
     elif t == "cred1":
         for r in _read(der / "cred1.csv").itertuples():
-            cat = "disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire" else "news_media"
+            cat = ("disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire"
+                   else "news_media")
             self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
 
 # %% ../../nbs/41_credibility_ratings.ipynb #30b2d596
@@ -299,7 +319,8 @@ def _decide(self: Rater, host: str, path: str) -> tuple:
 # %% ../../nbs/41_credibility_ratings.ipynb #fec8e8ec
 @patch
 def _path_dependent(self: Rater, host: str) -> bool:
-    "True when the host or a parent up to its registrable domain has path entries (its rating then depends on the path)."
+    """True when the host or a parent up to its registrable domain has path entries (its rating then depends on the
+    path)."""
     return any(self.path_entries.get(x) for x in self._chain(host))
 
 # %% ../../nbs/41_credibility_ratings.ipynb #c30162a7
@@ -338,7 +359,8 @@ def rate(self: Rater, url: str) -> DomainRating:
     "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
     try: host, path = split_url(url)
     except ValueError as e:
-        return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other", f"invalid URL: {e}")
+        return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other",
+                            f"invalid URL: {e}")
     key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
     return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
 
@@ -360,7 +382,8 @@ def rate_many(self: Rater, urls: Iterable[str]) -> pd.DataFrame:
     host_rec, dependent = np.full(len(hosts) + 1, -1), np.zeros(len(hosts) + 1, bool)
     canon: dict[int, str] = {}
     for i, h in enumerate(hosts):
-        if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue  # the exact way
+        # the exact way
+        if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue
         ch = canon[i] = self.canonical_host(h)
         if self._path_dependent(ch): dependent[i] = True; continue
         host_rec[i] = len(records)
@@ -405,8 +428,10 @@ def _url_path(rest: str) -> str:
 
 # %% ../../nbs/41_credibility_ratings.ipynb #29660b27
 def is_paper(rules) -> bool:
-    "True when `rules` (a setting or a tuple of families) asks for the `paper` rule set; paper with families is an error."
+    """True when `rules` (a setting or a tuple of families) asks for the `paper` rule set; paper with families is an
+    error."""
     items = [r.strip() for r in (rules.split(",") if isinstance(rules, str) else rules or ()) if r.strip()]
     if "paper" in {r.lstrip("+-") for r in items} and items != ["paper"]:
-        raise ValueError(f"credibility rules {rules!r}: paper is a rule set of its own (the authors' code), not a family")
+        raise ValueError(
+            f"credibility rules {rules!r}: paper is a rule set of its own (the authors' code), not a family")
     return items == ["paper"]

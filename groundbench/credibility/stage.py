@@ -21,13 +21,17 @@ __all__ = ['expert_reliability_crosstab']
 
 # %% ../../nbs/40_credibility.ipynb #a381d8b0
 def expert_reliability_crosstab(claims: pd.DataFrame, rater) -> pd.DataFrame:
-    "Cross-tab of expert reliability labels (rows) against our credibility labels (columns) over (claim, evidence URL) pairs."
+    """Cross-tab of expert reliability labels (rows) against our credibility labels (columns) over (claim, evidence
+    URL) pairs."""
     rows = [(r.reliability, u) for r in claims.itertuples() for u in (r.evidence_urls if len(r.evidence_urls) else [])
             if r.reliability in ("Reliable", "Somewhat reliable", "Not reliable at all")]
     if not rows: return pd.DataFrame()
     df = pd.DataFrame(rows, columns=["expert_reliability", "url"])
     rt = rater.rate_many(df.url)
-    df["our_label"] = [l if d not in ("unrated",) and not d.startswith("invalid") else "unrated" for l, d in zip(rt.label, rt.decided_by)]
+    df["our_label"] = [l if d not in ("unrated",) and not d.startswith("invalid") else "unrated" for l,
+                       d in zip(rt.label, rt.decided_by)]
     ct = pd.crosstab(df.expert_reliability, df.our_label, margins=True, margins_name="total")
-    cols = [c for c in ["very high", "high", "mostly factual", "mixed", "not rated", "low", "very low", "satire", "unrated", "total"] if c in ct.columns]
-    return ct.reindex(index=[i for i in ["Reliable", "Somewhat reliable", "Not reliable at all", "total"] if i in ct.index], columns=cols)
+    cols = [c for c in ["very high", "high", "mostly factual", "mixed", "not rated", "low", "very low", "satire",
+                        "unrated", "total"] if c in ct.columns]
+    return ct.reindex(index=[i for i in ["Reliable", "Somewhat reliable", "Not reliable at all",
+                                         "total"] if i in ct.index], columns=cols)

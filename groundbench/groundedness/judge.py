@@ -37,31 +37,38 @@ class Evidence:
 
 # %% ../../nbs/52_groundedness_judge.ipynb #5830389e
 def source_chunks(sources: pd.DataFrame, size: int = 500) -> pd.DataFrame:
-    "Chunks of every source text: conversation_id, citation_index, chunk, credibility (credible, non_credible or neither)."
+    """Chunks of every source text: conversation_id, citation_index, chunk, credibility (credible, non_credible or
+    neither)."""
     rows = []
     for r in sources.itertuples():
         if not isinstance(r.text, str) or not r.text.strip(): continue
-        cred = "credible" if getattr(r, "score", np.nan) > 0 else "non_credible" if getattr(r, "score", np.nan) < 0 else "neither"
+        cred = "credible" if getattr(r, "score",
+                                     np.nan) > 0 else "non_credible" if getattr(r, "score", np.nan) < 0 else "neither"
         for c in chunk_text(r.text, size): rows.append((r.conversation_id, int(r.citation_index), c.text, cred))
     return pd.DataFrame(rows, columns=["conversation_id", "citation_index", "chunk", "credibility"])
 
 # %% ../../nbs/52_groundedness_judge.ipynb #0d0a784a
-def retrieve(units: Sequence[Unit], chunks: pd.DataFrame, embedder: Embedder, k: int = 5, scopes: Sequence[str] = SCOPES) -> dict[tuple[str, str], Evidence]:
+def retrieve(units: Sequence[Unit], chunks: pd.DataFrame, embedder: Embedder, k: int = 5,
+             scopes: Sequence[str] = SCOPES) -> dict[tuple[str, str], Evidence]:
     "Top-k evidence chunks per (unit, scope) from the unit's own cited sources."
     out = {}
-    if chunks.empty or not units: return {(u.unit_id, s): Evidence(u.unit_id, s, [], [], []) for u in units for s in scopes}
+    if chunks.empty or not units:
+        return {(u.unit_id, s): Evidence(u.unit_id, s, [], [], []) for u in units for s in scopes}
     vecs = embedder.encode(chunks.chunk.tolist())
     qv = embedder.encode([u.decontextualised or u.text for u in units])
     groups = {key: g.index.to_numpy() for key, g in chunks.groupby(["conversation_id", "citation_index"])}
     for ui, u in enumerate(units):
-        rows = np.concatenate([groups[(u.conversation_id, ci)] for ci in u.citation_indices if (u.conversation_id, ci) in groups] or [np.array([], int)])
+        rows = np.concatenate([groups[(u.conversation_id,
+                                       ci)] for ci in u.citation_indices if (u.conversation_id,
+                                                                             ci) in groups] or [np.array([], int)])
         for scope in scopes:
             sel = rows if scope == "all" else rows[chunks.credibility.to_numpy()[rows] == scope] if len(rows) else rows
             if len(sel) == 0: out[(u.unit_id, scope)] = Evidence(u.unit_id, scope, [], [], []); continue
             scores, idx = VectorIndex(vecs[sel]).search(qv[ui], k)
             pick = sel[idx[0]]
             out[(u.unit_id, scope)] = Evidence(u.unit_id, scope, chunks.chunk.to_numpy()[pick].tolist(),
-                                               chunks.citation_index.to_numpy()[pick].astype(int).tolist(), [round(float(x), 4) for x in scores[0]])
+                                               chunks.citation_index.to_numpy()[pick].astype(int).tolist(),
+                                               [round(float(x), 4) for x in scores[0]])
     return out
 
 # %% ../../nbs/52_groundedness_judge.ipynb #37c2b014
@@ -75,14 +82,16 @@ JUDGE_LABELS = ("Supported", "Contradicted", "Unverifiable")
 _LABEL = re.compile(r"\[\s*(supported|contradicted|unverifiable)\s*\]", re.I)
 
 def judge_grammar(reasoning_chars: int = 1500) -> str:
-    "GBNF of VERIFY's judgment: reasoning (knowledge points cited as [1], [2]) of at most `reasoning_chars`, then [Label]."
+    """GBNF of VERIFY's judgment: reasoning (knowledge points cited as [1], [2]) of at most `reasoning_chars`, then
+    [Label]."""
     labels = " | ".join(f'"{l}"' for l in JUDGE_LABELS)
     return (f'root ::= item{{0,{reasoning_chars}}} "[" ({labels}) "]"\n'
             'item ::= [^\\[] | "[" [0-9] [0-9]? "]"')
 
 # %% ../../nbs/52_groundedness_judge.ipynb #113dc033
 def parse_bracket_label(text: str) -> tuple[dict | None, str]:
-    "VERIFY's judgment read from its final bracketed label; the reasoning before it kept as the summary (600 characters)."
+    """VERIFY's judgment read from its final bracketed label; the reasoning before it kept as the summary (600
+    characters)."""
     found = list(_LABEL.finditer(text))
     if not found: return None, "no final label in square brackets ([Supported], [Contradicted] or [Unverifiable])"
     m = found[-1]
@@ -95,33 +104,41 @@ def judge_max_tokens(reasoning_chars: int = 1500) -> int:
 
 # %% ../../nbs/52_groundedness_judge.ipynb #d0dc68dc
 def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
-    "The judge's reasoning room: settings [groundedness] judge_reasoning_chars, or smoke_judge_reasoning_chars for a smoke model."
+    """The judge's reasoning room: settings [groundedness] judge_reasoning_chars, or smoke_judge_reasoning_chars for a
+    smoke model."""
     from groundbench.core import load_settings
     g = (settings or load_settings()).get("groundedness", {})
-    return int(g.get("smoke_judge_reasoning_chars", 200) if getattr(llm, "smoke", False) else g.get("judge_reasoning_chars", 1500))
+    return int(g.get("smoke_judge_reasoning_chars", 200) if getattr(llm, "smoke",
+                                                                    False) else g.get("judge_reasoning_chars", 1500))
 
 # %% ../../nbs/52_groundedness_judge.ipynb #633ea135
-def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES, prompt_version: int | None = None,
+def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES,
+                prompt_version: int | None = None,
                 progress: bool = True, reasoning_chars: int | None = None, step: str = "judge") -> list[Judgment]:
     """Judgments of every unit in every scope (one batched LLM step, named `step`); prompt v2 (the default) answers in
-    VERIFY's four steps and final bracketed label, its reasoning held to `reasoning_chars` where a grammar can; v1: JSON."""
+    VERIFY's four steps and final bracketed label, its reasoning held to `reasoning_chars` where a grammar can; v1:
+    JSON."""
     pt = load_prompt("judge", prompt_version)
     model = llm.backend.describe().get("model", "")
     todo, out = [], {}
     for u in units:
         for s in scopes:
             ev = evidence.get((u.unit_id, s))
-            if not ev or not ev.chunks: out[(u.unit_id, s)] = Judgment(u.unit_id, s, "Unverifiable", skipped="no evidence", model="")
+            if not ev or not ev.chunks:
+                out[(u.unit_id, s)] = Judgment(u.unit_id, s, "Unverifiable", skipped="no evidence", model="")
             else: todo.append((u, s, ev))
     text = pt.version >= 2
     reasoning_chars = reasoning_chars or judge_reasoning_chars(llm)
-    kw = dict(max_tokens=judge_max_tokens(reasoning_chars), grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
-    reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence="\n".join(f"[{i}] {c}" for i, c in enumerate(ev.chunks, 1))),
+    kw = dict(max_tokens=judge_max_tokens(reasoning_chars),
+              grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
+    reqs = [request(llm, pt.render(statement=u.decontextualised or u.text,
+                                   evidence="\n".join(f"[{i}] {c}" for i, c in enumerate(ev.chunks, 1))),
                     **kw) for u, s, ev in todo]
     got = (complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: [Supported], "
                            "[Contradicted] or [Unverifiable].", progress) if text
            else complete_json(llm, reqs, Verdict, step=step, progress=progress))
     for (u, s, ev), r in zip(todo, got):
         v = r.value or {}
-        out[(u.unit_id, s)] = Judgment(u.unit_id, s, v.get("label", ""), v.get("summary", ""), v.get("relation", ""), r.parse_status, "", model)
+        out[(u.unit_id, s)] = Judgment(u.unit_id, s, v.get("label", ""), v.get("summary", ""), v.get("relation", ""),
+                                       r.parse_status, "", model)
     return [out[(u.unit_id, s)] for u in units for s in scopes]

@@ -20,16 +20,21 @@ __all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'aggrega
            'figure_3_box', 'view_table', 'groundedness_outputs']
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #a0a070fe
-METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim"), "factscore": ("Fact",)}  # the units each method verifies
+# the units each method verifies
+METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim"), "factscore": ("Fact",)}
 
-def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method: str = "ours", alpha: float = 0.5) -> pd.DataFrame:
+def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method: str = "ours",
+                    alpha: float = 0.5) -> pd.DataFrame:
     "One row per conversation: units, verified, failed parses, skipped calls, GS, CG, NCG, HS for `method`."
     labels = METHODS[method]
     j = {(x.unit_id, x.scope): x for x in judgments}
     rows = {}
     for u in units:
-        r = rows.setdefault(u.conversation_id, dict(conversation_id=u.conversation_id, units=0, units_failed=0, not_fact_or_claim=0, verified=0,
-                                                    supported=0, contradicted=0, unverifiable=0, supported_credible=0, supported_non_credible=0,
+        r = rows.setdefault(u.conversation_id,
+                            dict(conversation_id=u.conversation_id, units=0, units_failed=0, not_fact_or_claim=0,
+                                 verified=0,
+                                                    supported=0, contradicted=0, unverifiable=0, supported_credible=0,
+                                 supported_non_credible=0,
                                                     judge_failed=0, skipped_no_evidence=0))
         r["units"] += 1
         if u.parse_status == "failed" or not u.label: r["units_failed"] += 1; continue
@@ -53,16 +58,20 @@ def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method
     return df
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #9621b66e
-def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
+def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
+              metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
               n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Mean, 95% normal half-width and bootstrap interval of each metric per group of `by` (meta: conversation_id, assistant, topic, role)."
+    """Mean, 95% normal half-width and bootstrap interval of each metric per group of `by` (meta: conversation_id,
+    assistant, topic, role)."""
     d = resp.merge(meta, on="conversation_id", how="left")
     rng = np.random.default_rng(seed)
     rows = []
     for key, g in d.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(by, key), responses=len(g), responses_scored=int(g.verified.gt(0).sum()), units=int(g.units.sum()),
-                   verified=int(g.verified.sum()), units_failed=int(g.units_failed.sum()), judge_failed=int(g.judge_failed.sum()),
+        row = dict(zip(by, key), responses=len(g), responses_scored=int(g.verified.gt(0).sum()),
+                   units=int(g.units.sum()),
+                   verified=int(g.verified.sum()), units_failed=int(g.units_failed.sum()),
+                   judge_failed=int(g.judge_failed.sum()),
                    skipped_no_evidence=int(g.skipped_no_evidence.sum()))
         for m in metrics:
             x = g[m].dropna().to_numpy(float)
@@ -76,12 +85,15 @@ def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str], metrics
     return pd.DataFrame(rows)
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #7f111ee5
-def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"), n_boot: int = 1000) -> pd.DataFrame:
+def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
+               n_boot: int = 1000) -> pd.DataFrame:
     "Aggregates by assistant x topic, assistant x role and assistant overall, stacked with a `breakdown` column."
     parts = []
     for kind, col in (("topic", "topic"), ("role", "role")):
-        t = aggregate(resp, meta, ["assistant", col], metrics, n_boot).rename(columns={col: "group"}); t.insert(0, "breakdown", kind); parts.append(t)
-    o = aggregate(resp, meta, ["assistant"], metrics, n_boot); o.insert(0, "breakdown", "overall"); o.insert(2, "group", "Overall"); parts.append(o)
+        t = aggregate(resp, meta, ["assistant", col], metrics, n_boot).rename(columns={col: "group"})
+        t.insert(0, "breakdown", kind); parts.append(t)
+    o = aggregate(resp, meta, ["assistant"], metrics, n_boot); o.insert(0, "breakdown", "overall")
+    o.insert(2, "group", "Overall"); parts.append(o)
     return pd.concat(parts, ignore_index=True)
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #c953caed
@@ -91,8 +103,10 @@ def paper_layout(t: pd.DataFrame, metrics: Sequence[str], pct: bool = True) -> p
     cells = t[["breakdown", "group", "assistant"]].copy()
     for m in metrics:
         cells[m.upper()] = [("-" if v != v else f"{f * v:.1f} ± {f * h:.1f}" if h == h else f"{f * v:.1f}") if pct else
-                            ("-" if v != v else f"{v:.2f} ± {h:.2f}" if h == h else f"{v:.2f}") for v, h in zip(t[m], t[f"{m}_ci95"])]
-    w = cells.pivot_table(index=["breakdown", "group"], columns="assistant", values=[m.upper() for m in metrics], aggfunc="first", sort=False)
+                            ("-" if v != v else f"{v:.2f} ± {h:.2f}" if h == h else f"{v:.2f}") for v,
+                            h in zip(t[m], t[f"{m}_ci95"])]
+    w = cells.pivot_table(index=["breakdown", "group"], columns="assistant", values=[m.upper() for m in metrics],
+                          aggfunc="first", sort=False)
     w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
     w.columns = [f"{a} {m}" for a, m in w.columns]
     return w.reset_index().fillna("-")
@@ -115,7 +129,8 @@ def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
     fig, axes = plt.subplots(len(assistants), 2, figsize=(8, 1.9 * len(assistants) + 1), squeeze=False, sharex=True)
     bins = np.linspace(0, 1, 11)
     for i, a in enumerate(assistants):
-        for j, (m, color) in enumerate((("Credible Groundedness (CG)", "#1a9850"), ("Non-Credible Groundedness (NCG)", "#d73027"))):
+        for j, (m, color) in enumerate((("Credible Groundedness (CG)", "#1a9850"),
+                                        ("Non-Credible Groundedness (NCG)", "#d73027"))):
             ax = axes[i][j]
             x = d[(d.assistant == a) & (d.metric == m)].score
             ax.hist(x, bins=bins, color=color, edgecolor="white")
@@ -137,7 +152,8 @@ def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(8, 0.5 * max(d.assistant.nunique(), 1) * 2 + 1.5))
     if len(d):
         sns.boxplot(data=d, x="score", y="assistant", hue="metric", ax=ax, fliersize=0)
-        sns.stripplot(data=d, x="score", y="assistant", hue="metric", dodge=True, ax=ax, size=3, alpha=0.5, legend=False,
+        sns.stripplot(data=d, x="score", y="assistant", hue="metric", dodge=True, ax=ax, size=3, alpha=0.5,
+                      legend=False,
                       palette="dark:k")
     ax.set_xlim(-0.02, 1.02); ax.set_xlabel("share of the response's verified units"); ax.set_ylabel("")
     ax.set_title("Per-response credible and non-credible groundedness")
@@ -145,17 +161,20 @@ def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #5f0b7c02
 VIEW_NAMES = {"factscore": "FActScore", "verify": "VERIFY", "ours": "ours"}
-VIEWS_CAPTION = ("three methods, each its own pipeline over the same conversations and cited sources: FActScore (its atomic facts, "
+VIEWS_CAPTION = (
+    "three methods, each its own pipeline over the same conversations and cited sources: FActScore (its atomic facts, "
                  "True/False verification), VERIFY (its seven-label units of the whole response, one judgment each, no "
                  "credibility split) and ours (Fact and Claim units per sentence, judged per credibility scope)")
 
 def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str], pct: bool = True) -> pd.DataFrame:
     "Tables 14 (gs) and 15 (hs): one row per breakdown group and assistant, 'value ± 95% half-width' per view."
-    t = pd.concat([breakdowns(resp[v], meta, [metric], n_boot=0).assign(view=VIEW_NAMES[v]) for v in views], ignore_index=True)
+    t = pd.concat([breakdowns(resp[v], meta, [metric], n_boot=0).assign(view=VIEW_NAMES[v]) for v in views],
+                  ignore_index=True)
     f, dg = (100, 1) if pct else (1, 2)
     t["cell"] = [("-" if v != v else f"{f * v:.{dg}f} ± {f * h:.{dg}f}" if h == h else f"{f * v:.{dg}f}")
                  for v, h in zip(t[metric], t[f"{metric}_ci95"])]
-    w = t.pivot_table(index=["breakdown", "group", "assistant"], columns="view", values="cell", aggfunc="first", sort=False)
+    w = t.pivot_table(index=["breakdown", "group", "assistant"], columns="view", values="cell", aggfunc="first",
+                      sort=False)
     return w.reindex(columns=[VIEW_NAMES[v] for v in views]).reset_index().rename_axis(None, axis=1).fillna("-")
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #69b18cd7
@@ -166,16 +185,21 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
     failed = int(resp["ours"].no_page_text.sum()) if "no_page_text" in resp["ours"] else 0
     note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
             if failed else "")
-    outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4, formats=("csv",),
+    outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4,
+                   formats=("csv",),
                    smoke=smoke),
-            Output("table_4", "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% half-width"
+            Output("table_4",
+                   "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% "
+                   "half-width"
                    + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
     others = [m for m in ("factscore", "verify") if m in resp and len(resp[m])]
     if others:
-        outs.append(Output("table_14", "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION,
+        outs.append(Output("table_14",
+                           "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION,
                            view_table(resp, meta, "gs", (*others, "ours")), smoke=smoke))
     if "verify" in others:
-        outs.append(Output("table_15", "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION,
+        outs.append(Output("table_15",
+                           "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION,
                            view_table(resp, meta, "hs", ("verify", "ours"), pct=False), smoke=smoke))
     outs += [Output("figure_3", "Figure 3: histograms of per-response credible and non-credible groundedness",
                     figure=figure_3(resp["ours"], meta), smoke=smoke),

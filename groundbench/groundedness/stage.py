@@ -27,13 +27,17 @@ def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) ->
 FAILED_PAGES = {"unverifiable": "scored: their Fact and Claim units have no evidence and count as Unverifiable (GS 0)",
                 "skip": "left out of the groundedness tables (counted in the manifest)"}
 
-def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0, pick: str = "first",
+def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0,
+                         pick: str = "first",
                          failed_pages: str = "unverifiable") -> list[Conversation]:
     """The conversations the stage scores: those with source text, and (`failed_pages="unverifiable"`) those that cite
-    sources none of which could be read; with `max_conversations`, the first N or the N shortest, those with text first."""
-    if pick not in ("first", "shortest"): raise ValueError(f"50_groundedness: parameter pick={pick!r}: use 'first' or 'shortest'")
+    sources none of which could be read; with `max_conversations`, the first N or the N shortest, those with text
+    first."""
+    if pick not in ("first", "shortest"):
+        raise ValueError(f"50_groundedness: parameter pick={pick!r}: use 'first' or 'shortest'")
     if failed_pages not in FAILED_PAGES:
-        raise ValueError(f"50_groundedness: parameter failed_pages={failed_pages!r}: use {' or '.join(map(repr, FAILED_PAGES))}")
+        raise ValueError(
+            f"50_groundedness: parameter failed_pages={failed_pages!r}: use {' or '.join(map(repr, FAILED_PAGES))}")
     with_text = conversations_with_text(convs, sources)
     ok = {c.conversation_id for c in with_text}
     failed = [c for c in convs if c.citations and c.conversation_id not in ok] if failed_pages == "unverifiable" else []

@@ -27,7 +27,8 @@ MAX_UNITS, MAX_UNIT_CHARS = 12, 400   # units kept per segment (more are dropped
 
 class UnitItem(pydantic.BaseModel):
     text: str = pydantic.Field(min_length=1, max_length=MAX_UNIT_CHARS)
-    label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other"]
+    label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question",
+                   "Other"]
 
 # %% ../../nbs/51_groundedness_units.ipynb #28d77890
 class UnitList(pydantic.BaseModel):
@@ -39,7 +40,8 @@ class Decontextualised(pydantic.BaseModel):
 
 # %% ../../nbs/51_groundedness_units.ipynb #5d4c1f32
 def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tuple[str, bool]:
-    "The whole answer as context, or, when longer than `budget_chars`, the segment with its neighbours up to the budget."
+    """The whole answer as context, or, when longer than `budget_chars`, the segment with its neighbours up to the
+    budget."""
     t = c.answer_text
     if len(t) <= budget_chars or not c.segments: return t, False
     segs = c.segments
@@ -70,7 +72,8 @@ def unit_grammar(labels: Sequence[str] = LABELS8) -> str:
 # %% ../../nbs/51_groundedness_units.ipynb #7bdb6a17
 def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
     """VERIFY's unit lines read as VERIFY reads them: a line starting with `- ` starts a unit, other lines continue it;
-    the unit is split at its last `": "`. A unit whose type is not one of `labels` keeps an empty label (counted as failed)."""
+    the unit is split at its last `": "`. A unit whose type is not one of `labels` keeps an empty label (counted as
+    failed)."""
     units: list[str] = []
     for line in text.splitlines():
         if line.startswith("- "): units.append(line[2:].strip())
@@ -91,7 +94,8 @@ def _unit_answer(text: str) -> tuple[dict | None, str]:
 
 # %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
 def extract_tokens(llm: LLM) -> int:
-    """The extraction's output budget: 384 tokens (12 units of a sentence), 160 for the bundled smoke model, which repeats
+    """The extraction's output budget: 384 tokens (12 units of a sentence), 160 for the bundled smoke model, which
+    repeats
     its lines until the budget ends (the same code path in less time; JSON prompts (v1) keep 384)."""
     return 160 if getattr(llm, "smoke", False) else 384
 
@@ -101,7 +105,8 @@ def text_format(name: str, prompt_version: int | None) -> bool:
     return load_prompt(name, prompt_version).version >= 2
 
 # %% ../../nbs/51_groundedness_units.ipynb #e62b58fd
-def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
+def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                     prompt_version: int | None = None,
                      stats: dict | None = None) -> tuple[list, list]:
     """The extraction jobs (conversation, segment index, segment) and their requests, as sent (JSON schema for v1, the
     unit-line grammar for v2): one per segment (what the estimate counts)."""
@@ -112,17 +117,20 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
     for c, i, s in jobs:
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text), max_tokens=extract_tokens(llm) if grammar else 384,
+        reqs.append(request(llm, pt.render(context=ctx, sentence=s.text),
+                            max_tokens=extract_tokens(llm) if grammar else 384,
                             grammar=grammar))
     return jobs, (reqs if grammar else with_schema(reqs, UnitList))
 
 # %% ../../nbs/51_groundedness_units.ipynb #c9983122
-def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, prompt_version: int | None = None,
+def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
+                  prompt_version: int | None = None,
                   progress: bool = True, stats: dict | None = None) -> list[Unit]:
     "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
     jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats)
     if text_format("extract_units", prompt_version):
-        res = complete_parsed(llm, reqs, _unit_answer, "extract_units", "Write one line per unit: '- <unit>: <type>'.", progress)
+        res = complete_parsed(llm, reqs, _unit_answer, "extract_units", "Write one line per unit: '- <unit>: <type>'.",
+                              progress)
     else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
@@ -135,8 +143,10 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
             k = counter.get(c.conversation_id, 0); counter[c.conversation_id] = k + 1
             found = it["text"] in s.text
             start = s.start + s.text.find(it["text"]) if found else s.start
-            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, start + len(it["text"]) if found else s.end,
-                              i, tuple(s.citation_indices), "", r.parse_status if it["label"] else "failed"))  # no type: failed
+            units.append(Unit(c.conversation_id, k, it["text"], it["label"], start,
+                              start + len(it["text"]) if found else s.end,
+                              # no type: failed
+                              i, tuple(s.citation_indices), "", r.parse_status if it["label"] else "failed"))
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
@@ -169,11 +179,13 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     prompt_version: int | None = None, progress: bool = True,
                     stats: dict | None = None, step: str = "decontextualise") -> tuple[list[Unit], dict[str, str]]:
-    "Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed: original kept)."
+    """Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed:
+    original kept)."""
     todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats)
     if text_format("decontextualise", prompt_version):
         got = complete_parsed(llm, reqs, parse_code_block, step,
-                              "End with the revised unit alone in a code block (three backticks before and after).", progress)
+                              "End with the revised unit alone in a code block (three backticks before and after).",
+                              progress)
     else: got = complete_json(llm, reqs, Decontextualised, step=step, progress=progress)
     res = dict(zip((u.unit_id for u in todo), got))
     out, status = [], {}
@@ -182,7 +194,8 @@ def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: L
             r = res[u.unit_id]
             status[u.unit_id] = r.parse_status
             text = r.value["decontextualised"] if r.value else u.text
-            u = Unit(u.conversation_id, u.unit_index, u.text, u.label, u.start, u.end, u.segment_index, u.citation_indices, text,
+            u = Unit(u.conversation_id, u.unit_index, u.text, u.label, u.start, u.end, u.segment_index,
+                     u.citation_indices, text,
                      u.parse_status, u.unit_id)
         out.append(u)
     return out, status

@@ -25,7 +25,8 @@ _HOP = {"connection", "proxy-connection", "keep-alive", "proxy-authorization", "
 
 class GuardProxy:
     "A local HTTP proxy that lets a browser reach only what `check_url` allows; refused requests are recorded."
-    def __init__(self, allow_private: bool | Sequence[str] = False, resolve: Callable[[str, int], list[str]] = _default_resolve,
+    def __init__(self, allow_private: bool | Sequence[str] = False,
+                 resolve: Callable[[str, int], list[str]] = _default_resolve,
                  idle_timeout_s: float = 30.0):
         self.allow_private, self.resolve, self.idle_timeout_s = allow_private, resolve, idle_timeout_s
         self.refused: list[dict] = []
@@ -36,66 +37,79 @@ class GuardProxy:
     def __enter__(self): self.start(); return self
     def __exit__(self, *a): self.stop()
 
-    async def _check(self, url: str) -> tuple[str, int, str]:
-        try:
-            out = await asyncio.to_thread(check_url, url, self.allow_private, self.resolve)
-            self.passed.append(url)
-            return out
-        except FetchFailure as e:
-            self.refused.append({"url": url, "reason": e.reason, "error": str(e)})
-            raise
+# %% ../../nbs/33_sources_browser.ipynb #ce53fbd9
+@patch
+async def _check(self: GuardProxy, url: str) -> tuple[str, int, str]:
+    try:
+        out = await asyncio.to_thread(check_url, url, self.allow_private, self.resolve)
+        self.passed.append(url)
+        return out
+    except FetchFailure as e:
+        self.refused.append({"url": url, "reason": e.reason, "error": str(e)})
+        raise
 
-    async def _handle(self, reader, writer):
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout_s)
-            line, *lines = head.decode("latin-1").split("\r\n")
-            method, target, version = line.split(" ", 2)
-            if method.upper() == "CONNECT": await self._tunnel(target, reader, writer)
-            else: await self._forward(method, target, version, [l for l in lines if l], reader, writer)
-        except FetchFailure as e: await self._deny(writer, str(e))
-        except Exception: pass  # a broken client or server: drop the connection
-        finally:
-            try: writer.close()
-            except Exception: pass
-
-    async def _deny(self, writer, why: str):
-        body = f"refused by groundbench's address guard: {why}".encode()
-        try:
-            writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
-                         + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
-            await writer.drain()
+# %% ../../nbs/33_sources_browser.ipynb #f69b2c68
+@patch
+async def _handle(self: GuardProxy, reader, writer):
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout_s)
+        line, *lines = head.decode("latin-1").split("\r\n")
+        method, target, version = line.split(" ", 2)
+        if method.upper() == "CONNECT": await self._tunnel(target, reader, writer)
+        else: await self._forward(method, target, version, [l for l in lines if l], reader, writer)
+    except FetchFailure as e: await self._deny(writer, str(e))
+    except Exception: pass  # a broken client or server: drop the connection
+    finally:
+        try: writer.close()
         except Exception: pass
 
-    async def _tunnel(self, target: str, reader, writer):
-        host, port, ip = await self._check(f"https://{target}/")
-        up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
-        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+# %% ../../nbs/33_sources_browser.ipynb #af44e1a1
+@patch
+async def _deny(self: GuardProxy, writer, why: str):
+    body = f"refused by groundbench's address guard: {why}".encode()
+    try:
+        writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
+                     + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
         await writer.drain()
-        await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer))
+    except Exception: pass
 
-    async def _forward(self, method: str, target: str, version: str, lines: list[str], reader, writer):
-        if not target.lower().startswith("http://"): raise FetchFailure(f"not an absolute http URL: {target[:100]!r}", "invalid_url")
-        host, port, ip = await self._check(target)
-        p = urlsplit(target)
-        path = (p.path or "/") + (f"?{p.query}" if p.query else "")
-        keep = [l for l in lines if l.split(":", 1)[0].strip().lower() not in _HOP]
-        length = next((int(l.split(":", 1)[1]) for l in keep if l.lower().startswith("content-length:")), 0)
-        up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
-        up_w.write("\r\n".join([f"{method} {path} {version}", *keep, "Connection: close", "", ""]).encode("latin-1"))
-        if length: up_w.write(await reader.readexactly(length))
-        await up_w.drain()
-        await self._pipe(up_r, writer)
-        up_w.close()
+# %% ../../nbs/33_sources_browser.ipynb #1483f19c
+@patch
+async def _tunnel(self: GuardProxy, target: str, reader, writer):
+    host, port, ip = await self._check(f"https://{target}/")
+    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
+    writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+    await writer.drain()
+    await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer))
 
-    async def _pipe(self, src, dst):
-        try:
-            while chunk := await asyncio.wait_for(src.read(65536), self.idle_timeout_s):
-                dst.write(chunk)
-                await dst.drain()
+# %% ../../nbs/33_sources_browser.ipynb #3d5692c9
+@patch
+async def _forward(self: GuardProxy, method: str, target: str, version: str, lines: list[str], reader, writer):
+    if not target.lower().startswith("http://"):
+        raise FetchFailure(f"not an absolute http URL: {target[:100]!r}", "invalid_url")
+    host, port, ip = await self._check(target)
+    p = urlsplit(target)
+    path = (p.path or "/") + (f"?{p.query}" if p.query else "")
+    keep = [l for l in lines if l.split(":", 1)[0].strip().lower() not in _HOP]
+    length = next((int(l.split(":", 1)[1]) for l in keep if l.lower().startswith("content-length:")), 0)
+    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
+    up_w.write("\r\n".join([f"{method} {path} {version}", *keep, "Connection: close", "", ""]).encode("latin-1"))
+    if length: up_w.write(await reader.readexactly(length))
+    await up_w.drain()
+    await self._pipe(up_r, writer)
+    up_w.close()
+
+# %% ../../nbs/33_sources_browser.ipynb #599545c8
+@patch
+async def _pipe(self: GuardProxy, src, dst):
+    try:
+        while chunk := await asyncio.wait_for(src.read(65536), self.idle_timeout_s):
+            dst.write(chunk)
+            await dst.drain()
+    except Exception: pass
+    finally:
+        try: dst.close()
         except Exception: pass
-        finally:
-            try: dst.close()
-            except Exception: pass
 
 # %% ../../nbs/33_sources_browser.ipynb #3d543d1e
 @patch
@@ -145,13 +159,15 @@ class Rendered:
     seconds: float = 0.0
 
 # %% ../../nbs/33_sources_browser.ipynb #5f622939
-def render_with_browser(url: str, allow_private: bool | Sequence[str] = False, wait_s: float = 3.0, timeout_s: float = 30.0,
+def render_with_browser(url: str, allow_private: bool | Sequence[str] = False, wait_s: float = 3.0,
+                        timeout_s: float = 30.0,
                         resolve: Callable[[str, int], list[str]] = _default_resolve) -> Rendered:
     "The rendered HTML of `url` in headless Chromium, every request of which passes the address check."
     from groundbench.collect.browser import make_driver
     t0 = time.perf_counter()
     try: check_url(url, allow_private, resolve)
-    except FetchFailure as e: return Rendered(final_url=url, error=f"refused: {e}" if e.reason == "refused" else str(e), reason=e.reason)
+    except FetchFailure as e:
+        return Rendered(final_url=url, error=f"refused: {e}" if e.reason == "refused" else str(e), reason=e.reason)
     with GuardProxy(allow_private, resolve) as gp:
         d = None
         try:
@@ -161,13 +177,16 @@ def render_with_browser(url: str, allow_private: bool | Sequence[str] = False, w
             time.sleep(wait_s)
             final, html = d.current_url, d.page_source
         except Exception as e:
-            return Rendered(final_url=url, refused=list(gp.refused), error=f"browser: {type(e).__name__}: {str(e)[:200]}",
+            return Rendered(final_url=url, refused=list(gp.refused),
+                            error=f"browser: {type(e).__name__}: {str(e)[:200]}",
                             reason="error", seconds=round(time.perf_counter() - t0, 3))
         finally:
             if d is not None: d.quit()
-        refused_final = [r for r in gp.refused if r["url"].rstrip("/") == final.rstrip("/") or urlsplit(r["url"]).netloc == urlsplit(final).netloc]
+        refused_final = [r for r in gp.refused if r["url"].rstrip("/") == final.rstrip("/")
+                         or urlsplit(r["url"]).netloc == urlsplit(final).netloc]
         if refused_final or final.startswith("chrome-error:"):
             why = refused_final[0]["error"] if refused_final else "the page navigated to an address the guard refused"
-            return Rendered("", final, list(gp.refused), f"refused: the rendered page navigated to {final[:120]}: {why}", "refused",
+            return Rendered("", final, list(gp.refused),
+                            f"refused: the rendered page navigated to {final[:120]}: {why}", "refused",
                             round(time.perf_counter() - t0, 3))
         return Rendered(html, final, list(gp.refused), seconds=round(time.perf_counter() - t0, 3))

@@ -19,12 +19,15 @@ __all__ = ['EXTRACT_REASONS', 'text_codec', 'decode_bytes', 'Extracted', 'Extrac
            'extract', 'worker_main', 'ExtractWorker']
 
 # %% ../../nbs/32_sources_extract.ipynb #ba250ff7
-_META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.I)
-_WHATWG = {"iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "l1": "cp1252", "ascii": "cp1252",
+_META = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.I)
+_WHATWG = {"iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "l1": "cp1252",
+           "ascii": "cp1252",
            "us-ascii": "cp1252", "x-sjis": "shift_jis", "iso-8859-9": "cp1254", "tis-620": "cp874"}
 
 def text_codec(label: str | None) -> str | None:
-    "The Python codec a charset label names, as browsers read it; None for unknown or non-text codecs (base64, rot13, undefined, UTF-7)."
+    """The Python codec a charset label names, as browsers read it; None for unknown or non-text codecs (base64, rot13,
+    undefined, UTF-7)."""
     if not label: return None
     name = label.strip().strip("\"'").lower()
     name = _WHATWG.get(name, name)
@@ -46,7 +49,8 @@ def _single_byte(codec: str) -> bool:
 
 # %% ../../nbs/32_sources_extract.ipynb #9680e12b
 def decode_bytes(body: bytes, content_type: str = "") -> tuple[str, str]:
-    "(text, encoding used) of a body: declared, sniffed, or detected charset; UTF-8 mis-declared as single-byte is repaired."
+    """(text, encoding used) of a body: declared, sniffed, or detected charset; UTF-8 mis-declared as single-byte is
+    repaired."""
     for bom, enc in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if body.startswith(bom) and (t := _try(body, enc)) is not None: return t, enc
     declared = []
@@ -66,7 +70,8 @@ def decode_bytes(body: bytes, content_type: str = "") -> tuple[str, str]:
 # %% ../../nbs/32_sources_extract.ipynb #0618d904
 @dataclass
 class Extracted:
-    "Text and metadata of one fetched body; `kind` is html, pdf, text, empty, unsupported or failed; `reason` names a failure."
+    """Text and metadata of one fetched body; `kind` is html, pdf, text, empty, unsupported or failed; `reason` names a
+    failure."""
     kind: str
     text: str = ""
     title: str = ""
@@ -102,12 +107,14 @@ def extract_html(html: str, url: str = "") -> Extracted:
     import trafilatura, htmldate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        doc = trafilatura.bare_extraction(html, url=url or None, with_metadata=True, include_comments=False, include_tables=True)
+        doc = trafilatura.bare_extraction(html, url=url or None, with_metadata=True, include_comments=False,
+                                          include_tables=True)
         d = doc.as_dict() if doc is not None and hasattr(doc, "as_dict") else (doc or {})
         try: updated = htmldate.find_date(html, original_date=False, extensive_search=False) or ""
         except Exception: updated = ""
     text = (d.get("text") or "").strip()
-    return Extracted("html" if text else "empty", text, d.get("title") or "", d.get("author") or "", d.get("date") or "", updated,
+    return Extracted("html" if text else "empty", text, d.get("title") or "", d.get("author") or "",
+                     d.get("date") or "", updated,
                      d.get("sitename") or "")
 
 # %% ../../nbs/32_sources_extract.ipynb #b8d352f3
@@ -125,12 +132,14 @@ def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -
         meta = r.metadata or {}
         created = meta.get("/CreationDate", "") or ""
         m = re.match(r"D:(\d{4})(\d{2})(\d{2})", str(created))
-        e = Extracted("pdf" if text else "empty", text, str(meta.get("/Title", "") or "")[:500], str(meta.get("/Author", "") or "")[:300],
+        e = Extracted("pdf" if text else "empty", text, str(meta.get("/Title", "") or "")[:500],
+                      str(meta.get("/Author", "") or "")[:300],
                       f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else "")
         if pages > max_pages: e.error = f"first {max_pages} of {pages} pages read"
         return e
     except MemoryError: raise
-    except Exception as e: return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300], reason="unreadable_pdf")
+    except Exception as e:
+        return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300], reason="unreadable_pdf")
 
 # %% ../../nbs/32_sources_extract.ipynb #41e85309
 def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractLimits | None = None) -> Extracted:
@@ -141,7 +150,8 @@ def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractL
     if ct == "application/pdf" or body[:5] == b"%PDF-": e = extract_pdf(body, lim.max_pdf_pages, lim.max_text_chars)
     else:
         head = body[:512].lstrip().lower()
-        if ct in ("text/html", "application/xhtml+xml") or (not ct or ct == "application/octet-stream") and (head.startswith(b"<!doctype html") or b"<html" in head):
+        sniffed = head.startswith(b"<!doctype html") or b"<html" in head
+        if ct in ("text/html", "application/xhtml+xml") or (not ct or ct == "application/octet-stream") and sniffed:
             html, enc = decode_bytes(body, content_type)
             e = extract_html(html, url)
             e.encoding = enc
@@ -167,13 +177,17 @@ def _serve(conn_in, conn_out, memory_mb: int):
         except (EOFError, OSError): return
         t0 = time.perf_counter()
         try: e = extract(body, ct, url, ExtractLimits(**limits))
-        except MemoryError: e = Extracted("failed", error=f"extract_memory: over the worker's {memory_mb} MB", reason="extract_memory")
+        except MemoryError:
+            e = Extracted("failed", error=f"extract_memory: over the worker's {memory_mb} MB", reason="extract_memory")
         except RecursionError: e = Extracted("failed", error="extract_error: nesting too deep", reason="extract_error")
-        except Exception as x: e = Extracted("failed", error=f"extract_error: {type(x).__name__}: {x}"[:300], reason="extract_error")
+        except Exception as x:
+            e = Extracted("failed", error=f"extract_error: {type(x).__name__}: {x}"[:300], reason="extract_error")
         e.seconds = round(time.perf_counter() - t0, 3)
         del body
         try: conn_out.send(asdict(e))  # plain data both ways: the classes may live in a notebook
-        except MemoryError: conn_out.send(asdict(Extracted("failed", error="extract_memory: result too large", reason="extract_memory")))
+        except MemoryError:
+            conn_out.send(asdict(Extracted("failed", error="extract_memory: result too large",
+                                           reason="extract_memory")))
 
 # %% ../../nbs/32_sources_extract.ipynb #3a852baf
 def worker_main(memory_mb: int = 0):
@@ -202,7 +216,8 @@ class ExtractWorker:
         self._send = Connection(os.dup(self._proc.stdin.fileno()), readable=False)
         self._recv = Connection(os.dup(self._proc.stdout.fileno()), writable=False)
         self._proc.stdin.close(); self._proc.stdout.close()
-        self._send.send((b"<html><body><p>warm up</p></body></html>", "text/html", "", asdict(self.limits)))  # imports, outside any page's time
+        # imports, outside any page's time
+        self._send.send((b"<html><body><p>warm up</p></body></html>", "text/html", "", asdict(self.limits)))
         if self._recv.poll(120): self._recv.recv()
 
     def close(self):
@@ -235,6 +250,8 @@ class ExtractWorker:
         took = round(time.perf_counter() - t0, 3)
         self.close()
         if ready is False:
-            return Extracted("failed", error=f"extract_timeout: extraction ran past {timeout:.1f} s", reason="extract_timeout", seconds=took)
-        return Extracted("failed", error=f"extract_memory: the worker died (memory limit {self.limits.memory_mb} MB, or a crash)",
+            return Extracted("failed", error=f"extract_timeout: extraction ran past {timeout:.1f} s",
+                             reason="extract_timeout", seconds=took)
+        return Extracted(
+            "failed", error=f"extract_memory: the worker died (memory limit {self.limits.memory_mb} MB, or a crash)",
                          reason="extract_memory", seconds=took)

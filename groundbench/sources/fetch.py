@@ -33,8 +33,11 @@ __all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING',
 
 # %% ../../nbs/31_sources_fetch.ipynb #e1a0c0d2
 REASONS = {  # reason: (transient, what it means)
-    "refused": (False, "the address guard refused the URL or a redirect: not http(s), or an address on this machine's own network"),
-    "invalid_url": (False, "an unparsable URL or redirect target: bad or out-of-range port, broken IPv6 literal, no host"),
+    "refused": (
+        False, "the address guard refused the URL or a redirect: not http(s), or an address on this machine's own "
+               "network"),
+    "invalid_url": (
+        False, "an unparsable URL or redirect target: bad or out-of-range port, broken IPv6 literal, no host"),
     "dns": (True, "the host name does not resolve"),
     "connection": (True, "the connection failed, was reset, or broke the HTTP or TLS protocol"),
     "timeout": (True, "the connect, read or total time budget ran out"),
@@ -80,7 +83,8 @@ def address_is_public(ip: str) -> bool:
     "True for a global unicast address."
     a = ipaddress.ip_address(ip)
     if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped: a = a.ipv4_mapped
-    return not (a.is_private or a.is_loopback or a.is_link_local or a.is_multicast or a.is_reserved or a.is_unspecified) and a.is_global
+    return not (a.is_private or a.is_loopback or a.is_link_local or a.is_multicast or a.is_reserved
+                or a.is_unspecified) and a.is_global
 
 # %% ../../nbs/31_sources_fetch.ipynb #c9558dfb
 def _default_resolve(host: str, port: int) -> list[str]:
@@ -88,14 +92,17 @@ def _default_resolve(host: str, port: int) -> list[str]:
 
 # %% ../../nbs/31_sources_fetch.ipynb #0ddf0978
 def ascii_host(host: str) -> str:
-    "A host name as browsers send it: IDNA/UTS 46 mapped (full-width letters, ideographic dots) and punycoded. Raises InvalidURL."
+    """A host name as browsers send it: IDNA/UTS 46 mapped (full-width letters, ideographic dots) and punycoded. Raises
+    InvalidURL."""
     host = host.rstrip(".").lower()
     if host.isascii() and "%" not in host:
-        if len(host) > 253 or any(not 0 < len(l) < 64 for l in host.split(".")): raise InvalidURL(f"host {host[:80]!r} is not a valid domain name")
+        if len(host) > 253 or any(not 0 < len(l) < 64 for l in host.split(".")):
+            raise InvalidURL(f"host {host[:80]!r} is not a valid domain name")
         return host
     import idna
     try: return idna.encode(browser_host(host), uts46=True, transitional=False).decode("ascii")
-    except (idna.IDNAError, UnicodeError, ValueError) as e: raise InvalidURL(f"host {host[:80]!r} is not a valid domain name ({e})") from None
+    except (idna.IDNAError, UnicodeError, ValueError) as e:
+        raise InvalidURL(f"host {host[:80]!r} is not a valid domain name ({e})") from None
 
 # %% ../../nbs/31_sources_fetch.ipynb #f35b2a79
 def url_parts(url: str) -> tuple[str, str, int]:
@@ -114,10 +121,12 @@ def url_parts(url: str) -> tuple[str, str, int]:
 # %% ../../nbs/31_sources_fetch.ipynb #705f77d4
 def allowed_private(host: str, port: int, allow_private: bool | Sequence[str]) -> bool:
     "True when tests lifted the rule for this host and port."
-    return allow_private is True or (not isinstance(allow_private, bool) and f"{host}:{port}" in set(allow_private or ()))
+    return allow_private is True or (not isinstance(allow_private,
+                                                    bool) and f"{host}:{port}" in set(allow_private or ()))
 
 # %% ../../nbs/31_sources_fetch.ipynb #bab5a294
-def check_url(url: str, allow_private: bool | Sequence[str] = False, resolve: Callable[[str, int], list[str]] = _default_resolve) -> tuple[str, int, str]:
+def check_url(url: str, allow_private: bool | Sequence[str] = False,
+              resolve: Callable[[str, int], list[str]] = _default_resolve) -> tuple[str, int, str]:
     "Validate `url`: returns (host, port, the address to connect to). Raises Refused, InvalidURL or Unresolvable."
     _, host, port = url_parts(url)
     try: addrs = [host] if _is_ip(host) else resolve(host, port)
@@ -125,7 +134,8 @@ def check_url(url: str, allow_private: bool | Sequence[str] = False, resolve: Ca
     if not addrs: raise Unresolvable(f"cannot resolve {host}")
     bad = [a for a in addrs if not address_is_public(a)]
     if bad and not allowed_private(host, port, allow_private):
-        raise Refused(f"{host} resolves to {', '.join(bad)}, an address on a private, loopback, link-local or reserved network "
+        raise Refused(
+            f"{host} resolves to {', '.join(bad)}, an address on a private, loopback, link-local or reserved network "
                       "(a cited URL may not reach this machine's own network; --allow-private lifts this for tests)")
     return host, port, addrs[0]
 
@@ -182,20 +192,23 @@ class FetchSettings:
                 raise ValueError(f"fetch setting {k}: {v!r} is not a positive number of seconds")
         for k, lo in (("max_bytes", 1), ("max_redirects", 0), ("retries", 0), ("concurrency", 1), ("per_host", 1)):
             v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo: raise ValueError(f"fetch setting {k}: {v!r} is not a whole number >= {lo}")
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ValueError(f"fetch setting {k}: {v!r} is not a whole number >= {lo}")
         if not isinstance(self.backoff_s, (int, float)) or not math.isfinite(self.backoff_s) or self.backoff_s < 0:
             raise ValueError(f"fetch setting backoff_s: {self.backoff_s!r} is not a number of seconds >= 0")
 
     def key(self) -> str:
         "A short hash of the settings that change a fetch's outcome other than by time."
         allow = self.allow_private if isinstance(self.allow_private, bool) else sorted(self.allow_private)
-        d = {"allow_private": allow, "max_bytes": self.max_bytes, "max_redirects": self.max_redirects, "user_agent": self.user_agent}
+        d = {"allow_private": allow, "max_bytes": self.max_bytes, "max_redirects": self.max_redirects,
+             "user_agent": self.user_agent}
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 # %% ../../nbs/31_sources_fetch.ipynb #fdb609fa
 def reusable(rec: FetchRecord, cfg: FetchSettings) -> bool:
     "True when a stored record stands on a rerun: a success or a permanent failure, under the same outcome settings."
-    if is_transient(rec.reason) or (not rec.reason and rec.error): return False  # old records: an error without a reason
+    # old records: an error without a reason
+    if is_transient(rec.reason) or (not rec.reason and rec.error): return False
     return not rec.settings_key or rec.settings_key == cfg.key() or (not rec.reason and not rec.error)
 
 # %% ../../nbs/31_sources_fetch.ipynb #5c0de002
@@ -203,18 +216,25 @@ class _Decoder:
     "One content-encoding layer whose output may not pass `cap` bytes."
     def __init__(self, header: str, cap: int):
         encs = [e.strip().lower() for e in (header or "").split(",") if e.strip() and e.strip().lower() != "identity"]
-        if len(encs) > 1: raise FetchFailure(f"stacked content encodings {header[:60]!r} refused (one layer at most)", "decompression_limit")
+        if len(encs) > 1:
+            raise FetchFailure(f"stacked content encodings {header[:60]!r} refused (one layer at most)",
+                               "decompression_limit")
         if encs and encs[0] not in ("gzip", "x-gzip", "deflate"):
-            raise FetchFailure(f"content encoding {encs[0][:30]!r} was not asked for (Accept-Encoding: {ACCEPT_ENCODING})", "unsupported_encoding")
+            raise FetchFailure(
+                f"content encoding {encs[0][:30]!r} was not asked for (Accept-Encoding: {ACCEPT_ENCODING})",
+                               "unsupported_encoding")
         self.kind, self.cap, self.n, self.d = (encs[0] if encs else ""), cap, 0, None
 
     def feed(self, data: bytes) -> bytes:
         if not self.kind: return data
         if self.d is None:  # deflate is zlib-wrapped or, from some servers, raw
-            raw = self.kind == "deflate" and not (len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0)
-            self.d = zlib.decompressobj(-zlib.MAX_WBITS if raw else (zlib.MAX_WBITS if self.kind == "deflate" else 16 + zlib.MAX_WBITS))
+            raw = self.kind == "deflate" and not (len(data) >= 2 and data[0] & 0x0F == 8
+                                                  and (data[0] << 8 | data[1]) % 31 == 0)
+            self.d = zlib.decompressobj(-zlib.MAX_WBITS if raw
+                                        else (zlib.MAX_WBITS if self.kind == "deflate" else 16 + zlib.MAX_WBITS))
         try: out = self.d.decompress(data, self.cap - self.n + 1)
-        except zlib.error as e: raise FetchFailure(f"{self.kind} body does not decompress: {e}", "corrupt_body") from None
+        except zlib.error as e:
+            raise FetchFailure(f"{self.kind} body does not decompress: {e}", "corrupt_body") from None
         self.n += len(out)
         if self.n > self.cap or self.d.unconsumed_tail:
             raise FetchFailure(f"{self.kind} body decodes to more than {self.cap} bytes", "decompression_limit")
@@ -226,10 +246,14 @@ def _classify(e: BaseException) -> tuple[str, str]:
     if isinstance(e, Refused): return "refused", f"refused: {e}"
     if isinstance(e, FetchFailure): return e.reason, str(e)
     if isinstance(e, (httpx.TimeoutException, asyncio.TimeoutError)): return "timeout", f"timeout ({type(e).__name__})"
-    if isinstance(e, (httpx.InvalidURL, httpx.UnsupportedProtocol)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
-    if isinstance(e, httpx.RemoteProtocolError) and "location header" in str(e).lower(): return "invalid_url", f"redirect: {e}"[:300]
-    if isinstance(e, (httpx.TransportError, ConnectionError, OSError)): return "connection", f"{type(e).__name__}: {e}"[:300]
-    if isinstance(e, (ValueError, UnicodeError, httpx.HTTPError)): return "invalid_url", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
+        return "invalid_url", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, httpx.RemoteProtocolError) and "location header" in str(e).lower():
+        return "invalid_url", f"redirect: {e}"[:300]
+    if isinstance(e, (httpx.TransportError, ConnectionError, OSError)):
+        return "connection", f"{type(e).__name__}: {e}"[:300]
+    if isinstance(e, (ValueError, UnicodeError, httpx.HTTPError)):
+        return "invalid_url", f"{type(e).__name__}: {e}"[:300]
     return "error", f"{type(e).__name__}: {e}"[:300]
 
 # %% ../../nbs/31_sources_fetch.ipynb #174bf4b3
@@ -244,7 +268,8 @@ async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> 
         pinned = urlunsplit((p.scheme.lower(), f"{netloc}:{port}", p.path or "/", p.query, ""))
         host_header = (f"[{host}]" if ":" in host else host) + (f":{p.port}" if p.port else "")
         headers = {"Host": host_header, "User-Agent": cfg.user_agent, "Accept-Encoding": ACCEPT_ENCODING,
-                   "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8", "Accept-Language": "en,*;q=0.5"}
+                   "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8",
+                   "Accept-Language": "en,*;q=0.5"}
         ext = {"sni_hostname": host} if p.scheme.lower() == "https" else {}
         async with client.stream("GET", pinned, headers=headers, extensions=ext) as resp:
             if resp.status_code in REDIRECTS and "location" in resp.headers:
@@ -288,7 +313,8 @@ async def _fetch_all(urls, cfg, resolve, store, done):
     glob = asyncio.Semaphore(cfg.concurrency)
     hosts: dict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(cfg.per_host))
     key = cfg.key()
-    async with httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False, verify=True, trust_env=False) as client:
+    async with httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False, verify=True,
+                                 trust_env=False) as client:
         async def one(u):
             rec = FetchRecord(u, u, settings_key=key)
             try: host = url_parts(u)[1]
@@ -296,7 +322,8 @@ async def _fetch_all(urls, cfg, resolve, store, done):
             async with glob, hosts[host]:
                 t0 = time.perf_counter()
                 try: await asyncio.wait_for(_fetch_one(client, rec, cfg, resolve, store), cfg.total_timeout_s)
-                except asyncio.TimeoutError: rec.reason, rec.error = "timeout", f"timeout (total {cfg.total_timeout_s} s)"
+                except asyncio.TimeoutError:
+                    rec.reason, rec.error = "timeout", f"timeout (total {cfg.total_timeout_s} s)"
                 except Exception as e: rec.reason, rec.error = _classify(e)  # MemoryError included
                 rec.fetched_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 3)
             if done: done(rec)
@@ -304,7 +331,8 @@ async def _fetch_all(urls, cfg, resolve, store, done):
         return await asyncio.gather(*(one(u) for u in urls))
 
 # %% ../../nbs/31_sources_fetch.ipynb #5d174d2c
-def resolve_all(urls: Sequence[str], resolve: Callable[[str, int], list[str]], threads: int = 64) -> Callable[[str, int], list[str]]:
+def resolve_all(urls: Sequence[str], resolve: Callable[[str, int], list[str]],
+                threads: int = 64) -> Callable[[str, int], list[str]]:
     """`resolve` for one batch: every distinct host of `urls` looked up once and all at once (a lookup blocks a thread,
     and an offline machine's resolver takes seconds to give up on some names), answers and failures kept; a host first
     met in a redirect is looked up when it is met."""
@@ -329,7 +357,8 @@ def resolve_all(urls: Sequence[str], resolve: Callable[[str, int], list[str]], t
 
 # %% ../../nbs/31_sources_fetch.ipynb #6219614b
 def fetch_all(urls: Sequence[str], cfg: FetchSettings | None = None, store: Callable[[bytes], str] | None = None,
-              done: Callable[[FetchRecord], None] | None = None, resolve: Callable[[str, int], list[str]] = _default_resolve) -> list[FetchRecord]:
+              done: Callable[[FetchRecord], None] | None = None,
+              resolve: Callable[[str, int], list[str]] = _default_resolve) -> list[FetchRecord]:
     "Fetch distinct `urls` (order kept); never raises for a bad URL or server."
     cfg = cfg or FetchSettings()
     store = store or (lambda b: hashlib.sha256(b).hexdigest())
@@ -338,5 +367,7 @@ def fetch_all(urls: Sequence[str], cfg: FetchSettings | None = None, store: Call
     resolve = resolve_all(urls, resolve)
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(_fetch_all(urls, cfg, resolve, store, done))
-    from concurrent.futures import ThreadPoolExecutor  # inside Jupyter an event loop is already running: use a thread of our own
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, _fetch_all(urls, cfg, resolve, store, done)).result()
+    # inside Jupyter an event loop is already running: use a thread of our own
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as ex:
+        return ex.submit(asyncio.run, _fetch_all(urls, cfg, resolve, store, done)).result()

@@ -122,10 +122,13 @@ def fetch(self: PageStore, urls: Sequence[str], cfg: FetchSettings, progress: bo
 
 # %% ../../nbs/30_sources.ipynb #34e4f35b
 def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
-    "The SourceDoc of a fetched URL: validity by SourceCheckup, substance by SourceBench; any failure reason makes it invalid."
+    """The SourceDoc of a fetched URL: validity by SourceCheckup, substance by SourceBench; any failure reason makes it
+    invalid."""
     valid = rec.status == 200 and bool(ex.text.strip()) and not rec.error and not ex.reason
-    return SourceDoc(rec.url, rec.final_url, rec.status, rec.content_type, ex.text, ex.title, ex.author, ex.published, ex.updated, ex.site_name,
-                     rec.sha256, rec.fetched_at, rec.error or ex.error, valid, valid and len(ex.text) >= SUBSTANTIVE_CHARS)
+    return SourceDoc(rec.url, rec.final_url, rec.status, rec.content_type, ex.text, ex.title, ex.author, ex.published,
+                     ex.updated, ex.site_name,
+                     rec.sha256, rec.fetched_at, rec.error or ex.error, valid,
+                     valid and len(ex.text) >= SUBSTANTIVE_CHARS)
 
 # %% ../../nbs/30_sources.ipynb #f944be52
 def failure_reason(rec: FetchRecord, ex: Extracted) -> str:
