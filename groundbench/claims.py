@@ -17,6 +17,7 @@ import pandas as pd
 import pydantic
 
 from .core import Claim, Prompt, RecordError, load_settings, resolve_path
+from .rows import strict_csv
 from .llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
@@ -38,6 +39,7 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
         raise RecordError(
             f"{path}: line {line}: not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r}); save the file as "
             f"UTF-8") from None
+    strict_csv(text, ",", path)  # an unbalanced quote would merge rows silently
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [(h or "").strip().lower() for h in (reader.fieldnames or [])]
     aliases = aliases or {}
@@ -52,8 +54,7 @@ def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ..
     if missing:
         raise RecordError(
             f"{path}: line 1: missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
-                          f"(found: {', '.join(header) or 'no header'}; "
-                          f"expected {', '.join(required + list(optional))})")
+            f"(found: {', '.join(header) or 'no header'}; expected {', '.join(required + list(optional))})")
     reader.fieldnames = header
     rows = []
     for row in reader:

@@ -294,7 +294,9 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         if not r.is_dir(): fail(f"{r}: not a run folder")
     if out is not None: check_out("--out", out)
     try:
-        cmp = compare_sides(load_outputs(runs), a, b, n_boot)
+        o = load_outputs(runs)
+        for note in o.notes: typer.echo(f"groundbench: note: {printable(note)}", err=True)
+        cmp = compare_sides(o, a, b, n_boot)
         if out is not None: write_table(cmp, out)
     except (RecordError, OSError, ValueError) as e: fail(e)
     if cmp.empty: fail("nothing to compare: neither side has credibility or groundedness outputs")
@@ -437,16 +439,16 @@ def login_cmd(assistant: str = typer.Argument(
 
 # %% ../nbs/90_cli.ipynb #d0c70002
 @app.command("doctor")
-def doctor_cmd(assistant: str = typer.Argument(
-    ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
-               profile_dir: Optional[Path] = typer.Option(
-                   None, help="the signed-in Chrome profile (groundbench login)"),
-               model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
-               config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
-               base_url: Optional[str] = typer.Option(
-                   None, help="another site in place of the start URL's host (local fixtures)"),
-               out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
-               headed: bool = typer.Option(False, help="show the browser window")):
+def doctor_cmd(
+        assistant: str = typer.Argument(
+            ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
+        profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
+        model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
+        config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
+        base_url: Optional[str] = typer.Option(
+            None, help="another site in place of the start URL's host (local fixtures)"),
+        out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
+        headed: bool = typer.Option(False, help="show the browser window")):
     "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
     from groundbench.collect.page import load_ui_config
     from groundbench.collect.flows import doctor, doctor_table
@@ -460,7 +462,11 @@ def doctor_cmd(assistant: str = typer.Argument(
     except (ValueError, FileNotFoundError, TypeError, KeyError) as e: fail(e)
     c = BrowserCollector(cfg, model=model or "", base_url=base_url, profile_dir=profile_dir, headless=not headed,
                          delay_s=0)
+    from selenium.common.exceptions import WebDriverException
     try: rows, ok = doctor(c, out)
+    except WebDriverException as e:  # the browser could not start, or stopped answering half-way
+        fail(f"{assistant}: the browser failed ({' '.join(str(e.msg or e).split())[:200]}); "
+             "run `groundbench doctor` again, or check Chromium and chromedriver (setup.sh installs them)", 1)
     finally: c.close()
     typer.echo(printable(doctor_table(rows)))
     failed = [r for r in rows if r["status"] == "FAILED"]

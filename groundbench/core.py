@@ -420,6 +420,7 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
     cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
     cp.read(path, encoding="utf-8")
     out = {s: {k: _coerce(v) for k, v in cp[s].items()} for s in cp.sections()}
+    defaults = {s: dict(v) for s, v in out.items()}
     out.setdefault("paths", {})["root"] = str(path.parent.resolve())
     for key, value in (overrides or {}).items():
         if isinstance(value, dict):
@@ -428,7 +429,23 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
             sec, k = key.split(".", 1)
             out.setdefault(sec, {})[k] = value
         else: raise KeyError(f"setting override {key!r}: use 'section.key' (sections: {', '.join(out)})")
+    for sec, values in defaults.items():
+        for k, default in values.items():
+            if k in out.get(sec, {}): out[sec][k] = _checked_number(sec, k, out[sec][k], default)
     return out
+
+# %% ../nbs/00_core.ipynb #ea1d8693
+def _checked_number(section: str, key: str, value: Any, default: Any) -> Any:
+    """A setting whose default is a number must be a finite number >= 0 (> 0 for a speed, `*_per_s`): a negative, NaN
+    or zero speed would print negative, blank or infinite estimates. Text is read as settings.ini reads it."""
+    import math
+    if isinstance(default, bool) or not isinstance(default, (int, float)): return value
+    v = _coerce(value) if isinstance(value, str) else value
+    positive = key.endswith("_per_s")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise RecordError(f"setting [{section}] {key} = {value!r}: give a number "
+                          f"{'> 0' if positive else '>= 0'} (settings.ini has {default!r})")
+    return v
 
 # %% ../nbs/00_core.ipynb #810c613d
 def resolve_path(settings: dict, p: str | Path) -> Path:

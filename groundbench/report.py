@@ -77,6 +77,7 @@ class RunOutputs:
     duplicate_conversations: int = 0
     # estimate-vs-actual per run and LLM step (estimate.csv beside the manifest)
     estimates: pd.DataFrame | None = None
+    notes: list = field(default_factory=list)     # files that could not be read and were left out, with why
 
     @property
     def smoke(self) -> bool:
@@ -95,7 +96,7 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
 # %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
-    convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans = [], [], [], [], [], [], [], [], [], {}
+    convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans, notes = [], [], [], [], [], [], [], [], [], {}, []
     for d in map(Path, run_dirs):
         c20 = d / COLLECT / "conversations.jsonl"
         if not c20.exists():
@@ -103,8 +104,11 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
                 f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
         rid = d.name
         mans[rid] = Run(d).manifest()
-        if (f := d / "estimate.csv").exists():
-            ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
+        if (f := d / "estimate.csv").exists():  # informational: an unreadable one is left out and said, never fatal
+            try: ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
+            except (ValueError, KeyError, TypeError, AttributeError, pd.errors.ParserError) as e:
+                notes.append(f"Estimate vs actual: {f} left out, it cannot be read as an estimate "
+                             f"({type(e).__name__}: {' '.join(str(e).split())[:160]})")
         cv = conversation_table(read_records(c20, Conversation), read_records(d / COLLECT / "prompts.parquet", Prompt))
         convs.append(cv.assign(run_id=rid))
         if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
@@ -120,12 +124,11 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
     def own(df):  # rows of a conversation only from the run it is counted in
-        return None if df is None else df[[k in keep for k in zip(df.run_id,
-                                                                  df.conversation_id)]].reset_index(drop=True)
+        if df is None: return None
+        return df[[k in keep for k in zip(df.run_id, df.conversation_id)]].reset_index(drop=True)
     return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)),
-                      _stack(sbs),
-                      _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans, len(allc) - len(conversations),
-                      _stack(ests))
+                      _stack(sbs), _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans,
+                      len(allc) - len(conversations), _stack(ests), notes)
 
 # %% ../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -344,7 +347,7 @@ ReportItem = Output  # one table or figure of the report (groundbench.tables.Out
 def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None = None,
                  mapping: dict | None = None, compare: Sequence[Sequence[str]] = ()) -> tuple[list[Output], list[str]]:
     "Every table and figure the runs' outputs allow, and a note for each one they do not."
-    missing, sm = [], o.smoke
+    missing, sm = list(o.notes), o.smoke
     items, cred_rates = _credibility_items(o, n_boot, missing)
     gitems, ground_rates = _groundedness_items(o, n_boot, missing)
     items += gitems + _profile_items(o, cred_rates, ground_rates, missing)

@@ -20,7 +20,7 @@ import pandas as pd
 from .core import RecordError, regular_file
 
 # %% auto #0
-__all__ = ['MAX_XLSX_UNPACKED', 'norm_name', 'read_rows', 'find_column', 'cell_value', 'cell_text']
+__all__ = ['MAX_XLSX_UNPACKED', 'norm_name', 'strict_csv', 'read_rows', 'find_column', 'cell_value', 'cell_text']
 
 # %% ../nbs/05_rows.ipynb #a1c29008
 def norm_name(name: str) -> str:
@@ -40,8 +40,22 @@ def _csv_frame(path: Path, encoding: str) -> tuple[pd.DataFrame, list[str]]:
     text, suf = text.lstrip("\ufeff"), path.suffix.lower()
     sep = "\t" if suf == ".tsv" else (csv.Sniffer().sniff(text[:20000], delimiters=",;\t").delimiter if suf == ".txt"
                                       else ",")
+    strict_csv(text, sep, path)
     df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False)
     return df, next(csv.reader(io.StringIO(text), delimiter=sep), [])
+
+# %% ../nbs/05_rows.ipynb #6106bf9f
+def strict_csv(text: str, sep: str, path) -> int:
+    """Read CSV text with Python's strict CSV reader and return its rows; a quote left open (which would silently run
+    the next rows into one field: two answers as one, a citation moved to another assistant) or text after a closing
+    quote is a `RecordError` naming the file and the line."""
+    r, n, start = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True), 0, 1
+    try:
+        for _ in r: n, start = n + 1, r.line_num + 1  # the line the next row starts on
+    except csv.Error as e:
+        raise RecordError(f"{path}: line {start}: {e}: a field that opens with a quote must close it before "
+                          'the next separator (write a quote inside a quoted field as "")') from None
+    return n
 
 # %% ../nbs/05_rows.ipynb #074d6b50
 def _jsonl_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, dict]]]:

@@ -43,6 +43,7 @@ class RunSpec:
 
 # %% ../nbs/89_runner.ipynb #737e30f2
 SPEC_FIELDS = ("run_id", "stages", "parameters", "settings", "description")
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 
 def load_run_spec(path: str | Path) -> RunSpec:
     "Read and check a parameter file: known fields, stages of the registry, mappings where mappings belong."
@@ -61,7 +62,11 @@ def load_run_spec(path: str | Path) -> RunSpec:
         except RecordError as e: raise RecordError(f"{path}: field 'stages': {e}") from None
     for k in ("parameters", "settings"):
         if not isinstance(d.get(k) or {}, dict): raise RecordError(f"{path}: field {k!r}: expected a mapping")
-    return RunSpec(str(d.get("run_id") or path.stem), list(stages), d.get("parameters") or {}, d.get("settings") or {},
+    rid = d.get("run_id") or path.stem
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or not _RUN_ID.fullmatch(str(rid)):
+        raise RecordError(f"{path}: field 'run_id': {str(rid)[:80]!r} is not a plain folder name (letters, digits, "
+                          "'.', '_' and '-', at most 128, not starting with '.' or '-')")
+    return RunSpec(str(rid), list(stages), d.get("parameters") or {}, d.get("settings") or {},
                    path, description=str(d.get("description") or ""))
 
 # %% ../nbs/89_runner.ipynb #acdb2fd9

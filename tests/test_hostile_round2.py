@@ -66,6 +66,14 @@ def test_a_stage_is_a_registry_name_never_a_path(tmp_path, stage):
     assert not (tmp_path / "runs" / "t" / "notebooks").exists()
 
 
+@pytest.mark.parametrize("run_id", ["[1, 2]", "a b", "../up", ".hidden", "-x", "x" * 129])
+def test_a_run_id_is_a_plain_folder_name(tmp_path, run_id):
+    spec = tmp_path / "p.yaml"
+    spec.write_text(json.dumps({"run_id": [1, 2] if run_id == "[1, 2]" else run_id, "stages": ["10_claims"]}))
+    one_line_error(groundbench("estimate", spec, "--runs-dir", tmp_path / "runs"), "field 'run_id'", "plain folder name")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
 # 3. inputs that explode
 
 @pytest.mark.timeout(120)  # the quadratic splitter took about 10 minutes on a million characters
@@ -177,6 +185,15 @@ def test_compare_and_estimate_never_write_into_a_run_s_stage_folders(tmp_path):
 
 
 # 4. silent wrong data
+def test_an_unbalanced_quote_is_refused_not_merged_into_the_next_answer(tmp_path):
+    "Before: the open quote ran the next row into the first answer, and its citation moved to the first assistant."
+    src = tmp_path / "answers.csv"
+    src.write_text('assistant,answer,urls\nBotA,"Garlic cures flu [1].,https://a.org/x\nBotB,No [1].,https://b.org/y\n')
+    one_line_error(groundbench("import", src, "--out", tmp_path / "out", *MAP), "answers.csv: line 2",
+                   "must close it")
+    assert not (tmp_path / "out" / "conversations.jsonl").exists()
+
+
 
 PAIR_COLS = ("--claim-col", "claim", "--evidence-col", "evidence", "--label-col", "label")
 
@@ -203,6 +220,38 @@ def test_single_class_labels_are_said_and_the_json_is_json(tmp_path):
     text = (tmp_path / "v" / "pairs_validation.json").read_text()
     json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     assert json.loads(text)["notes"]
+
+
+@pytest.mark.parametrize("setting,needle", [("gpu.decode_tokens_per_s=0", "[gpu] decode_tokens_per_s"),
+                                            ("gpu.prefill_tokens_per_s=-5", "[gpu] prefill_tokens_per_s"),
+                                            ("embed.top_k=-3", "[embed] top_k"), ("llm.max_tokens=nan", "[llm] max_tokens")])
+def test_a_negative_zero_or_nan_setting_is_refused_by_name(tmp_path, setting, needle):
+    "Before: estimate printed negative, infinite or blank figures, or int()'s own message without the setting's name."
+    from conftest import ROOT
+    p = groundbench("estimate", ROOT / "papermill_params" / "demo.yaml", "--setting", "llm.backend=vllm",
+                    "--setting", setting, "--runs-dir", tmp_path / "runs")
+    one_line_error(p, needle, "give a number")
+
+
+# 6. one bad file breaks nothing else (compare over a run whose estimate.csv is malformed)
+def test_compare_reads_a_run_whose_estimate_is_malformed(tmp_path):
+    src = tmp_path / "answers.csv"
+    src.write_text("assistant,answer,urls\nBotA,Yes [1].,https://www.reuters.com/x\nBotA,Yes [1].,https://apnews.com/y\n"
+                   "BotB,No [1].,https://www.infowars.com/z\nBotB,No [1].,https://www.bbc.com/w\n")
+    spec = tmp_path / "r.yaml"
+    spec.write_text(json.dumps({"run_id": "r", "stages": ["20_collect", "40_credibility"], "parameters": {
+        "source": "table", "import_tables": [{"path": str(src), "answer": "answer", "assistant": "assistant",
+                                              "urls": "urls"}]}}))
+    groundbench("run", spec, "--runs-dir", tmp_path / "runs", "--no-estimate", check=True, timeout=600)
+    run = tmp_path / "runs" / "r"
+    (run / "estimate.csv").write_text('stage,step\n"unclosed,x\n')
+    p = groundbench("compare", run, "--a", "BotA", "--b", "BotB", "--n-boot", "50")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "estimate.csv left out" in p.stderr, p.stderr
+    assert "CR" in p.stdout and "BotB" in p.stdout, p.stdout
+    from groundbench.report import load_outputs
+    o = load_outputs([run])
+    assert o.estimates is None and any("estimate.csv left out" in n for n in o.notes), o.notes
 
 
 # 8. special files
@@ -307,3 +356,92 @@ def test_a_count_parameter_must_be_a_whole_number(tmp_path, value):
     for cmd in (("run", params, "--runs-dir", tmp_path / "runs"), ("estimate", params, "--runs-dir", tmp_path / "runs")):
         one_line_error(groundbench(*cmd), "p.yaml: parameter sample=", "give a whole number >= 0 (its default is")
     assert not (tmp_path / "runs" / "t" / "20_collect").exists()
+
+
+# 7. the browser: pages that cannot be reached or never finish, browsers left running, Chromium's own calls to Google
+@pytest.mark.chromium
+def test_doctor_offline_exits_1_naming_the_step_that_failed(tmp_path):
+    from conftest import free_port
+    p = groundbench("doctor", "chatgpt", "--base-url", f"http://127.0.0.1:{free_port()}", "--out", tmp_path / "d",
+                    timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "open the page" in p.stderr and "could not be opened" in p.stderr, p.stderr
+    assert json.loads((tmp_path / "d" / "doctor.json").read_text())["ok"] is False
+
+
+@pytest.mark.chromium
+def test_doctor_on_a_page_that_never_finishes_loading_stops_at_its_time_limit(tmp_path):
+    import socket
+    import threading
+    import yaml
+    from groundbench.collect.page import load_ui_config
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(8)
+    held = []
+    def serve():  # headers, a little HTML, then nothing: the page never finishes loading
+        while True:
+            try: c, _ = srv.accept()
+            except OSError: return
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 100000\r\n\r\n<html><body>")
+            held.append(c)
+    threading.Thread(target=serve, daemon=True).start()
+    cfg = load_ui_config("chatgpt")
+    cfg["waits"]["page_load_s"] = 3
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump(cfg))
+    t0 = time.time()
+    try:
+        p = groundbench("doctor", "chatgpt", "--config", tmp_path / "slow.yaml", "--out", tmp_path / "d",
+                        "--base-url", f"http://127.0.0.1:{srv.getsockname()[1]}", timeout=300)
+    finally: srv.close()
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "did not finish loading in 3 s" in p.stderr, p.stderr
+    assert time.time() - t0 < 120
+
+
+@pytest.mark.chromium
+def test_no_browser_outlives_a_run_that_is_killed(tmp_path):
+    "A run killed with SIGKILL (only its own process, as a crash or the OOM killer would) leaves no Chromium behind."
+    import signal
+    import subprocess
+    import sys
+    code = ("from groundbench.collect.browser import make_driver\nimport time\nd = make_driver()\nd.get('about:blank')\n"
+            "print(d.service.process.pid, flush=True)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    group = int(proc.stdout.readline())
+    os.killpg(group, 0)  # chromedriver and Chromium are up, in their own process group
+    proc.kill(); proc.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        try: os.killpg(group, 0)
+        except ProcessLookupError: break
+        time.sleep(0.3)
+    else: pytest.fail(f"chromedriver's process group {group} outlived the killed run")
+
+
+@pytest.mark.chromium
+def test_chromium_asks_for_the_page_and_nothing_of_google(tmp_path):
+    "Every request headless Chromium makes goes through the guard: only the page's own; Chromium's services are named."
+    import http.server
+    import socketserver
+    import threading
+    from groundbench.collect.browser import CHROMIUM_SERVICE_HOSTS, make_driver
+    from groundbench.sources.browser import GuardProxy
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            b = b"<html><body><p>A page.</p></body></html>"
+            self.send_response(200); self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
+        def log_message(self, *a): pass
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    local = f"127.0.0.1:{srv.server_address[1]}"
+    try:
+        with GuardProxy(True) as gp:
+            d = make_driver(None, extra_args=gp.chromium_args())
+            try:
+                d.get(f"http://{local}/"); time.sleep(6)
+            finally: d.quit()
+    finally: srv.shutdown()
+    from urllib.parse import urlsplit
+    seen = {urlsplit(u).netloc for u in gp.passed} | {urlsplit(r["url"]).netloc for r in gp.refused}
+    assert seen == {local}, seen  # nothing but the page (and its favicon)
+    assert {urlsplit(u).hostname for u in gp.browser_services} <= set(CHROMIUM_SERVICE_HOSTS), gp.browser_services

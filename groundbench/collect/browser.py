@@ -23,10 +23,21 @@ from .page import (answer_selector, full_screenshot, load_ui_config, model_label
 from ..core import Conversation, Prompt, now_iso, to_plain
 
 # %% auto #0
-__all__ = ['CHROMIUM', 'CHROMEDRIVER', 'make_driver', 'remote_driver', 'BrowserCollector', 'same_model', 'reparse_record']
+__all__ = ['CHROMIUM', 'CHROMEDRIVER', 'CHROMIUM_SERVICE_HOSTS', 'QUIET_SWITCHES', 'make_driver', 'reap_with', 'remote_driver',
+           'BrowserCollector', 'same_model', 'reparse_record']
 
 # %% ../../nbs/22_collect_browser.ipynb #c3b290da
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# Chromium's own calls to Google (sign-in's account list, component updates, network time, optimisation hints): the
+# switches turn off what can be turned off, and a headless browser cannot resolve these hosts at all
+CHROMIUM_SERVICE_HOSTS = ("accounts.google.com", "update.googleapis.com", "clients2.google.com",
+                          "optimizationguide-pa.googleapis.com", "content-autofill.googleapis.com")
+QUIET_SWITCHES = ("--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-extensions", "--disable-default-apps", "--disable-client-side-phishing-detection",
+                  "--disable-domain-reliability", "--disable-breakpad", "--metrics-recording-only", "--no-pings",
+                  "--disable-features=OptimizationHints,OptimizationGuideModelDownloading,OptimizationHintsFetching,"
+                  "NetworkTimeServiceQuerying,MediaRouter,Translate,AutofillServerCommunication,"
+                  "CertificateTransparencyComponentUpdater")
 
 def make_driver(profile_dir: str | Path | None = None, headless: bool = True, window: tuple[int, int] = (1280, 1800),
                 extra_args: Sequence[str] = (), performance_log: bool = False, remote_url: str | None = None):
@@ -40,11 +51,11 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
     # the node's own path
     elif os.environ.get("GROUNDBENCH_REMOTE_CHROMIUM"): opts.binary_location = os.environ["GROUNDBENCH_REMOTE_CHROMIUM"]
     if headless: opts.add_argument("--headless=new")
-    for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-              "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--disable-quic",
+    for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *QUIET_SWITCHES, "--disable-quic",
               f"--window-size={window[0]},{window[1]}", *extra_args):
         opts.add_argument(a)
+    if headless:  # a visible browser (groundbench login) may need Google's sign-in for the assistant's account
+        opts.add_argument("--host-resolver-rules=" + ", ".join(f"MAP {h} ~NOTFOUND" for h in CHROMIUM_SERVICE_HOSTS))
     # network events, for stream capture
     if performance_log: opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     if profile_dir:
@@ -52,7 +63,20 @@ def make_driver(profile_dir: str | Path | None = None, headless: bool = True, wi
         profile.mkdir(parents=True, exist_ok=True)
         opts.add_argument(f"--user-data-dir={profile}")
     if remote_url: return remote_driver(remote_url, opts)
-    return webdriver.Chrome(service=Service(os.environ.get("GROUNDBENCH_CHROMEDRIVER", CHROMEDRIVER)), options=opts)
+    service = Service(os.environ.get("GROUNDBENCH_CHROMEDRIVER", CHROMEDRIVER), popen_kw={"start_new_session": True})
+    driver = webdriver.Chrome(service=service, options=opts)
+    reap_with(os.getpid(), driver.service.process.pid)
+    return driver
+
+# %% ../../nbs/22_collect_browser.ipynb #f13d63f0
+def reap_with(owner: int, group: int):
+    """Kill process group `group` (chromedriver and its Chromium, started in a session of their own) as soon as process
+    `owner` has ended without quitting them: a killed or crashed run leaves no browser behind. A detached shell checks
+    once a second and ends with the group; `quit()` stays the normal way out."""
+    import subprocess
+    loop = (f"while kill -0 {int(owner)} 2>/dev/null && kill -0 -{int(group)} 2>/dev/null; do sleep 1; done; "
+            f"kill -KILL -{int(group)} 2>/dev/null")
+    subprocess.run(["sh", "-c", f"({loop}) </dev/null >/dev/null 2>&1 &"], start_new_session=True, check=False)
 
 # %% ../../nbs/22_collect_browser.ipynb #f29475c6
 def remote_driver(remote_url: str, options):
@@ -93,6 +117,7 @@ def driver(self: BrowserCollector):
         sc = self.cfg.get("stream_capture")
         self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc),
                                    remote_url=self.remote_url)
+        self._driver.set_page_load_timeout(float(self.cfg["waits"].get("page_load_s", 120)))
         if sc:
             from groundbench.collect.flows import install_stream_hook
             install_stream_hook(self._driver, sc["url_contains"])
@@ -140,11 +165,26 @@ def _page_text(self: BrowserCollector) -> str:
 # %% ../../nbs/22_collect_browser.ipynb #f1ac6ed6
 @patch
 def _stop(self: BrowserCollector, why: str, archive: Archive, prompt_id: str):
-    shot = archive.put(full_screenshot(self.driver), "png")
-    raise CollectionError(
-        f"{self.provider}: {why} (prompt {prompt_id}; page {self.driver.current_url}; "
-        f"screenshot {archive.root / shot}). "
+    try:
+        url = self.driver.current_url
+        shot = f"screenshot {archive.root / archive.put(full_screenshot(self.driver), 'png')}"
+    except Exception: shot, url = "no screenshot: the browser did not answer", self.url()
+    raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {url}; {shot}). "
                           "Nothing was lost: rerun to resume after fixing it.")
+
+# %% ../../nbs/22_collect_browser.ipynb #22c9b6b1
+@patch
+def open_page(self: BrowserCollector, archive: Archive | None = None, prompt_id: str = ""):
+    """Load the start page, within `waits.page_load_s` (120 s by default): a page that cannot be reached, or whose
+    loading never ends, is a `CollectionError` naming the page and what the browser said."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+    try: self.driver.get(self.url())
+    except TimeoutException:
+        why = f"the page did not finish loading in {self.cfg['waits'].get('page_load_s', 120)} s"
+    except WebDriverException as e: why = f"the page could not be opened ({' '.join(str(e.msg or e).split())[:160]})"
+    else: return
+    if archive is None: raise CollectionError(f"{self.provider}: {why} (page {self.url()})")
+    self._stop(why, archive, prompt_id)
 
 # %% ../../nbs/22_collect_browser.ipynb #37ae6f4f
 @patch
@@ -309,7 +349,7 @@ def ask(self: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
     "Collect one prompt; returns its archive record."
     sel, w = self.cfg["selectors"], self.cfg["waits"]
     started = now_iso()
-    self.driver.get(self.url())
+    self.open_page(archive, prompt.prompt_id)
     end = time.time() + w.get("page_timeout_s", 30)
     while time.time() < end and self._find("prompt_box") is None:
         self.check_page(archive, prompt.prompt_id)

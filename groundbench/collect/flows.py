@@ -433,14 +433,19 @@ def _doctor_page(html: str, collector, rows: list[dict], answered: bool, extra: 
 # %% ../../nbs/28_collect_flows.ipynb #73915a9e
 def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tuple[list[dict], bool]:
     "Check an assistant's page against its YAML, step by step; returns (rows, all required steps passed)."
-    from groundbench.collect.base import Archive
+    from groundbench.collect.base import Archive, CollectionError
     from groundbench.collect.page import full_screenshot
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     cfg, rows, d = collector.cfg, [], collector.driver
     sel, w = cfg["selectors"], cfg["waits"]
     archive = Archive(out_dir / "archive")
     def count(s): return len(_els(d, s, visible=False)) if s else 0
-    d.get(collector.url())
+    try: collector.open_page()
+    except CollectionError as e:  # unreachable or never finishing: the one failed step, nothing else can be checked
+        rows.append(_row("step", "open the page", collector.url(), False, detail=str(e)[:300], required=True))
+        (out_dir / "doctor.json").write_text(json.dumps({"ok": False, "rows": rows, "url": collector.url()}, indent=1,
+                                                        ensure_ascii=False), encoding="utf-8")
+        return rows, False
     _wait(lambda: _els(d, sel["prompt_box"]), float(w.get("page_timeout_s", 30)))
     hit = find_blocker(d, cfg, composer_usable=bool(_els(d, sel["prompt_box"])))
     rows.append(_row("blocker", hit[0] if hit else "none", hit[1] if hit else "", not hit,

@@ -31,6 +31,7 @@ class GuardProxy:
         self.allow_private, self.resolve, self.idle_timeout_s = allow_private, resolve, idle_timeout_s
         self.refused: list[dict] = []
         self.passed: list[str] = []
+        self.browser_services: list[str] = []  # Chromium's own calls to Google (collect.browser.CHROMIUM_SERVICE_HOSTS)
         self.port = 0
         self._loop = self._server = self._thread = None
 
@@ -40,6 +41,10 @@ class GuardProxy:
 # %% ../../nbs/33_sources_browser.ipynb #ce53fbd9
 @patch
 async def _check(self: GuardProxy, url: str) -> tuple[str, int, str]:
+    from groundbench.collect.browser import CHROMIUM_SERVICE_HOSTS
+    if urlsplit(url).hostname in CHROMIUM_SERVICE_HOSTS:  # the browser's, not the page's: never sent, kept apart
+        self.browser_services.append(url)
+        raise FetchFailure("Chromium's own call to a Google service, never sent", "refused")
     try:
         out = await asyncio.to_thread(check_url, url, self.allow_private, self.resolve)
         self.passed.append(url)
