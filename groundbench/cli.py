@@ -177,11 +177,11 @@ def import_cmd(source: Path = typer.Argument(
     except (RecordError, OSError, ValueError) as e: fail(e)
     rules = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["segment_rules"].items()))
     found = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["markers_found"].items())) or "none"
-    typer.echo(
-        f"{imp.counts['answers']} answers, {imp.counts['citations']} citations; segment rules: {rules}; markers: "
-        f"{found}"
-               + (f"; {imp.counts['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}"
-                  if imp.counts["rows_rejected"] else "")
+    n = imp.counts
+    typer.echo(f"{n['answers']} answers, {n['citations']} citations; segment rules: {rules}; markers: {found}"
+               + (f"; {n['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if n["rows_rejected"] else "")
+               + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
+                  f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
                + f" -> {out}")
 
 # %% ../nbs/90_cli.ipynb #c14e0012

@@ -230,6 +230,14 @@ def run_summary(run: Run) -> str:
         lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  "
                      f"llm calls {u['llm_calls']:>6}  cache hits {u['cache_hits']:>6}")
     c = ((m.get("stages") or {}).get(COLLECT) or {}).get("counts") or {}
+    ti = c.get("table_import") if isinstance(c, dict) else None
+    if isinstance(ti, dict) and (ti.get("rows_rejected") or ti.get("urls_repaired") or ti.get("urls_dropped")):
+        lines.append(f"  import: {ti.get('rows_rejected', 0)} rows rejected, {ti.get('urls_repaired', 0)} cited URLs "
+                     f"repaired, {ti.get('urls_dropped', 0)} dropped (20_collect/rejected_rows.csv, url_changes.csv)")
+    if isinstance(c, dict) and isinstance(c.get("imported_answers"), int) and \
+            c.get("conversations", c["imported_answers"]) < c["imported_answers"]:
+        lines.append(f"  sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "
+                     "(parameter sample; 0 keeps them all)")
     if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
         lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
                      f"{c.get('model_mismatches', 0)} answers by another model than asked")

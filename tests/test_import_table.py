@@ -152,3 +152,35 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
             f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")
     assert cr.diff_pp < 0 and cr.within_ci == "no" and nc.within_ci == "yes" and said in (ROOT / "README.md").read_text(), said
+
+
+TOW = ("tool,answer,sources\nBot,Yes [1][2].,\"www.bbc.co.uk/news/1; https://apnews.com/x\"\n"
+       "Bot,No.,no source\nBot2,Maybe [1].,reuters.com\n")
+
+
+@pytest.mark.slow
+def test_scheme_less_urls_and_no_source_cells_keep_every_answer_and_run_and_status_say_so(tmp_path):
+    "A Tow Center-like table (issue 29): host-only URLs and 'no source' cells; bad_urls drop_url and repair."
+    src = tmp_path / "tow.csv"
+    src.write_text(TOW)
+    refused = groundbench("import", src, "--out", tmp_path / "a", "--map", "assistant=tool", "--map", "answer=answer",
+                          "--map", "urls=sources")
+    assert refused.returncode != 0 and "bad_urls: drop_url or repair keep the answer" in refused.stderr
+    p = groundbench("import", src, "--out", tmp_path / "b", "--map", "assistant=tool", "--map", "answer=answer",
+                    "--map", "urls=sources", "--map", "bad_urls=repair", check=True)
+    assert "3 answers, 3 citations" in p.stdout and "cited URLs: 2 repaired, 2 dropped" in p.stdout, p.stdout
+    changes = pd.read_csv(tmp_path / "b" / "url_changes.csv")
+    assert changes.action.tolist() == ["repaired", "dropped", "dropped", "repaired"]
+    spec = {"run_id": "tow", "stages": ["20_collect"], "parameters": {"source": "table", "sample": 0, "import_tables": [
+        {"path": str(src), "assistant": "tool", "answer": "answer", "urls": "sources", "bad_urls": "drop_url"}]}}
+    (tmp_path / "tow.yaml").write_text(yaml.safe_dump(spec))
+    run = groundbench("run", tmp_path / "tow.yaml", "--runs-dir", tmp_path / "runs", "--no-estimate", check=True)
+    line = "import: 0 rows rejected, 0 cited URLs repaired, 4 dropped"
+    assert line in run.stdout, run.stdout
+    assert line in groundbench("status", tmp_path / "runs" / "tow", check=True).stdout
+    convs = (tmp_path / "runs" / "tow" / "20_collect" / "conversations.jsonl").read_text().splitlines()
+    assert len(convs) == 3 and (tmp_path / "runs" / "tow" / "20_collect" / "url_changes.csv").exists()
+    spec["parameters"]["sample"] = 2  # a sample of the table is said, in the run's summary and in status
+    (tmp_path / "tow.yaml").write_text(yaml.safe_dump(spec))
+    run = groundbench("run", tmp_path / "tow.yaml", "--runs-dir", tmp_path / "runs2", "--no-estimate", check=True)
+    assert "sample: 2 of the 3 imported answers kept" in run.stdout, run.stdout

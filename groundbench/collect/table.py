@@ -24,12 +24,13 @@ from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write
 from ..rows import cell_text, cell_value, find_column, read_rows
 
 # %% auto #0
-__all__ = ['MARKER_TYPES', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'split_cell', 'url_items', 'digit_markers', 'read_markers',
-           'match_publisher', 'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables',
-           'write_import', 'segment_agreement']
+__all__ = ['MARKER_TYPES', 'BAD_URLS', 'URL_CHANGE_COLUMNS', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'split_cell', 'url_items',
+           'repair_url', 'digit_markers', 'read_markers', 'match_publisher', 'publisher_lines', 'BadRow', 'TableImport',
+           'import_table', 'import_tables', 'write_import', 'segment_agreement']
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29006
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
+BAD_URLS = ("reject_answer", "drop_url", "repair")
 
 @dataclass(frozen=True)
 class TableMapping:
@@ -55,10 +56,13 @@ class TableMapping:
     drop_lines: tuple[str, ...] = ()
     paragraphs: str = "blank_lines"
     encoding: str = "utf-8"
+    bad_urls: str = "reject_answer"  # a cited item that is not an http(s) URL: reject_answer | drop_url | repair
 
     def __post_init__(self):
         if not self.assistant and not self.assistant_name:
             raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
+        if self.bad_urls not in BAD_URLS:
+            raise ValueError(f"mapping: bad_urls {self.bad_urls!r}: use {', '.join(BAD_URLS)}")
         if self.paragraphs not in ("blank_lines", "lines"):
             raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
         bad = [m for m in self.markers if m not in MARKER_TYPES]
@@ -112,6 +116,16 @@ def url_items(v, url_key: str = "url", title_key: str = "title") -> list[tuple[A
         if isinstance(it, dict): out.append((it.get(url_key), str(it.get(title_key) or "")))
         else: out.append((it, ""))
     return out
+
+# %% ../../nbs/29_collect_table.ipynb #daa9c95e
+_HOST_PATH = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?::\d{1,5})?(?:[/?#]\S*)?")
+
+def repair_url(item) -> str | None:
+    """A cited item written without its scheme (`www.bbc.com/news`, `apnews.com`) as an https URL; None for anything
+    else."""
+    s = str(item or "").strip()
+    if "://" in s or not _HOST_PATH.fullmatch(s): return None
+    return f"https://{s}" if citable_url(f"https://{s}") else None
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29014
 _OPEN_BR = re.compile(r"【(\d+)(?:[:†][^】]*)?】")
@@ -239,6 +253,8 @@ def publisher_lines(text: str, citations: Sequence[Citation], counts: Counter | 
     return "\n".join(out)
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29019
+URL_CHANGE_COLUMNS = ["file", "row", "column", "item", "value", "action", "url"]
+
 class BadRow(RecordError):
     "A row that cannot be imported; the message names the file, row and column."
 
@@ -251,6 +267,7 @@ class TableImport:
     answers: pd.DataFrame
     rejected: pd.DataFrame
     counts: dict
+    url_changes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=URL_CHANGE_COLUMNS))
 
 # %% ../../nbs/29_collect_table.ipynb #c1799407
 @dataclass
@@ -265,7 +282,7 @@ class _Answer:
     extra: dict = field(default_factory=dict)
 
 # %% ../../nbs/29_collect_table.ipynb #2367679a
-def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) -> Iterator[_Answer]:
+def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, url_changes: list) -> Iterator[_Answer]:
     cols, rows = read_rows(path, m.encoding)
     col = {f: find_column(cols, c, path, f) for f, c in m.columns().items()}
     by_id: dict[str, _Answer] = {}
@@ -279,20 +296,28 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list) ->
             if not ans.strip(): raise BadRow(f"{where}: column {col['answer'][0]!r} (answer): empty answer")
             assistant = get("assistant") or m.assistant_name
             if not assistant: raise BadRow(f"{where}: column {m.assistant!r} (assistant): empty")
-            cites, panel = [], []
+            cites, panel, changes = [], [], []
             for fieldname, dest in (("urls", cites), ("panel_urls", panel)):
                 if fieldname not in col: continue
                 titles = split_cell(cell_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
                 for k, (u, t) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key)):
                     if not citable_url(u):
                         if fieldname == "panel_urls": continue
-                        raise BadRow(
-                            f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} {str(u)[:80]!r} "
-                                     "is not an absolute http(s) URL")
+                        fixed = repair_url(u) if m.bad_urls == "repair" else None
+                        if fixed is None and m.bad_urls == "reject_answer":
+                            raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} "
+                                         f"{str(u)[:80]!r} is not an absolute http(s) URL (bad_urls: drop_url or "
+                                         "repair keep the answer)")
+                        changes.append({"file": str(path), "row": rowno, "column": col[fieldname][0], "item": k + 1,
+                                        "value": str(u), "action": "repaired" if fixed else "dropped",
+                                        "url": fixed or ""})
+                        if fixed is None: continue
+                        u = fixed
                     dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
             extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
                      **{c: cell_text(cell_value(row, col[f"meta:{c}"])) for c in m.meta}}
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
+            url_changes += changes
             aid = get("answer_id")
             key = aid or (a.assistant, a.model, a.question, a.answer)
             prev = by_id.get(aid) if aid else (order[-1] if order and last_key == key else None)
@@ -369,9 +394,10 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     path = Path(path)
     m = mapping if isinstance(mapping, TableMapping) else TableMapping.from_dict(mapping, f"{path}: mapping")
     rejected: list[dict] = []
+    changes: list[dict] = []
     counts: Counter = Counter()
     prompts, convs, meta, seen = {}, [], [], {}
-    for a in _gather(path, m, skip_bad_rows, rejected):
+    for a in _gather(path, m, skip_bad_rows, rejected, changes):
         try: pr, conv, row = _conversation(a, m, path.name, counts)
         except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: {e}") from None
         if conv.conversation_id in seen: counts["duplicate_answers"] += 1; continue
@@ -387,9 +413,12 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES}
          if len(answers) else {},
          "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
-         "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"]}
+         "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"],
+         "urls_repaired": sum(x["action"] == "repaired" for x in changes),
+         "urls_dropped": sum(x["action"] == "dropped" for x in changes)}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
-    return TableImport(list(prompts.values()), convs, answers, rej, c)
+    return TableImport(list(prompts.values()), convs, answers, rej, c,
+                       pd.DataFrame(changes, columns=URL_CHANGE_COLUMNS))
 
 # %% ../../nbs/29_collect_table.ipynb #72fd7582
 def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: bool = False) -> TableImport:
@@ -413,14 +442,19 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                        "rows_rejected": sum(t.counts["rows_rejected"] for t in parts),
                        "segment_rules": dict(sum((Counter(t.counts["segment_rules"]) for t in parts), Counter())),
                        "markers_found": dict(sum((Counter(t.counts["markers_found"]) for t in parts), Counter())),
-                       "unresolved_pills": sum(t.counts["unresolved_pills"] for t in parts)})
+                       "unresolved_pills": sum(t.counts["unresolved_pills"] for t in parts),
+                       "urls_repaired": sum(t.counts["urls_repaired"] for t in parts),
+                       "urls_dropped": sum(t.counts["urls_dropped"] for t in parts)},
+                       pd.concat([t.url_changes for t in parts], ignore_index=True))
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29023
 def write_import(imp: TableImport, out: str | Path) -> dict:
-    "Write the import's side tables into a stage folder: imported_answers.parquet, rejected_rows.csv (when any)."
+    """Write the import's side tables into a stage folder: imported_answers.parquet, rejected_rows.csv and
+    url_changes.csv (each cited item repaired or dropped by `bad_urls`), the last two when they have rows."""
     out = Path(out)
     write_table(imp.answers, out / "imported_answers.parquet")
     if len(imp.rejected): write_table(imp.rejected, out / "rejected_rows.csv")
+    if len(imp.url_changes): write_table(imp.url_changes, out / "url_changes.csv")
     return imp.counts
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29025
