@@ -369,6 +369,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
             parallel: int = typer.Option(1, help="run several parameter files in this many processes"),
             no_estimate: bool = typer.Option(False, "--no-estimate", help="do not print and keep the estimate first"),
             log_output: bool = typer.Option(False, help="stream the notebooks' output"),
+            quiet: bool = typer.Option(False, "--quiet", help="no progress lines while a stage makes model calls"),
             worker: Optional[str] = typer.Option(
                 None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
             param: Optional[List[str]] = typer.Option(None, "--param",
@@ -388,8 +389,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         for p in params: load_run_spec(p)
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
         args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only,
-                 not no_estimate,
-                 fresh_kernels) for p in params]
+                 not no_estimate, fresh_kernels, quiet) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
         else: summaries = [run_file(*a) for a in args]

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from fastcore.basics import patch
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
-from .core import load_settings, now_iso, resolve_path, stable_id
+from .core import load_settings, now_iso, resolve_path, stable_id, write_json
 
 # %% auto #0
 __all__ = ['BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
@@ -248,6 +248,7 @@ class LLM:
         self.chunk_size = chunk_size or getattr(backend, "preferred_batch", 64)
         self.stats: dict[str, dict] = {}
         self.budget = budget
+        self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
 
 # %% ../nbs/01_llm.ipynb #b725057e
 @patch
@@ -258,6 +259,15 @@ def describe(self: LLM) -> dict: return {**self.backend.describe(), "smoke": sel
 def step_stats(self: LLM, step: str) -> dict:
     "Counters of `step` (created empty)."
     return self.stats.setdefault(step, _new_stats())
+
+# %% ../nbs/01_llm.ipynb #ac1d8599
+@patch
+def _report(self: LLM, step: str, done: int, total: int, cached: int, t0: float):
+    "Write the step's progress (calls done of those to make, cache hits, seconds) where the runner reads it."
+    if self.progress_file is None: return
+    try: write_json({"step": step, "done": done, "total": total, "cached": cached,
+                     "seconds": round(time.perf_counter() - t0, 1)}, self.progress_file)
+    except OSError: pass  # progress is a courtesy: never a reason to stop a stage
 
 # %% ../nbs/01_llm.ipynb #43e894d8
 @patch
@@ -277,7 +287,9 @@ def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
         elif slot in todo: st["deduplicated"] += 1
         else: todo[slot] = r
     st["cache_hits"] += sum(1 for k in keys if k in cached)
-    slots = list(todo)
+    slots, t0 = list(todo), time.perf_counter()
+    hits = sum(1 for k in keys if k in cached)
+    self._report(step, 0, len(slots), hits, t0)
     bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
     for i in range(0, len(slots), self.chunk_size):
         part = slots[i:i + self.chunk_size]
@@ -296,6 +308,7 @@ def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
         if self.cache is not None: self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
         if self.budget is not None: self.budget.spend(outs)
         bar.update(len(part))
+        self._report(step, i + len(part), len(slots), hits, t0)
         if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
     bar.close()
     st["seconds"] = round(st["seconds"], 3)
@@ -406,7 +419,10 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
     llm = LLM(backend, cache, smoke=str(cfg.get("model")) in smoke_models, budget=budget_from_settings(settings, run))
     llm.defaults = {k: cfg[k] for k in ("temperature", "seed", "max_tokens") if k in cfg}
-    if run is not None: run.record_model("llm", backend.describe(), smoke=llm.smoke)
+    if run is not None:
+        run.record_model("llm", backend.describe(), smoke=llm.smoke)
+        from groundbench.runfolder import PROGRESS_FILE
+        llm.progress_file = run.dir / PROGRESS_FILE
     return llm
 
 # %% ../nbs/01_llm.ipynb #13afd7c8

@@ -25,7 +25,8 @@ from fastcore.basics import patch
 from .core import RecordError, load_settings, now_iso, project_root, resolve_path, to_plain, write_json
 
 # %% auto #0
-__all__ = ['KEY_PACKAGES', 'git_state', 'package_versions', 'environment_info', 'Run', 'StageRecord', 'stage_usage']
+__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'git_state', 'package_versions', 'environment_info', 'Run', 'StageRecord',
+           'stage_usage']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -59,6 +60,9 @@ def environment_info() -> dict:
     "Python, platform, git state and package versions of this process."
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "git": git_state(), "packages": package_versions()}
+
+# %% ../nbs/00_runfolder.ipynb #e98b4741
+PROGRESS_FILE = "progress.json"  # in a run folder while a stage makes model calls (llm writes it, the runner reads it)
 
 # %% ../nbs/00_runfolder.ipynb #2b2cbff4
 class Run:

@@ -8,24 +8,27 @@ Docs: https://groundbench.github.io/groundbench/runner.html.md"""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import yaml
+from fastcore.basics import patch
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
-from .runfolder import Run, stage_usage
+from .runfolder import PROGRESS_FILE, Run, stage_usage
 from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, private_kernel, stage,
                                 stage_parameters)
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'estimate_into_run', 'SharedKernel', 'run_study', 'printable', 'run_summary', 'parse_worker', 'parse_params',
-           'run_file']
+           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'printable', 'run_summary',
+           'parse_worker', 'parse_params', 'run_file']
 
 # %% ../nbs/89_runner.ipynb #49797ea6
 @dataclass
@@ -100,6 +103,44 @@ def say(text: str):
     "A line of the runner's progress, on standard error."
     print(text, file=sys.stderr, flush=True)
 
+# %% ../nbs/89_runner.ipynb #3b0cd9bd
+class StageProgress:
+    """While a stage runs, lines on its model calls read from the file its LLM client keeps (`llm.PROGRESS_FILE`): the
+    step, calls done of those to make, cache hits, seconds and an estimate of what is left; a line when a step starts,
+    every `every_s` seconds while it runs, and when it ends. Nothing when `quiet`."""
+    def __init__(self, run_dir: Path, label: str, every_s: float = 15.0, quiet: bool = False, poll_s: float = 1.0):
+        self.file, self.label, self.every_s, self.quiet, self.poll_s = Path(run_dir) / PROGRESS_FILE, label, every_s, \
+            quiet, poll_s
+        self.lines: list[str] = []
+        self._last, self._said_at, self._stop, self._thread = None, 0.0, threading.Event(), None
+    def __enter__(self):
+        self.file.unlink(missing_ok=True)  # an earlier stage's
+        if not self.quiet:
+            self._thread = threading.Thread(target=self._loop, daemon=True); self._thread.start()
+        return self
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None: self._thread.join(5); self._poll(final=True)
+        self.file.unlink(missing_ok=True)
+    def _loop(self):
+        while not self._stop.wait(self.poll_s): self._poll()
+
+# %% ../nbs/89_runner.ipynb #12adf4ed
+@patch
+def _poll(self: StageProgress, final: bool = False):
+    "Read the progress file; say a line when the step changed, its time came, or (`final`) it moved since last said."
+    try: p = json.loads(self.file.read_text(encoding="utf-8"))
+    except (OSError, ValueError): return
+    key = (p.get("step"), p.get("done"), p.get("total"))
+    new_step = self._last is None or key[0] != self._last[0]
+    if key == self._last or not (new_step or final or time.monotonic() - self._said_at >= self.every_s): return
+    done, total, secs = int(p.get("done", 0)), int(p.get("total", 0)), float(p.get("seconds", 0))
+    left = f", about {secs / done * (total - done):.0f} s left" if 0 < done < total else ""
+    line = (f"[{self.label}] {p.get('step')}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
+            f"{secs:.0f} s{left}")
+    self.lines.append(line); say(line)
+    self._last, self._said_at = key, time.monotonic()
+
 # %% ../nbs/89_runner.ipynb #4c843e69
 def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):
     """Print the run's estimate (notebook 88) and keep it as estimate.csv/.json for the report's estimate-vs-actual
@@ -158,7 +199,7 @@ class SharedKernel:
 
 # %% ../nbs/89_runner.ipynb #5175321f
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
-               shared: SharedKernel | None, clean: bool):
+               shared: SharedKernel | None, clean: bool, quiet: bool = False):
     "Execute one stage notebook with papermill (in `shared`, its namespace cleaned first when `clean`)."
     import papermill
     from nbclient.exceptions import DeadKernelError
@@ -172,14 +213,15 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     say(f"[{spec.run_id}] {name} ...")
     t0 = time.perf_counter()
     try:
-        if shared is None:
-            execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params,
-                             log_output=log_output)
-        else:
-            if clean: shared.fresh()
-            papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
-                                       cwd=str(project_root()), progress_bar=False, log_output=log_output,
-                                       **shared.papermill_kwargs())
+        with StageProgress(run.dir, f"{spec.run_id} {name}", quiet=quiet):
+            if shared is None:
+                execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params,
+                                 log_output=log_output)
+            else:
+                if clean: shared.fresh()
+                papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
+                                           cwd=str(project_root()), progress_bar=False, log_output=log_output,
+                                           **shared.papermill_kwargs())
     except papermill.PapermillExecutionError as e:
         raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
                           f"(executed notebook: {out})") from None
@@ -190,9 +232,10 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
 
 # %% ../nbs/89_runner.ipynb #968d9499
 def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False,
-              estimate: bool = True, fresh_kernels: bool = False) -> Run:
+              estimate: bool = True, fresh_kernels: bool = False, quiet: bool = False) -> Run:
     """Execute the stages of `spec` in order into runs/<run_id>/ (after printing the estimate, unless `estimate` is
-    False), in one shared kernel (`fresh_kernels`: a kernel per stage); returns the run."""
+    False), in one shared kernel (`fresh_kernels`: a kernel per stage), with progress lines on model calls (none when
+    `quiet`); returns the run."""
     declared = check_parameters(spec)
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
@@ -208,7 +251,8 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
         stages = [COLLECT]
     if estimate and not spec.worker: estimate_into_run(spec, stages, settings, run, runs_dir)
     with contextlib.nullcontext() if fresh_kernels else SharedKernel(kernel, project_root()) as shared:
-        for i, name in enumerate(stages): _run_stage(spec, run, name, declared[name], kernel, log_output, shared, i > 0)
+        for i, name in enumerate(stages):
+            _run_stage(spec, run, name, declared[name], kernel, log_output, shared, i > 0, quiet)
     return run
 
 # %% ../nbs/89_runner.ipynb #38930fce
@@ -272,7 +316,7 @@ def parse_params(items: Sequence[str]) -> dict:
 # %% ../nbs/89_runner.ipynb #4f597ef6
 def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, run_id: str | None = None,
              log_output: bool = False, worker: tuple[int, int] | None = None, extra: dict | None = None,
-             only: Sequence[str] = (), estimate: bool = True, fresh_kernels: bool = False) -> str:
+             only: Sequence[str] = (), estimate: bool = True, fresh_kernels: bool = False, quiet: bool = False) -> str:
     """Run one parameter file (with `groundbench run`'s options: another run id, a worker's share, parameters over the
     file's, only some of its stages); returns the run's summary."""
     spec = load_run_spec(path)
@@ -281,4 +325,4 @@ def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, 
         raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
     spec.only, spec.worker = list(only), worker
     spec.parameters = {**spec.parameters, **(extra or {})}
-    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate, fresh_kernels))
+    return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate, fresh_kernels, quiet))

@@ -40,6 +40,9 @@ def test_run_writes_manifest_and_prompts_then_resumes_from_cache(tmp_path):
     spec = write_spec(tmp_path / "study.yaml", "study", cache)
     p = groundbench("run", spec, "--runs-dir", runs, check=True)
     assert "SMOKE RUN" in p.stdout
+    # progress while the stage makes model calls (issue 29): the step's last line counts every call
+    assert "[study 10_claims] question_rewrite: 3/3 model calls, 0 from the cache" in p.stderr, p.stderr
+    assert not (runs / "study" / "progress.json").exists()
     m = manifest(runs, "study")
     assert m["stages"]["10_claims"]["status"] == "done"
     assert m["stages"]["10_claims"]["counts"]["prompts"] == 600
@@ -53,8 +56,9 @@ def test_run_writes_manifest_and_prompts_then_resumes_from_cache(tmp_path):
     assert (runs / "study/notebooks/10_claims.ipynb").exists()
     assert not list((ROOT / "nbs").glob("*.ipynb.*"))  # nothing executed lands in nbs/
     q1 = pd.read_parquet(runs / "study/10_claims/questions_llm.parquet")
-    # rerun with the same run id: the same outputs, zero model calls, all cache hits
-    groundbench("run", spec, "--runs-dir", runs, check=True)
+    # rerun with the same run id: the same outputs, zero model calls, all cache hits (--quiet: no progress lines)
+    q = groundbench("run", spec, "--runs-dir", runs, "--quiet", check=True)
+    assert "model calls" not in q.stderr and "10_claims done" in q.stderr, q.stderr
     m2 = manifest(runs, "study")
     again = llm_usage(m2)
     assert (again["calls"], again["cache_hits"]) == (0, 3)
