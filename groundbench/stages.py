@@ -104,6 +104,18 @@ def default_kernel() -> str:
     from jupyter_client.kernelspec import KernelSpecManager
     return "groundbench" if "groundbench" in KernelSpecManager().find_kernel_specs() else "python3"
 
+# %% ../nbs/04_stages.ipynb #c44deaef
+def _remove_orphaned_kernel_folders():
+    "Socket folders of `private_kernel`s whose process is gone (killed before it could remove them)."
+    import shutil
+    import tempfile
+    for d in Path(tempfile.gettempdir()).glob("gbk-*-*"):
+        try: pid = int(d.name.split("-")[1])
+        except (IndexError, ValueError): continue
+        try: os.kill(pid, 0)
+        except ProcessLookupError: shutil.rmtree(d, ignore_errors=True)
+        except PermissionError: pass  # another user's live process
+
 # %% ../nbs/04_stages.ipynb #fdb9b01d
 @contextmanager
 def private_kernel(name: str | None = None, cwd: str | Path | None = None):
@@ -114,7 +126,8 @@ def private_kernel(name: str | None = None, cwd: str | Path | None = None):
     import shutil
     import tempfile
     from jupyter_client.manager import KernelManager
-    folder = tempfile.mkdtemp(prefix="gbk-")
+    _remove_orphaned_kernel_folders()
+    folder = tempfile.mkdtemp(prefix=f"gbk-{os.getpid()}-")
     short = len(folder) < 90  # a Unix socket's path holds at most 107 bytes; a very long TMPDIR falls back to TCP
     km = KernelManager(kernel_name=name or default_kernel(),
                        **({"transport": "ipc", "ip": os.path.join(folder, "k")} if short else {}))
@@ -122,8 +135,9 @@ def private_kernel(name: str | None = None, cwd: str | Path | None = None):
         km.start_kernel(**({"cwd": str(cwd)} if cwd else {}))
         yield km
     finally:
-        if km.has_kernel: km.shutdown_kernel(now=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            if km.has_kernel: km.shutdown_kernel(now=True)
+        finally: shutil.rmtree(folder, ignore_errors=True)  # also when the kernel had died already
 
 # %% ../nbs/04_stages.ipynb #0b39ef3b
 def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None, **kw):
