@@ -26,8 +26,8 @@ from .runner import (StageFailed, check_parameters, load_run_spec, parse_params,
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['app', 'IMPORT_OUTPUTS', 'cache_app', 'error_line', 'say_error', 'fail', 'same_file', 'check_out', 'prompts_cmd',
-           'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
+__all__ = ['app', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'error_line', 'say_error', 'fail', 'same_file', 'check_out',
+           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
            'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
            'credibility_cmd', 'fetch_cmd', 'main']
 
@@ -549,6 +549,27 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
     except OSError as e: fail(e)
     finally: store.close()
     typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
+
+# %% ../nbs/90_cli.ipynb #1e993bc7
+EXAMPLES = {  # one worked example per command, shown under its --help
+    "prompts": "groundbench prompts --claims mine.csv --out prompts.csv",
+    "import": "groundbench import answers.csv --out imp --map answer=Answer --map assistant=Tool --map urls=URLs",
+    "validate-judge": "groundbench validate-judge pairs.csv --claim-col claim --evidence-col source --label-col label",
+    "validate-sourcebench": "groundbench validate-sourcebench human_scores.csv --out sb-check",
+    "compare": "groundbench compare runs/march runs/november --a march --b november",
+    "estimate": "groundbench estimate papermill_params/expertqa.yaml --setting llm.backend=openai "
+                "--setting llm.model=gpt-4o",
+    "run": "groundbench run papermill_params/demo.yaml",
+    "status": "groundbench status runs/demo",
+    "parse": "groundbench parse --provider chatgpt --html runs/x/20_collect/archive/ab/abcd.html",
+    "login": "groundbench login chatgpt --profile-dir ~/.groundbench/chrome-chatgpt",
+    "doctor": "groundbench doctor chatgpt --profile-dir ~/.groundbench/chrome-chatgpt",
+    "credibility": "groundbench credibility https://www.bbc.co.uk/news/x https://infowars.com --rules paper",
+    "fetch": "groundbench fetch https://example.org --out pages",
+    "merge": "groundbench cache merge hostA/llm.sqlite hostB/llm.sqlite --out runs/.cache/llm.sqlite"}
+
+for _info in [*app.registered_commands, *cache_app.registered_commands]:
+    _info.epilog = _info.epilog or f"Example: {EXAMPLES[_info.name]}"
 
 # %% ../nbs/90_cli.ipynb #01693d92
 def main():
