@@ -20,7 +20,7 @@ from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'explore_template', 'write_explorer']
+__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'html_table', 'explore_template', 'write_explorer']
 
 # %% ../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -197,6 +197,24 @@ def _evidence_html(self: RunExplorer, cid: str) -> str:
 RunExplorer.evidence_html = _evidence_html
 
 # %% ../nbs/85_explorer.ipynb #ec0c3b23
+_WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by"}  # columns of sentences, never squeezed
+
+def html_table(df: pd.DataFrame) -> str:
+    """A plain HTML table people can read in a saved notebook: every cell escaped, http(s) URLs as links, empty for
+    missing values (never NaN), sentence columns wide enough to read."""
+    def cell(col, v):
+        if v is None or (isinstance(v, float) and v != v): return "<td>–</td>" if col not in _WIDE else "<td></td>"
+        s = html.escape(str(v))
+        if col == "url" and str(v).startswith(("http://", "https://")):
+            s = f"<a href='{s}' target='_blank' rel='noopener noreferrer'>{s}</a>"
+        style = " style='min-width:22em;white-space:normal'" if col in _WIDE else ""
+        return f"<td{style}>{s}</td>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join("<tr>" + "".join(cell(c, v) for c, v in zip(df.columns, r)) + "</tr>"
+                   for r in df.itertuples(index=False, name=None))
+    return (f"<table class='gb' style='border-collapse:collapse;text-align:left'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
 def _table(df: pd.DataFrame, interactive: bool = True):
     """An interactive table (itables, offline) where available and wanted, else a plain HTML table (which a saved,
     untrusted notebook shows)."""
@@ -206,7 +224,7 @@ def _table(df: pd.DataFrame, interactive: bool = True):
             from itables import show
             return show(df, connected=False, maxBytes=0)
         except ImportError: pass
-    return display(HTML(df.to_html(index=False, escape=True, na_rep="", border=0)))
+    return display(HTML(html_table(df)))
 
 # %% ../nbs/85_explorer.ipynb #4817cf4a
 def _show(self: RunExplorer, cid: str):
@@ -226,6 +244,10 @@ def _picker(self: RunExplorer):
     "Drop-downs (ipywidgets) for assistant, topic, role and conversation; the chosen conversation is shown below them."
     import ipywidgets as w
     from IPython.display import display
+    class Picker(w.VBox):  # what a saved notebook shows in place of live drop-downs: what to do, not VBox(children=...)
+        def __repr__(self):  # at most 110 characters: ipywidgets cuts the rest
+            return ("Drop-downs: they appear when this runs in a live kernel "
+                    "(Kernel > Restart Kernel and Run All Cells).")
     convs = self.conversations()
     opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
     a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
@@ -241,7 +263,7 @@ def _picker(self: RunExplorer):
     for x in (a, t, r): x.observe(refresh, names="value")
     pick.observe(render, names="value")
     refresh(); render()
-    box = w.VBox([w.HBox([a, t, r]), pick, out]); display(box)
+    box = Picker([w.HBox([a, t, r]), pick, out]); display(box)
     return box
 RunExplorer.picker = _picker
 
@@ -304,6 +326,7 @@ def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "r
 
 # %% ../nbs/85_explorer.ipynb #9ab82032
 RunExplorer.overview = _overview
+RunExplorer.table = lambda self, df: _table(df, self.interactive)  # show any of the explorer's tables
 
 def _example(self: RunExplorer, ids: list[str] | None = None) -> str | None:
     "A conversation worth showing in full: the first (of `ids`, default all) with judged units, else the first."
