@@ -16,8 +16,8 @@ import pandas as pd
 from .core import atomic_path, spreadsheet_safe_frame, write_text
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'Output', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files', 'figure_layout_problems',
-           'save_figure', 'write_output', 'pm']
+__all__ = ['SMOKE_NOTE', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files',
+           'figure_layout_problems', 'save_figure', 'write_output', 'pm']
 
 # %% ../nbs/03_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -34,6 +34,14 @@ class Output:
     smoke: bool = False
     formats: tuple[str, ...] = ("csv", "md", "tex")
 
+# %% ../nbs/03_tables.ipynb #274c5f61
+def number_text(v: float) -> str:
+    """A float as a table shows it: 3 significant digits, but never in exponent form for thousands and up (2,090 s,
+    not 2.09e+03; 1,234.5 with one decimal); '' for NaN."""
+    if v != v: return ""
+    if abs(v) >= 1000: return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
+    return f"{v:.3g}"
+
 # %% ../nbs/03_tables.ipynb #f7759f9f
 _NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
 
@@ -41,8 +49,7 @@ def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, li
     """The cells as a table shows them (floats to 3 significant digits, strings as written) and each column's alignment
     (numbers right)."""
     d = df.reset_index() if index else df
-    shown = pd.DataFrame({c: [("" if v != v else f"{v:.3g}") if isinstance(v, float) else str(v) for v in d[c]]
-                          for c in d.columns})
+    shown = pd.DataFrame({c: [number_text(v) if isinstance(v, float) else str(v) for v in d[c]] for c in d.columns})
     align = ["right" if len(shown) and shown[c].map(lambda v: bool(_NUMERIC.match(v))).all() else "left"
              for c in shown.columns]
     return shown, align
@@ -82,7 +89,8 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])
     if "tex" in formats:
         paths.append(out_dir / f"{name}.tex")
-        write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format="%.3g", escape=True),
+        write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format=number_text,
+                               escape=True),
                    paths[-1])
     return paths
 

@@ -124,6 +124,7 @@ def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt, seaborn as sns
     sns.set_theme(style="whitegrid")
+    from matplotlib.ticker import MaxNLocator
     d = _long_cg_ncg(resp, meta)
     assistants = sorted(d.assistant.unique()) or [""]
     fig, axes = plt.subplots(len(assistants), 2, figsize=(8, 1.9 * len(assistants) + 1), squeeze=False, sharex=True)
@@ -135,6 +136,7 @@ def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
             x = d[(d.assistant == a) & (d.metric == m)].score
             ax.hist(x, bins=bins, color=color, edgecolor="white")
             ax.set_xlim(0, 1)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of responses: no 0.25 ticks
             if i == 0: ax.set_title(m, fontsize=10)
             if j == 0: ax.set_ylabel(f"{a}\nresponses", fontsize=9)
             if i == len(assistants) - 1: ax.set_xlabel("share of the response's verified units")
