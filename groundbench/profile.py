@@ -86,6 +86,8 @@ def figure_profile(p: pd.DataFrame):
         # clipped to the 0-100 scale
         yerr = np.vstack([np.minimum(ci, np.nan_to_num(v)), np.minimum(ci, 100 - np.nan_to_num(v))])
         ax.bar(x, v, w, yerr=np.clip(yerr, 0, None), capsize=2, label=a)
+        for xi, vi in zip(x, v):  # a lens not measured for this assistant is said, never drawn like a zero
+            if vi != vi: ax.text(xi, 1, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color="#666")
     ax.set_xticks(np.arange(len(lenses)))
     ax.set_xticklabels(lenses, rotation=25, ha="right", rotation_mode="anchor")
     ax.set_ylim(0, 100); ax.set_ylabel("%  (SourceBench: score out of 100)")
