@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -27,9 +28,10 @@ from .tables import Output, figure_layout_problems, html_table, write_output
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'ReportItem', 'SMOKE_BANNER', 'REPORT_CSS', 'estimate_vs_actual', 'RunOutputs', 'load_outputs',
-           'paper_assistant', 'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set',
-           'compare_sides', 'report_items', 'usage_table', 'render_html', 'write_report']
+__all__ = ['PAPER_GROUPS', 'ReportItem', 'TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'estimate_vs_actual',
+           'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
+           'paper_vs_run', 'report_rule_set', 'compare_sides', 'report_items', 'table_terms', 'usage_table',
+           'render_html', 'write_report']
 
 # %% ../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -393,6 +395,35 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                             smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
     return items, missing
 
+# %% ../nbs/80_report.ipynb #d7a6810f
+TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
+    "CR": "Credibility Rate: share of rated cited sources that are credible (score > 0)",
+    "NCR": "Non-Credibility Rate: share of rated cited sources that are non-credible (score < 0)",
+    "GS": "groundedness score: share of a response's verified units its cited sources support",
+    "CG": "credible groundedness: share supported by credible sources", "NCG": "non-credible groundedness: share "
+    "supported by non-credible sources", "HS": "hallucination score (VERIFY)",
+    "ci95": "half-width of the 95% interval", "pct": "percent",
+    "bing_chat": "ExpertQA's Bing Chat answers", "gpt4": "ExpertQA's GPT-4 answers citing from its own memory",
+    "rr_gs_gpt4": "ExpertQA: retrieve and read, Google search results read by GPT-4",
+    "rr_sphere_gpt4": "ExpertQA: retrieve and read, Sphere corpus passages read by GPT-4",
+    "post_hoc_gs_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards with Google search",
+    "post_hoc_sphere_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards in the Sphere corpus"}
+SOURCEBENCH_TERMS = {"CR": "content relevance", "FA": "factual accuracy", "NE": "objectivity (neutral tone)",
+                     "FR": "freshness", "AA": "author accountability", "OA": "ownership transparency",
+                     "DA": "domain authority", "LC": "layout and ad density (each 1-5)",
+                     "weighted": "SourceBench's weighted score, out of 100"}
+
+def table_terms(name: str, table: pd.DataFrame) -> str:
+    "The meanings of the abbreviations and names a report table shows (columns and text cells), as one line."
+    terms = {**TERMS, **SOURCEBENCH_TERMS} if name.startswith("sourcebench") else TERMS
+    text = " ".join(map(str, [*table.columns, *table.index.names])) + " " + " ".join(
+        str(v) for c in table.columns if table[c].dtype == object for v in table[c].unique()[:200])
+    def used(k):  # a name ends at anything but a letter or digit; an ExpertQA system's also at '_' (gpt4 in rr_gs_gpt4)
+        edge = "A-Za-z0-9_" if k.islower() and k not in ("ci95", "pct") else "A-Za-z0-9"
+        return re.search(rf"(?<![{edge}]){re.escape(k)}(?![{edge}])", text)
+    found = [k for k in terms if used(k)]
+    return "; ".join(f"{k}: {terms[k]}" for k in found)
+
 # %% ../nbs/80_report.ipynb #ad842dd1
 SMOKE_BANNER = "SMOKE RUN: made with the bundled small models; the judgments are not real results"
 
@@ -416,7 +447,7 @@ td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f
 tr.outside td{background:#fde0dc} .smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}
 figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee}
 figcaption{font-size:12px;color:#555}
-.files{font-size:12px;color:#555} section{margin-bottom:2em}
+.files{font-size:12px;color:#555} .terms{font-size:12px;color:#444;max-width:60em} section{margin-bottom:2em}
 p.caption{font-weight:600;font-size:14px;margin:.2em 0 .4em}
 h2{margin-bottom:.2em}
 """
@@ -461,6 +492,7 @@ def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_
             rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
                     if flag else None)  # paper vs run: a difference outside the interval, coloured
             parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
+            if terms := table_terms(i.name, i.table): parts.append(f"<p class='terms'>{e(terms)}</p>")
             parts.append("<p class='files'>Files: "
                          + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
         else:
