@@ -444,6 +444,8 @@ main{margin-left:270px;padding:1em 2em;max-width:1100px;box-sizing:border-box}
 table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0}
 .right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
+.scroll td:first-child,.scroll th:first-child{position:sticky;left:0;z-index:1;background:#fff;box-shadow:1px 0 0 #ccc}
+.scroll th:first-child{background:#f0f0f0} .scroll tr.outside td:first-child{background:#fde0dc}
 tr.outside td{background:#fde0dc} .smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}
 figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee}
 figcaption{font-size:12px;color:#555}

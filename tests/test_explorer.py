@@ -120,9 +120,19 @@ def test_report_reads_well_in_chromium(small_run):
         assert len(links) >= 5
         missing = [h for h in links if not driver.execute_script("return !!document.getElementById(arguments[0])", h[1:])]
         assert not missing, missing
-        widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth, "
-                                       "Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))]")
-        assert widths[0] <= widths[1], widths  # no table widens the page
+        for width in (1400, 1000):  # at two widths: the page never widens, and a wide table keeps its key column
+            driver.set_window_size(width, 900)
+            widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth, "
+                                           "Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))]")
+            assert widths[0] <= widths[1], (width, widths)  # no table widens the page
+            frozen = driver.execute_script("""
+                const box = [...document.querySelectorAll('.scroll')].find(b => b.scrollWidth > b.clientWidth + 20);
+                if (!box) return null;
+                box.scrollLeft = box.scrollWidth;
+                const cell = box.querySelector('tbody tr td:first-child');
+                return [cell.getBoundingClientRect().left - box.getBoundingClientRect().left, box.scrollLeft];""")
+            if frozen is not None:  # scrolled to its right end, the first column is still at the box's left edge
+                assert abs(frozen[0]) <= 2 and frozen[1] > 0, (width, frozen)
         assert driver.execute_script("return document.querySelectorAll('.scroll > table').length") == driver.execute_script(
             "return document.querySelectorAll('main table').length")
         assert driver.execute_script("return document.querySelectorAll('figure img').length") >= 1
