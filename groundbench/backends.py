@@ -97,8 +97,7 @@ PREFIX_CHUNK = 64  # prompt tokens read per batch, and the unit of key-value cac
 def _greedy_grammar_llama():
     """llama_cpp.Llama whose greedy grammar sampling uses `greedy_grammar_check` (other sampling: llama.cpp's own chain)
     and which keeps the previous prompt's whole aligned chunks (`prefix_chunk` tokens each; 0: reads every prompt
-    whole).
-    Build it with `n_batch=n_ubatch=prefix_chunk`, so that a fresh prompt is read in the same chunks."""
+    whole). Build it with `n_batch=n_ubatch=prefix_chunk`, so that a fresh prompt is read in the same chunks."""
     from llama_cpp import Llama, llama_cpp as C
     from llama_cpp import _internals
     class GreedyGrammarLlama(Llama):
@@ -165,8 +164,7 @@ class LlamaCppBackend(Backend):
                                                   else None)
             ch, u = res["choices"][0], res.get("usage") or {}
             out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0),
-                                  u.get("completion_tokens", 0),
-                                  ch.get("finish_reason") or ""))
+                                  u.get("completion_tokens", 0), ch.get("finish_reason") or ""))
         return out
 
 # %% ../nbs/01_llm_backends.ipynb #8813afe8
@@ -247,8 +245,7 @@ class OpenAIBackend(Backend):
         mode = "json_schema" if self.structured == "auto" else self.structured
         url = f"{self.base_url}/chat/completions"
         resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries,
-                                 self.backoff_s,
-                                 final=_refuses_json_schema if probing else None)
+                                 self.backoff_s, final=_refuses_json_schema if probing else None)
         if probing and (resp.status_code in (400, 422) or _refuses_json_schema(resp)):
             with self._lock: self.structured = "json_object"
             resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers, self.max_retries,

@@ -181,9 +181,8 @@ def make_prompts(claims: list[Claim], templates: list[Template]) -> list[Prompt]
 def claims_and_templates(claims: str | Path | None = None, templates: str | Path | None = None,
                          questions: str | Path | None = None,
                          settings: dict | None = None) -> tuple[list[Claim], list[Template]]:
-    """The claims (with their question rewrites, required when a template needs them) and the templates; paths not
-    given come
-    from `settings` (settings.ini by default): the claims' own questions file only with the default claims."""
+    """The claims (with their question rewrites, required when a template needs them) and the templates; paths not given
+    come from `settings` (settings.ini by default): the claims' own questions file only with the default claims."""
     s = settings or load_settings()
     tpls = load_templates(templates or resolve_path(s, s["paths"]["templates"]))
     if claims is None:

@@ -220,8 +220,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
         agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
-                                               dev_fraction,
-                                               top_k, n_boot)
+                                               dev_fraction, top_k, n_boot)
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
     smoke = " SMOKE RUN:" if summary["smoke"] else ""
     typer.echo(

@@ -94,8 +94,7 @@ class PromptCounter:
 
     def count_many(self, reqs: Sequence[ChatRequest], exact_up_to: int = 300) -> tuple[float, str]:
         """Prompt tokens of `reqs` and how they were counted: every request up to `exact_up_to` of them (tokenizing a
-        long
-        prompt takes about 10 ms); beyond, an even sample of that many, the rest scaled by their characters."""
+        long prompt takes about 10 ms); beyond, an even sample of that many, the rest scaled by their characters."""
         if not self.exact or len(reqs) <= exact_up_to: return float(sum(self.count(r) for r in reqs)), ""
         step = len(reqs) / exact_up_to
         picked = {int(i * step) for i in range(exact_up_to)}
@@ -423,14 +422,11 @@ def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEst
 def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float
                  ) -> list[StepEstimate]:
     """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one
-    judgment
-    per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a sentence,
-    facts
-    per word as in its own demonstrations, one True/False request a fact). Built from the requests where they are
-    known."""
+    judgment per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a
+    sentence, facts per word as in its own demonstrations, one True/False request a fact). Built from the requests where
+    they are known."""
     from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos,
-                                                  factscore_sentences,
-                                                  output_tokens, verify_requests)
+                                                  factscore_sentences, output_tokens, verify_requests)
     from groundbench.llm import request as _request
     stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:

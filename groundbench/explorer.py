@@ -20,7 +20,7 @@ from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'html_table', 'explore_template', 'write_explorer']
+__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer']
 
 # %% ../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -199,7 +199,7 @@ RunExplorer.evidence_html = _evidence_html
 # %% ../nbs/85_explorer.ipynb #ec0c3b23
 _WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by"}  # columns of sentences, never squeezed
 
-def html_table(df: pd.DataFrame) -> str:
+def readable_table(df: pd.DataFrame) -> str:
     """A plain HTML table people can read in a saved notebook: every cell escaped, http(s) URLs as links, empty for
     missing values (never NaN), sentence columns wide enough to read."""
     def cell(col, v):
@@ -224,7 +224,7 @@ def _table(df: pd.DataFrame, interactive: bool = True):
             from itables import show
             return show(df, connected=False, maxBytes=0)
         except ImportError: pass
-    return display(HTML(html_table(df)))
+    return display(HTML(readable_table(df)))
 
 # %% ../nbs/85_explorer.ipynb #4817cf4a
 def _show(self: RunExplorer, cid: str):

@@ -242,8 +242,7 @@ def _new_stats() -> dict:
 class LLM:
     "A backend with a disk cache and per-step usage counters."
     def __init__(self, backend: Backend, cache: LLMCache | None = None, smoke: bool = False,
-                 chunk_size: int | None = None,
-                 budget: Budget | None = None):
+                 chunk_size: int | None = None, budget: Budget | None = None):
         self.backend, self.cache, self.smoke = backend, cache, smoke
         self.chunk_size = chunk_size or getattr(backend, "preferred_batch", 64)
         self.stats: dict[str, dict] = {}
@@ -286,9 +285,9 @@ def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
         if k in cached: result[slot] = cached[k]
         elif slot in todo: st["deduplicated"] += 1
         else: todo[slot] = r
-    st["cache_hits"] += sum(1 for k in keys if k in cached)
-    slots, t0 = list(todo), time.perf_counter()
     hits = sum(1 for k in keys if k in cached)
+    st["cache_hits"] += hits
+    slots, t0 = list(todo), time.perf_counter()
     self._report(step, 0, len(slots), hits, t0)
     bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
     for i in range(0, len(slots), self.chunk_size):
@@ -320,8 +319,7 @@ def _stop(self: LLM, stop: tuple, step: str, blocked: int):
     scope, name, limit, _ = stop
     spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
     raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step,
-                          "blocked": blocked,
-                          "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
+                          "blocked": blocked, "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
                           "llm": {k: dict(v) for k, v in self.stats.items()}})
 
 # %% ../nbs/01_llm.ipynb #9834bd1d
@@ -354,8 +352,7 @@ def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> Chat
            f"nothing else:\n{r.schema}"
            if r.schema else f"Your answer could not be read: {error}. Answer again. {hint}".strip())
     return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature,
-                       r.seed,
-                       r.grammar)
+                       r.seed, r.grammar)
 
 # %% ../nbs/01_llm.ipynb #15630b8e
 def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel] | None) -> list[ChatRequest]:

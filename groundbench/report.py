@@ -52,8 +52,7 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
                      "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else float("nan"),
                      "completion_low": r.completion_low,
                      "completion_expected": r.completion_expected, "completion_high": r.completion_high,
-                     "completion_tokens": comp,
-                     "within_range": ok})
+                     "completion_tokens": comp, "within_range": ok})
     t = pd.DataFrame(rows)
     whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
     for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
@@ -201,8 +200,8 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
 # %% ../nbs/80_report.ipynb #618cf44b
 def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
     """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation
-    estimator's
-    convention for it, and a note when the runs used different rule sets (then: ours, and the note names each run's)."""
+    estimator's convention for it, and a note when the runs used different rule sets (then: ours, and the note names
+    each run's)."""
     sets = {rid: str(((m.get("stages") or {}).get(CREDIBILITY) or {}).get("counts", {}).get("rule_set") or "full")
             for rid, m in o.manifests.items()
             if o.citations is not None and rid in set(o.citations.run_id)}
@@ -360,8 +359,7 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     else: missing.append("SourceBench: no 60_sourcebench outputs")
     if o.sourcecheckup is not None:
         items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant",
-                            o.sourcecheckup,
-                            smoke=sm))
+                            o.sourcecheckup, smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
     items.append(Output("paper_vs_run",

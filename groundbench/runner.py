@@ -80,9 +80,8 @@ def declared_parameters(name: str) -> set[str]:
 # %% ../nbs/89_runner.ipynb #1d8cfccf
 def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
     """Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file, and
-    so
-    is a count (a parameter whose default is a whole number: sample, n_boot, max_pages ...) that is not a whole number
-    >= 0 (`sample: -3` once meant "all")."""
+    so is a count (a parameter whose default is a whole number: sample, n_boot, max_pages ...) that is not a whole
+    number >= 0 (`sample: -3` once meant "all")."""
     defaults = {s: stage_parameters(s) for s in spec.stages}
     declared = {s: set(d) for s, d in defaults.items()}
     if unknown := set(spec.parameters) - set().union(*declared.values()):
@@ -109,8 +108,8 @@ class StageProgress:
     step, calls done of those to make, cache hits, seconds and an estimate of what is left; a line when a step starts,
     every `every_s` seconds while it runs, and when it ends. Nothing when `quiet`."""
     def __init__(self, run_dir: Path, label: str, every_s: float = 15.0, quiet: bool = False, poll_s: float = 1.0):
-        self.file, self.label, self.every_s, self.quiet, self.poll_s = Path(run_dir) / PROGRESS_FILE, label, every_s, \
-            quiet, poll_s
+        self.file, self.label = Path(run_dir) / PROGRESS_FILE, label
+        self.every_s, self.quiet, self.poll_s = every_s, quiet, poll_s
         self.lines: list[str] = []
         self._last, self._said_at, self._stop, self._thread = None, 0.0, threading.Event(), None
     def __enter__(self):
@@ -169,7 +168,7 @@ del _os, _sys"""
 
 class SharedKernel:
     """One Jupyter kernel for the stages of a run (`with SharedKernel(name, cwd) as k:`); `k.fresh()` clears the
-    namespace between stages, `k.papermill_kwargs()` hands the kernel to papermill."""
+    namespace between stages, `stages.execute_notebook(..., km=k.km)` runs a notebook in it."""
     def __init__(self, name: str, cwd: Path):
         self.name, self.cwd, self.km, self.kc, self._kernel = name, Path(cwd), None, None, None
     def __enter__(self):
@@ -195,7 +194,7 @@ class SharedKernel:
         if reply["content"]["status"] != "ok":
             raise RuntimeError(f"the run's kernel {self.name!r} could not start a clean namespace: "
                                f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
-    def papermill_kwargs(self) -> dict: return {"km": self.km}
+
 
 # %% ../nbs/89_runner.ipynb #5175321f
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
@@ -213,15 +212,10 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     say(f"[{spec.run_id}] {name} ...")
     t0 = time.perf_counter()
     try:
+        if shared is not None and clean: shared.fresh()
         with StageProgress(run.dir, f"{spec.run_id} {name}", quiet=quiet):
-            if shared is None:
-                execute_notebook(stage(name).notebook, out, project_root(), kernel, parameters=params,
-                                 log_output=log_output)
-            else:
-                if clean: shared.fresh()
-                papermill.execute_notebook(str(stage(name).notebook), str(out), parameters=params, kernel_name=kernel,
-                                           cwd=str(project_root()), progress_bar=False, log_output=log_output,
-                                           **shared.papermill_kwargs())
+            execute_notebook(stage(name).notebook, out, project_root(), kernel, km=shared.km if shared else None,
+                             parameters=params, log_output=log_output)
     except papermill.PapermillExecutionError as e:
         raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
                           f"(executed notebook: {out})") from None

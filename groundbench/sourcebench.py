@@ -31,8 +31,7 @@ WEIGHTS = {"CR": 3, "FA": 3, "NE": 3, "FR": 2, "AA": 2, "OA": 2, "DA": 2, "LC": 
 
 def weighted_score(s: dict, missing_as_zero: bool = False) -> float:
     """SourceBench's weighted page score (0-100 scale, max 100). A missing metric makes it NaN (ours), or, as the
-    official
-    compute_metrics.py computes it, counts as 0 (`missing_as_zero`)."""
+    official compute_metrics.py computes it, counts as 0 (`missing_as_zero`)."""
     gone = [m for m in METRICS if s.get(m) is None or s.get(m) != s.get(m)]
     if gone and not missing_as_zero: return float("nan")
     return sum(WEIGHTS[m] * (0 if m in gone else s[m]) for m in METRICS) * 100 / 95
@@ -88,11 +87,9 @@ def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
 
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
-                progress: bool = True,
-                scoring: str = "script") -> pd.DataFrame:
+                progress: bool = True, scoring: str = "script") -> pd.DataFrame:
     """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page
-    text
-    up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way."""
+    text up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
     text_chars = text_chars or page_budget(llm)
@@ -161,9 +158,8 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
 
 # %% ../nbs/60_sourcebench.ipynb #44010e73
 def human_scores(path: str | Path) -> pd.DataFrame:
-    """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a
-    metric is
-    one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and
+    """Pages with their graders' mean score per metric (query, url, text, published, updated, CR..LC, graders): a metric
+    is one column (CR) or one per grader (CR_1, CR_2 ...); a score that is not 1-5 is an error naming the file, row and
     field."""
     from groundbench.rows import read_rows
     from groundbench.core import RecordError
@@ -192,8 +188,7 @@ def human_scores(path: str | Path) -> pd.DataFrame:
 # %% ../nbs/60_sourcebench.ipynb #92a3ba27
 def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
     """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row
-    with
-    `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages
+    with `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages
     compared."""
     rows = []
     for name, pred in (("judge", judged), ("constant baseline", None)):

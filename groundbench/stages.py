@@ -140,9 +140,12 @@ def private_kernel(name: str | None = None, cwd: str | Path | None = None):
         finally: shutil.rmtree(folder, ignore_errors=True)  # also when the kernel had died already
 
 # %% ../nbs/04_stages.ipynb #0b39ef3b
-def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None, **kw):
-    "papermill's `execute_notebook` in a `private_kernel` started in `cwd` (`kw`: parameters, log_output ...)."
+def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None,
+                     km=None, **kw):
+    """papermill's `execute_notebook` in a `private_kernel` started in `cwd`, or in the running kernel `km` (a shared
+    one); `kw`: parameters, log_output ..."""
+    import contextlib
     import papermill
-    with private_kernel(kernel, cwd) as km:
-        return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=km.kernel_name,
-                                          km=km, **{"progress_bar": False, **kw})
+    with contextlib.nullcontext(km) if km is not None else private_kernel(kernel, cwd) as k:
+        return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=k.kernel_name,
+                                          km=k, **{"progress_bar": False, **kw})

@@ -73,8 +73,7 @@ def support_benchmark(claims: pd.DataFrame, sources: pd.DataFrame, per_system: i
 
 # %% ../nbs/70_validation.ipynb #99a466fa
 def validate_judge(claims: pd.DataFrame, sources: pd.DataFrame, llm: LLM, embedder: Embedder, per_system: int = 0,
-                   top_k: int = 5,
-                   progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+                   top_k: int = 5, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     "Judge ExpertQA claims; returns (per-claim table, agreement per system and overall, confusion matrices)."
     units, c, src = support_benchmark(claims, sources, per_system)
     ev = retrieve(units, source_chunks(src), embedder, top_k, ("all",))

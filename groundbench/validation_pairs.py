@@ -88,8 +88,7 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
             raise RecordError(
                 f"{path}: row {rowno}: column {where['split'][0]!r} (split): {get('split')!r}: use dev or test")
         out.append({"pair_id": get("id") or f"row{rowno}", "row": rowno, "statement": get("statement"),
-                    "evidence": get("evidence"),
-                    "label": raw, "gold": gold, "group": get("group"), "split": split})
+                    "evidence": get("evidence"), "label": raw, "gold": gold, "group": get("group"), "split": split})
     df = pd.DataFrame(out, columns=["pair_id", "row", "statement", "evidence", "label", "gold", "group", "split"])
     if df.pair_id.duplicated().any():
         dup = df.pair_id[df.pair_id.duplicated()].head(3).tolist()
@@ -214,12 +213,10 @@ def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: i
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0023
 AGREEMENT_COLUMNS = ["method", "group", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa", "kappa_low",
-                     "kappa_high",
-                     "parse_failures", "threshold", "gold_supported_share"]
+                     "kappa_high", "parse_failures", "threshold", "gold_supported_share"]
 
 def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, embedder=None, label_map=None,
-                          dev_fraction: float = 0.5,
-                          top_k: int = 5, n_boot: int = 1000, seed: int = 0,
+                          dev_fraction: float = 0.5, top_k: int = 5, n_boot: int = 1000, seed: int = 0,
                           progress: bool = True) -> tuple[pd.DataFrame, dict]:
     """Load, judge (when `llm`), score the baselines and write the outputs into `out`; returns (agreement table,
     summary)."""
@@ -237,8 +234,7 @@ def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, em
     write_table(pd.concat(conf, names=["method"]).reset_index(), out / "pairs_confusion.csv")
     write_table(scored, out / "pairs_scored.parquet")
     summary = {**counts, "judge_model": model, "smoke": smoke, "thresholds": thr, "top_k": top_k, "n_boot": n_boot,
-               "seed": seed,
-               "judge_collapse": JUDGE_TO_LABEL,
+               "seed": seed, "judge_collapse": JUDGE_TO_LABEL,
                "judge_parse_failures": int(scored.pred_judge.isna().sum()) if "pred_judge" in scored else None}
     write_json(summary, out / "pairs_validation.json")
     return agree, summary

@@ -48,8 +48,7 @@ def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[s
 def thought(reasoning_tokens: int | None, shown_reasoning: bool) -> bool:
     """Whether an API answer was a thinking one, from what it did: reasoning tokens spent (when the usage reports them),
     else reasoning it returned. A reasoning item alone is no evidence: the Responses API returns one with every answer
-    of a
-    reasoning model, even when it spent no reasoning tokens (GPT-5 at `reasoning.effort: minimal`)."""
+    of a reasoning model, even when it spent no reasoning tokens (GPT-5 at `reasoning.effort: minimal`)."""
     return int(reasoning_tokens) > 0 if reasoning_tokens is not None else bool(shown_reasoning)
 
 # %% ../../nbs/26_collect_api.ipynb #753603c4

@@ -261,7 +261,6 @@ def conversation_from_record(rec: dict) -> Conversation:
     return Conversation(rec["provider"], rec.get("model", ""), rec["prompt_id"], rec.get("prompt_text", ""),
                         p["answer_text"], cits, segs,
                         p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""),
-                        rec.get("source", ""),
-                        rejected_urls=tuple(p.get("rejected_urls", ())),
+                        rec.get("source", ""), rejected_urls=tuple(p.get("rejected_urls", ())),
                         unresolved_pills=int(p.get("unresolved_pills", 0)),
                         reasoning_tokens=int(p.get("reasoning_tokens", -1)))

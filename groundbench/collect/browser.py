@@ -117,7 +117,7 @@ def driver(self: BrowserCollector):
         sc = self.cfg.get("stream_capture")
         self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc),
                                    remote_url=self.remote_url)
-        self._driver.set_page_load_timeout(float(self.cfg["waits"].get("page_load_s", 120)))
+        self._driver.set_page_load_timeout(self.page_load_s)
         if sc:
             from groundbench.collect.flows import install_stream_hook
             install_stream_hook(self._driver, sc["url_contains"])
@@ -172,6 +172,12 @@ def _stop(self: BrowserCollector, why: str, archive: Archive, prompt_id: str):
     raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {url}; {shot}). "
                           "Nothing was lost: rerun to resume after fixing it.")
 
+# %% ../../nbs/22_collect_browser.ipynb #49dbb60c
+@patch(as_prop=True)
+def page_load_s(self: BrowserCollector) -> float:
+    "Seconds a start page may take to load (`waits.page_load_s`, 120 by default)."
+    return float(self.cfg["waits"].get("page_load_s", 120))
+
 # %% ../../nbs/22_collect_browser.ipynb #22c9b6b1
 @patch
 def open_page(self: BrowserCollector, archive: Archive | None = None, prompt_id: str = ""):
@@ -179,8 +185,7 @@ def open_page(self: BrowserCollector, archive: Archive | None = None, prompt_id:
     loading never ends, is a `CollectionError` naming the page and what the browser said."""
     from selenium.common.exceptions import TimeoutException, WebDriverException
     try: self.driver.get(self.url())
-    except TimeoutException:
-        why = f"the page did not finish loading in {self.cfg['waits'].get('page_load_s', 120)} s"
+    except TimeoutException: why = f"the page did not finish loading in {self.page_load_s:g} s"
     except WebDriverException as e: why = f"the page could not be opened ({' '.join(str(e.msg or e).split())[:160]})"
     else: return
     if archive is None: raise CollectionError(f"{self.provider}: {why} (page {self.url()})")
@@ -371,8 +376,7 @@ def ask(self: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
     answered = parsed.model_answered or model_shown
     mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
     return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown,
-            "prompt_id": prompt.prompt_id,
-            "prompt_text": prompt.text, "html": archive.put(html, "html"),
+            "prompt_id": prompt.prompt_id, "prompt_text": prompt.text, "html": archive.put(html, "html"),
             "screenshot": archive.put(full_screenshot(self.driver), "png"),
             "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started,
             "collected_at": now_iso(),

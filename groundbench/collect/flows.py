@@ -52,6 +52,11 @@ def _els(driver, selector: str, visible: bool = True) -> list:
         except Exception: pass
     return out
 
+# %% ../../nbs/28_collect_flows.ipynb #8852be40
+def _count(driver, selector: str) -> int:
+    "Elements matching `selector` on the page, visible or not (0 for no selector)."
+    return len(_els(driver, selector, visible=False)) if selector else 0
+
 # %% ../../nbs/28_collect_flows.ipynb #c1000d96
 def _norm(s: str) -> str: return re.sub(r"\s+", " ", (s or "")).strip().casefold()
 
@@ -354,23 +359,21 @@ _WHEN = {"stop_button": "shown only while the answer streams", "streaming": "sho
 
 def _row(kind, name, selector="", ok=True, count=0, detail="", required=False) -> dict:
     return dict(kind=kind, name=name, selector=selector, status="ok" if ok else ("FAILED" if required else "missing"),
-                count=count,
-                detail=detail, required=required)
+                count=count, detail=detail, required=required)
 
 # %% ../../nbs/28_collect_flows.ipynb #56fe1b32
 def _doctor_answer(collector, archive, rows: list[dict], prompt: str) -> tuple[bool, dict]:
     """The collector's own steps on the page (send, wait, sources panel, popovers, stream) as doctor rows; (answered,
     extras)."""
     from groundbench.collect.base import CollectionError
-    cfg, sel = collector.cfg, collector.cfg["selectors"]
-    def count(s): return len(_els(collector.driver, s, visible=False)) if s else 0
+    cfg, sel, d = collector.cfg, collector.cfg["selectors"], collector.driver
     answered, any_answer = False, answer_selector(cfg)
     try:  # the collector's own steps, so the doctor checks exactly what a collection does
         collector.send_prompt(prompt, archive, "doctor")
         rows.append(_row("step", "send the prompt", sel["send_button"], True, 1))
         collector.wait_answer(archive, "doctor")
         answered = True
-        rows.append(_row("step", "the answer finishes", any_answer, True, count(any_answer), required=True))
+        rows.append(_row("step", "the answer finishes", any_answer, True, _count(d, any_answer), required=True))
     except Exception as e:
         sent = any(r["name"] == "send the prompt" for r in rows)
         rows.append(_row("step", "the answer finishes" if sent else "send the prompt",
@@ -380,23 +383,20 @@ def _doctor_answer(collector, archive, rows: list[dict], prompt: str) -> tuple[b
     if answered:
         try:
             collector.after_answer(archive, "doctor")
-            rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True,
-                                                                          count(sel.get("panel_item", "")),
-                                                                         "items found"
-                                                                         if count(sel.get("panel_item",
-                                                                                          "")) else "no items"))
+            items = _count(d, sel.get("panel_item", ""))
+            rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), True, items,
+                             "items found" if items else "no items"))
         except CollectionError as e:
             rows.append(_row("step", "open the sources panel", sel.get("panel_button", ""), False, detail=str(e)[:200]))
         extra = collector.enrich_answer(archive)
         if "popovers" in extra:
+            pop = extra["popovers"]
             rows.append(_row("step", "read pill popovers", (cfg.get("popover") or {}).get("pills", ""), True,
-                                                 extra["popovers"]["pills"],
-                             f"{extra['popovers']['resolved']} resolved"))
+                             pop["pills"], f"{pop['resolved']} resolved"))
         if "stream" in extra:
+            st = extra["stream"]
             rows.append(_row("step", "capture the answer's stream", cfg["stream_capture"]["url_contains"],
-                             extra["stream"]["sources"] > 0,
-                                               extra["stream"]["sources"],
-                             f"{extra['stream']['pills_resolved']} pills resolved"))
+                             st["sources"] > 0, st["sources"], f"{st['pills_resolved']} pills resolved"))
     return answered, extra
 
 # %% ../../nbs/28_collect_flows.ipynb #ca0dbe67
@@ -439,20 +439,22 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
     cfg, rows, d = collector.cfg, [], collector.driver
     sel, w = cfg["selectors"], cfg["waits"]
     archive = Archive(out_dir / "archive")
-    def count(s): return len(_els(d, s, visible=False)) if s else 0
+    def done(ok: bool, url: str) -> tuple[list[dict], bool]:
+        report = {"ok": ok, "rows": rows, "url": url}
+        (out_dir / "doctor.json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        return rows, ok
     try: collector.open_page()
     except CollectionError as e:  # unreachable or never finishing: the one failed step, nothing else can be checked
         rows.append(_row("step", "open the page", collector.url(), False, detail=str(e)[:300], required=True))
-        (out_dir / "doctor.json").write_text(json.dumps({"ok": False, "rows": rows, "url": collector.url()}, indent=1,
-                                                        ensure_ascii=False), encoding="utf-8")
-        return rows, False
+        return done(False, collector.url())
     _wait(lambda: _els(d, sel["prompt_box"]), float(w.get("page_timeout_s", 30)))
     hit = find_blocker(d, cfg, composer_usable=bool(_els(d, sel["prompt_box"])))
     rows.append(_row("blocker", hit[0] if hit else "none", hit[1] if hit else "", not hit,
                      detail="the page is blocked" if hit else "", required=True))
     for key in ("prompt_box", "send_button", "model_label"):
         if sel.get(key):
-            rows.append(_row("selector", key, sel[key], count(sel[key]) > 0, count(sel[key]), required=key in REQUIRED))
+            n = _count(d, sel[key])
+            rows.append(_row("selector", key, sel[key], n > 0, n, required=key in REQUIRED))
     for name, steps in (cfg.get("flows") or {}).items():
         if name == "model" and not collector.model:
             rows.append(_row("flow", "model", "", True, detail="no model asked for: the page's default")); continue
@@ -465,10 +467,7 @@ def doctor(collector, out_dir: str | Path, prompt: str = HARMLESS_PROMPT) -> tup
     (out_dir / "page.html").write_text(html, encoding="utf-8")
     (out_dir / "page.png").write_bytes(full_screenshot(d))
     _doctor_page(html, collector, rows, answered, extra)
-    ok = all(r["status"] != "FAILED" for r in rows)
-    (out_dir / "doctor.json").write_text(json.dumps({"ok": ok, "rows": rows, "url": d.current_url}, indent=1,
-                                                    ensure_ascii=False), encoding="utf-8")
-    return rows, ok
+    return done(all(r["status"] != "FAILED" for r in rows), d.current_url)
 
 # %% ../../nbs/28_collect_flows.ipynb #928665ee
 def doctor_table(rows: list[dict]) -> str:

@@ -18,8 +18,7 @@ import pandas as pd
 import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
-                                      mark,
-                                      segment_blocks, text_blocks)
+                                      mark, segment_blocks, text_blocks)
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
 
@@ -374,8 +373,7 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     e = a.extra
     pr = Prompt(e["claim_id"] or f"IMP-{stable_id(a.question or a.answer, n=10)}", e["topic"], e["role"], 0, a.question)
     conv = Conversation(a.assistant, a.model, pr.prompt_id, a.question, body, cits, segs, refused=is_refusal(body),
-                        uncited_panel_sources=panel,
-                        collected_at=e["collected_at"], source=f"{source}:{a.rows[0]}",
+                        uncited_panel_sources=panel, collected_at=e["collected_at"], source=f"{source}:{a.rows[0]}",
                         unresolved_pills=found["unresolved_pills"],
                         segment_rule=rule)
     meta = {"conversation_id": conv.conversation_id, "answer_id": e["answer_id"], "file": source,
@@ -411,8 +409,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "segments": sum(len(c.segments) for c in convs),
          "segment_rules": dict(Counter(c.segment_rule for c in convs)),
          "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES}
-         if len(answers) else {},
-         "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
+         if len(answers) else {}, "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
          "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"],
          "urls_repaired": sum(x["action"] == "repaired" for x in changes),
          "urls_dropped": sum(x["action"] == "dropped" for x in changes)}

@@ -112,9 +112,8 @@ def correction_steps() -> list[tuple[str, str | tuple, str, str]]:
 def corrections(cit: pd.DataFrame, table="mbfc_vykopal2025", root: str | Path | None = None,
                 satire_category_as_satire: bool = False) -> pd.DataFrame:
     """Per correction step (`correction_steps`) and assistant: citations it moves (newly classified, to unrated, to
-    credible,
-    to non-credible), classified citations, CR and NCR after it (%, pooled and per conversation) and the top hosts
-    moved."""
+    credible, to non-credible), classified citations, CR and NCR after it (%, pooled and per conversation) and the top
+    hosts moved."""
     urls = cit.url.astype(str).to_numpy()
     u, inv = np.unique(urls, return_inverse=True)
     meta = cit[["conversation_id", "assistant", "topic", "role"]].reset_index(drop=True)

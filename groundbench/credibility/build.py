@@ -184,8 +184,8 @@ def disinformation_overrides(dis: pd.DataFrame, mbfc: pd.DataFrame) -> pd.DataFr
 # %% ../../nbs/41_credibility_build.ipynb #5637cad5
 def government_suffixes(gov: pd.DataFrame, dis: pd.DataFrame, state_media: pd.DataFrame) -> pd.DataFrame:
     """Each government suffix rule: suffix, state, credible (False where a site the state controls is on a
-    disinformation
-    list: under the suffix, on the authors' list of its government pages, or state-controlled by ASD), evidence, why."""
+    disinformation list: under the suffix, on the authors' list of its government pages, or state-controlled by ASD),
+    evidence, why."""
     sc = state_media[state_media.typology == "SC"]
     sc_state = dict(zip(sc.host.astype(str).str.removeprefix("www."), sc.country))
     def state_of(r) -> str:

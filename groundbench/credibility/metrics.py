@@ -99,8 +99,8 @@ UNRATED_CONVERSATIONS = {"skip": "left out of the per-conversation mean (ours: n
 def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0,
                       unrated_conversations: str = "skip") -> pd.DataFrame:
     """CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96
-    SE);
-    a conversation whose citations are all unrated is skipped or counted as 0 in the mean (`UNRATED_CONVERSATIONS`)."""
+    SE); a conversation whose citations are all unrated is skipped or counted as 0 in the mean
+    (`UNRATED_CONVERSATIONS`)."""
     if unrated_conversations not in UNRATED_CONVERSATIONS:
         raise ValueError(f"unrated_conversations {unrated_conversations!r}: use {' or '.join(UNRATED_CONVERSATIONS)}")
     cls = cit.classified.to_numpy(bool)
@@ -248,8 +248,7 @@ def table_3(cit: pd.DataFrame, n_boot: int = 2000,
     c = cit[cit.assistant.isin(with_thinking[with_thinking].index)].copy()
     if c.empty:  # no assistant recorded thinking: empty tables that still name their columns
         return pd.DataFrame(columns=["breakdown", "assistant", "mode", "group", "citations", "conversations",
-                                     "classified", "cr",
-                                     "ncr", "cr_conv", "ncr_conv"]), pd.DataFrame(columns=["Group"])
+                                     "classified", "cr", "ncr", "cr_conv", "ncr_conv"]), pd.DataFrame(columns=["Group"])
     c["mode"] = c.thinking.map({True: "Thinking", False: "Non-Thinking"})
     tidy = rate_breakdowns(c, n_boot, extra=["mode"], unrated_conversations=unrated_conversations)
     tidy.loc[tidy.group == "Overall", "group"] = "Average"
@@ -355,8 +354,7 @@ def table_3_sides(cit: pd.DataFrame) -> str:
 def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None,
                         rules: str = "", unrated_conversations: str = "skip") -> list[Output]:
     """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names
-    the
-    credibility rule set in every caption, `unrated_conversations` the per-conversation estimator's convention."""
+    the credibility rule set in every caption, `unrated_conversations` the per-conversation estimator's convention."""
     names = outlet_names() if names is None else names
     uc = unrated_conversations
     tidy, t1, t1p = table_1(cit, n_boot, uc)

@@ -69,8 +69,7 @@ def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
     for key, g in d.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key), responses=len(g), responses_scored=int(g.verified.gt(0).sum()),
-                   units=int(g.units.sum()),
-                   verified=int(g.verified.sum()), units_failed=int(g.units_failed.sum()),
+                   units=int(g.units.sum()), verified=int(g.verified.sum()), units_failed=int(g.units_failed.sum()),
                    judge_failed=int(g.judge_failed.sum()),
                    skipped_no_evidence=int(g.skipped_no_evidence.sum()))
         for m in metrics:
@@ -155,8 +154,7 @@ def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     if len(d):
         sns.boxplot(data=d, x="score", y="assistant", hue="metric", ax=ax, fliersize=0)
         sns.stripplot(data=d, x="score", y="assistant", hue="metric", dodge=True, ax=ax, size=3, alpha=0.5,
-                      legend=False,
-                      palette="dark:k")
+                      legend=False, palette="dark:k")
     ax.set_xlim(-0.02, 1.02); ax.set_xlabel("share of the response's verified units"); ax.set_ylabel("")
     ax.set_title("Per-response credible and non-credible groundedness")
     return fig
@@ -188,8 +186,7 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
     note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
             if failed else "")
     outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4,
-                   formats=("csv",),
-                   smoke=smoke),
+                   formats=("csv",), smoke=smoke),
             Output("table_4",
                    "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% "
                    "half-width"

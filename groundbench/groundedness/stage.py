@@ -28,8 +28,7 @@ FAILED_PAGES = {"unverifiable": "scored: their Fact and Claim units have no evid
                 "skip": "left out of the groundedness tables (counted in the manifest)"}
 
 def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_conversations: int = 0,
-                         pick: str = "first",
-                         failed_pages: str = "unverifiable") -> list[Conversation]:
+                         pick: str = "first", failed_pages: str = "unverifiable") -> list[Conversation]:
     """The conversations the stage scores: those with source text, and (`failed_pages="unverifiable"`) those that cite
     sources none of which could be read; with `max_conversations`, the first N or the N shortest, those with text
     first."""

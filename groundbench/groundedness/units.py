@@ -95,8 +95,7 @@ def _unit_answer(text: str) -> tuple[dict | None, str]:
 # %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
 def extract_tokens(llm: LLM) -> int:
     """The extraction's output budget: 384 tokens (12 units of a sentence), 160 for the bundled smoke model, which
-    repeats
-    its lines until the budget ends (the same code path in less time; JSON prompts (v1) keep 384)."""
+    repeats its lines until the budget ends (the same code path in less time; JSON prompts (v1) keep 384)."""
     return 160 if getattr(llm, "smoke", False) else 384
 
 # %% ../../nbs/51_groundedness_units.ipynb #9db2ce42
@@ -195,7 +194,6 @@ def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: L
             status[u.unit_id] = r.parse_status
             text = r.value["decontextualised"] if r.value else u.text
             u = Unit(u.conversation_id, u.unit_index, u.text, u.label, u.start, u.end, u.segment_index,
-                     u.citation_indices, text,
-                     u.parse_status, u.unit_id)
+                     u.citation_indices, text, u.parse_status, u.unit_id)
         out.append(u)
     return out, status

@@ -22,8 +22,7 @@ __all__ = ['EXTRACT_REASONS', 'text_codec', 'decode_bytes', 'Extracted', 'Extrac
 _META = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.I)
 _WHATWG = {"iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "l1": "cp1252",
-           "ascii": "cp1252",
-           "us-ascii": "cp1252", "x-sjis": "shift_jis", "iso-8859-9": "cp1254", "tis-620": "cp874"}
+           "ascii": "cp1252", "us-ascii": "cp1252", "x-sjis": "shift_jis", "iso-8859-9": "cp1254", "tis-620": "cp874"}
 
 def text_codec(label: str | None) -> str | None:
     """The Python codec a charset label names, as browsers read it; None for unknown or non-text codecs (base64, rot13,
@@ -114,8 +113,7 @@ def extract_html(html: str, url: str = "") -> Extracted:
         except Exception: updated = ""
     text = (d.get("text") or "").strip()
     return Extracted("html" if text else "empty", text, d.get("title") or "", d.get("author") or "",
-                     d.get("date") or "", updated,
-                     d.get("sitename") or "")
+                     d.get("date") or "", updated, d.get("sitename") or "")
 
 # %% ../../nbs/32_sources_extract.ipynb #b8d352f3
 def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -> Extracted:

@@ -126,8 +126,7 @@ def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
     invalid."""
     valid = rec.status == 200 and bool(ex.text.strip()) and not rec.error and not ex.reason
     return SourceDoc(rec.url, rec.final_url, rec.status, rec.content_type, ex.text, ex.title, ex.author, ex.published,
-                     ex.updated, ex.site_name,
-                     rec.sha256, rec.fetched_at, rec.error or ex.error, valid,
+                     ex.updated, ex.site_name, rec.sha256, rec.fetched_at, rec.error or ex.error, valid,
                      valid and len(ex.text) >= SUBSTANTIVE_CHARS)
 
 # %% ../../nbs/30_sources.ipynb #f944be52
