@@ -10,20 +10,23 @@ from __future__ import annotations
 import csv
 import io
 import string
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pydantic
 
-from .core import Claim, Prompt, RecordError, load_settings, resolve_path
+from .core import Claim, Prompt, RecordError, load_settings, resolve_path, write_table
 from .rows import strict_csv
-from .llm import LLM, complete_json, load_prompt, request
+from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .runfolder import Run
+from .stages import CLAIMS, StageOutput
 
 # %% auto #0
 __all__ = ['ROLES', 'PLACEHOLDERS', 'read_csv_rows', 'Template', 'load_templates', 'load_questions', 'load_claims',
            'make_prompts', 'claims_and_templates', 'prompts_from_files', 'QuestionRewrite', 'rewrite_sample',
-           'rewrite_requests', 'rewrite_questions']
+           'rewrite_requests', 'rewrite_questions', 'run']
 
 # %% ../nbs/10_claims.ipynb #f375c442
 def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (),
@@ -222,3 +225,34 @@ def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None 
                          "question": [r.value["question"] if r.value else "" for r in res],
                          "parse_status": [r.parse_status for r in res], "error": [r.error for r in res],
                          "prompt_version": pt.version, "model": llm.backend.model, "smoke": llm.smoke})
+
+# %% ../nbs/10_claims.ipynb #282892f1
+def run(run_dir: str | Path, claims_path: str | None = None, templates_path: str | None = None,
+        questions_path: str | None = None, question_rewrite_sample: int = 2,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 10_claims on the run in `run_dir`: the claims, every (claim, template) prompt, the prompt counts, and
+    `question_rewrite_sample` fresh LLM question rewrites for review (0: none, -1: all). Shows the prompt counts."""
+    settings = load_settings(overrides=settings_overrides or {})
+    r, started = Run(run_dir), time.time()
+    out_dir = r.stage_dir(CLAIMS)
+    params = dict(claims_path=claims_path, templates_path=templates_path, questions_path=questions_path,
+                  question_rewrite_sample=question_rewrite_sample)
+    with r.stage(CLAIMS, parameters=params) as st:
+        claims, templates = claims_and_templates(claims_path, templates_path, questions_path, settings)
+        prompts = make_prompts(claims, templates)
+        write_table(claims, out_dir / "claims.parquet")
+        write_table(prompts, out_dir / "prompts.parquet")
+        write_table(prompts, out_dir / "prompts.csv")
+        counts = pd.DataFrame([p.__dict__ for p in prompts]).pivot_table(
+            index="topic", columns="role", values="prompt_id", aggfunc="count", margins=True, margins_name="total")
+        counts.to_csv(out_dir / "prompt_counts.csv")
+        st.count(claims=len(claims), templates=len(templates), prompts=len(prompts),
+                 prompts_per_role={role: sum(p.role == role for p in prompts) for role in ROLES})
+        if question_rewrite_sample:
+            llm = llm_from_settings(settings, r)
+            rewrites = rewrite_questions(rewrite_sample(claims, question_rewrite_sample), llm)
+            write_table(rewrites, out_dir / "questions_llm.parquet")
+            st.add_llm("question_rewrite", llm.stats["question_rewrite"])
+            st.count(question_rewrites=len(rewrites),
+                     question_rewrites_failed=int((rewrites.parse_status == "failed").sum()))
+    return StageOutput.since(out_dir, started, counts)

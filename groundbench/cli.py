@@ -7,104 +7,27 @@ Docs: https://groundbench.github.io/groundbench/cli.html.md"""
 # %% ../nbs/90_cli.ipynb #510a39e4
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
+from .cli_app import app, check_out, fail, say_error
+from .cli_tools import COMMANDS as TOOL_COMMANDS   # importing it registers the tools on `app`
 from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from .runfolder import Run
 from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['app', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'error_line', 'say_error', 'fail', 'same_file', 'check_out',
-           'prompts_cmd', 'import_specs', 'import_cmd', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'compare_cmd',
-           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd', 'main']
-
-# %% ../nbs/90_cli.ipynb #424ec064
-app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="groundbench: how web-search chat assistants cite sources and ground their answers.")
-
-@app.callback(invoke_without_command=True)
-def _main(ctx: typer.Context,
-          version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit")):
-    "groundbench: how web-search chat assistants cite sources and ground their answers."
-    if version:
-        from groundbench import __version__
-        typer.echo(__version__)
-        raise typer.Exit(0)
-    if ctx.invoked_subcommand is None:
-        typer.echo(ctx.get_help())
-        raise typer.Exit(0)
-
-# %% ../nbs/90_cli.ipynb #12f69ce8
-def error_line(e: BaseException) -> str:
-    "One line for an error: an OS error names its file and what is wrong; others give their message."
-    if isinstance(e, OSError) and getattr(e, "filename", None):
-        return f"{e.filename}: {e.strerror or type(e).__name__}"
-    if isinstance(e, RecursionError): return "input nested too deeply"
-    if isinstance(e, MemoryError): return "out of memory"
-    msg = str(e) or type(e).__name__
-    ours = type(e).__module__.startswith("groundbench")
-    return msg if ours or isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
-
-# %% ../nbs/90_cli.ipynb #2a1f9ee5
-def say_error(message: object, hint: str = ""):
-    """Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters
-    escaped."""
-    text = error_line(message) if isinstance(message, BaseException) else str(message)
-    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
-
-# %% ../nbs/90_cli.ipynb #e7345fbb
-def fail(message: object, code: int = 2):
-    "Print a clear, one-line error on stderr and exit with `code`."
-    say_error(message)
-    raise typer.Exit(code)
-
-# %% ../nbs/90_cli.ipynb #f833b4c7
-def same_file(a: Path, b: Path) -> bool:
-    "True when two paths name the same file (after resolving links)."
-    try: return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError: return False
-
-# %% ../nbs/90_cli.ipynb #320d3106
-def _in_run_folder(p: Path) -> str | None:
-    "The run folder part (`<run>/<stage folder>` or `<run>/notebooks`) that `p` lies in, if any."
-    from groundbench.stages import STAGES
-    for d in [p, *p.parents]:
-        if (d.parent / "manifest.json").is_file() and (d.name in STAGES or d.name == "notebooks"):
-            return f"{d.parent.name}/{d.name}"
-    return None
-
-# %% ../nbs/90_cli.ipynb #26b87bc7
-def check_out(opt: str, out: Path, reads: Sequence[Path] | dict[str, Path | None] = (),
-              writes: Sequence[str] = ()) -> Path:
-    """Refuse an output path that would overwrite what the command reads: `out` itself (a file output) or `out/<name>`
-    for each name in `writes` (a folder output) being one of `reads` (a dict names each input by its option), or
-    anything inside a run's stage folders (only that stage writes there). Fails with one line naming the option and
-    the file."""
-    targets = [out / w for w in writes] if writes else [out]
-    named = reads.items() if isinstance(reads, dict) else [("", r) for r in reads]
-    for t in targets:
-        for name, r in named:
-            if r is not None and same_file(Path(r), t):
-                what = (f"is the {name} file" if name and not writes
-                        else f"would overwrite {t}, which this command reads")
-                fail(f"{opt} {out}: {what}; choose another {'folder' if writes else 'file'}")
-        if where := _in_run_folder(t.resolve() if t.exists() else t.absolute()):
-            fail(f"{opt} {out}: {t} is inside the run folder {where}, which only that stage writes; choose a path "
-                 "outside the run's stage folders")
-    return out
+__all__ = ['IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs', 'import_cmd', 'compare_cmd', 'estimate_cmd',
+           'cache_merge_cmd', 'run_cmd', 'status_cmd', 'main']
 
 # %% ../nbs/90_cli.ipynb #804d0c15
 @app.command("prompts")
@@ -183,102 +106,6 @@ def import_cmd(source: Path = typer.Argument(
                + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
                   f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
                + f" -> {out}")
-
-# %% ../nbs/90_cli.ipynb #c14e0012
-@app.command("validate-judge")
-def validate_judge_cmd(pairs: Path = typer.Argument(
-    ..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
-                       claim_col: str = typer.Option(..., "--claim-col", help="column holding the statement to check"),
-                       evidence_col: str = typer.Option(..., "--evidence-col", help="column holding the evidence text"),
-                       label_col: str = typer.Option(..., "--label-col", help="column holding the human label"),
-                       label_map: Optional[str] = typer.Option(None, "--label-map",
-                                                               help="LABEL=supported|not_supported|skip, "
-                                                               "comma-separated"),
-                       group_col: Optional[str] = typer.Option(None, "--group-col",
-                                                               help="report per value of this column too"),
-                       split_col: Optional[str] = typer.Option(None, "--split-col",
-                                                               help="column saying dev or test (else a seeded split)"),
-                       id_col: Optional[str] = typer.Option(None, "--id-col", help="column with a row id"),
-                       dev_fraction: float = typer.Option(
-                           0.5, help="without --split-col: share of each label's rows used as dev"),
-                       out: Path = typer.Option(Path("judge-validation"), "--out", help="output folder"),
-                       top_k: int = typer.Option(5, help="evidence chunks the judge sees"),
-                       n_boot: int = typer.Option(1000, help="bootstrap resamples for kappa's interval"),
-                       no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
-                       param_file: Optional[Path] = typer.Option(
-                           None, help="take the judge's settings from this parameter file")):
-    "Agreement of the configured judge and two non-LLM baselines with human support labels."
-    from groundbench.embed import embedder_from_settings
-    from groundbench.llm import llm_from_settings
-    from groundbench.validation_pairs import PairColumns, write_pair_validation
-    if not pairs.exists(): fail(f"{pairs}: no such file")
-    if pairs.is_dir(): fail(f"{pairs}: is a folder; give a table file")
-    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
-    try:
-        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides=over)
-        llm = None if no_judge else llm_from_settings(settings)
-        cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
-        agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
-                                               dev_fraction, top_k, n_boot)
-    except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
-    smoke = " SMOKE RUN:" if summary["smoke"] else ""
-    typer.echo(
-        f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} skipped "
-        f"by the label map); "
-               f"judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
-               + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
-    if smoke:
-        typer.echo(
-            f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's "
-            f"quality.")
-    for note in summary.get("notes") or (): typer.echo(f"note: {note}")
-    t = agree[agree.group == "all"].copy()
-    t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
-    typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)",
-                  "parse_failures"]].to_string(index=False))
-    if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
-    typer.echo(f"-> {out}")
-
-# %% ../nbs/90_cli.ipynb #03c04489
-@app.command("validate-sourcebench")
-def validate_sourcebench_cmd(scores: Path = typer.Argument(
-    ..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
-                             out: Path = typer.Option(Path("sourcebench-validation"), "--out", help="output folder"),
-                             no_judge: bool = typer.Option(False, "--no-judge",
-                                                           help="the constant baseline only (no LLM)"),
-                             param_file: Optional[Path] = typer.Option(
-                                 None, help="take the judge's settings from this parameter file")):
-    """Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant
-    baseline."""
-    from groundbench.llm import llm_from_settings
-    from groundbench.sourcebench import METRICS, human_scores, judge_agreement, score_pages
-    from groundbench.tables import write_table_files
-    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
-    try:
-        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides=over)
-        human = human_scores(scores)
-        sb = settings.get("sourcebench", {})
-        judged, smoke = None, False
-        if not no_judge:
-            llm = llm_from_settings(settings)
-            judged, smoke = score_pages(human.assign(technical_failure=False), llm,
-                                        str(sb.get("reference_date") or "2026-01-25"),
-                                        progress=False, scoring=sb.get("scoring", "script")), llm.smoke
-        agree = judge_agreement(human, judged)
-        out.mkdir(parents=True, exist_ok=True)
-        write_table_files(agree.round(3), out, "sourcebench_agreement",
-                          "Mean absolute error against the human graders' mean "
-                          "score, per metric (seed 001, Table 3), judge and constant baseline", smoke)
-        if judged is not None: write_table(judged, out / "judge_scores.csv")
-    except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
-    typer.echo(f"{len(human)} pages; MAE (1-5 scale) per metric:")
-    typer.echo(agree[["method", *METRICS, "Avg"]].round(3).to_string(index=False))
-    if smoke:
-        typer.echo(
-            "SMOKE RUN: the bundled model is far too small to judge; this shows the harness, not a judge's quality.")
-    typer.echo(f"-> {out}")
 
 # %% ../nbs/90_cli.ipynb #c14e0022
 @app.command("compare")
@@ -404,151 +231,6 @@ def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run
     try: typer.echo(run_summary(Run(run_dir)))
     except (RecordError, OSError, ValueError, TypeError) as e: fail(e)
 
-# %% ../nbs/90_cli.ipynb #57df4fa8
-@app.command("parse")
-def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groundbench/collect/<name>.yaml) or an API "
-                                                        "(openai-chat, openai-responses, perplexity-api)"),
-              html: Optional[Path] = typer.Option(None, help="archived page (browser providers)"),
-              json_file: Optional[Path] = typer.Option(None, "--json", help="archived API response (API providers)"),
-              config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one")):
-    "Parse an archived answer offline and print the conversation as JSON."
-    from groundbench.collect.assistants import parse_archived
-    try: parsed = parse_archived(provider, html, json_file, config)
-    except (RecordError, OSError) as e: fail(e)
-    typer.echo(parsed.to_json())
-
-# %% ../nbs/90_cli.ipynb #0f6209e8
-@app.command("login")
-def login_cmd(assistant: str = typer.Argument(
-    ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
-              profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):
-    "Open the assistant's page in a visible Chromium with a persistent profile; sign in, then close the window."
-    from groundbench.collect.browser import make_driver
-    from groundbench.collect.page import load_ui_config
-    cfg = load_ui_config(assistant)
-    d = make_driver(profile_dir, headless=False)
-    d.get(cfg["start_url"])
-    typer.echo(f"Sign in to {cfg['start_url']} in the Chromium window, then close it. Profile: {profile_dir}")
-    try:
-        while d.window_handles: time.sleep(1)
-    except Exception: pass
-    finally:
-        try: d.quit()
-        except Exception: pass
-
-# %% ../nbs/90_cli.ipynb #d0c70002
-@app.command("doctor")
-def doctor_cmd(
-        assistant: str = typer.Argument(
-            ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
-        profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
-        model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
-        config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
-        base_url: Optional[str] = typer.Option(
-            None, help="another site in place of the start URL's host (local fixtures)"),
-        out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
-        headed: bool = typer.Option(False, help="show the browser window")):
-    "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
-    from groundbench.collect.page import load_ui_config
-    from groundbench.collect.flows import doctor, doctor_table
-    from groundbench.collect.assistants import browser_assistants
-    from groundbench.collect.browser import BrowserCollector
-    if config is None and assistant not in browser_assistants():
-        fail(f"unknown assistant {assistant!r}: use one of {', '.join(browser_assistants())}, or give --config FILE")
-    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
-    try: cfg = load_ui_config(config or assistant)
-    except yaml.YAMLError as e: fail(f"{config}: not valid YAML ({' '.join(str(e).split())[:200]})")
-    except (ValueError, FileNotFoundError, TypeError, KeyError) as e: fail(e)
-    c = BrowserCollector(cfg, model=model or "", base_url=base_url, profile_dir=profile_dir, headless=not headed,
-                         delay_s=0)
-    from selenium.common.exceptions import WebDriverException
-    try: rows, ok = doctor(c, out)
-    except WebDriverException as e:  # the browser could not start, or stopped answering half-way
-        fail(f"{assistant}: the browser failed ({' '.join(str(e.msg or e).split())[:200]}); "
-             "run `groundbench doctor` again, or check Chromium and chromedriver (setup.sh installs them)", 1)
-    finally: c.close()
-    typer.echo(printable(doctor_table(rows)))
-    failed = [r for r in rows if r["status"] == "FAILED"]
-    typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}",
-               err=not ok)
-    for r in failed: say_error(f"{r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}")
-    if not ok: raise typer.Exit(1)
-
-# %% ../nbs/90_cli.ipynb #2930e22b
-@app.command("credibility")
-def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to rate"),
-                    from_file: Optional[str] = typer.Option(
-                        None, "--from", help="a file with one URL per line, or - for standard input"),
-                    table: Optional[str] = typer.Option(
-                        None, help="mbfc_vykopal2025 | lin2023 | cred1 (default: settings.ini)"),
-                    rules: Optional[str] = typer.Option(
-                        None, help="paper (the seed authors' code, exactly) | full | authors | table | families, e.g. "
-                                   "full,-fimi (default: settings.ini)"),
-                    satire_category_as_satire: Optional[bool] = typer.Option(
-                        None, "--satire-category-as-satire/--no-satire-category",
-                        help="score MBFC's satire-category pages -1")):
-    "Rate URLs' domains and print one JSON line per URL."
-    import sys
-    from groundbench.credibility.paper import rater_from_settings
-    if not urls and not from_file: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
-    try: rater = rater_from_settings(table=table, rules=rules, satire_category_as_satire=satire_category_as_satire)
-    except (ValueError, FileNotFoundError) as e: fail(e)
-    def lines():
-        yield from urls or ()
-        if not from_file: return
-        try:
-            f = sys.stdin if from_file == "-" else open(from_file, encoding="utf-8", errors="replace")
-            with f:
-                for line in f:
-                    if line.strip(): yield line.strip()
-        except OSError as e: fail(f"{from_file}: {e.strerror or e}")
-    for u in lines():
-        d = rater.rate(u).__dict__
-        d["score"] = None if d["score"] != d["score"] else d["score"]
-        typer.echo(json.dumps(d, ensure_ascii=False))
-
-# %% ../nbs/90_cli.ipynb #14e75f26
-@app.command("fetch")
-def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fetch"),
-              out: Path = typer.Option(..., "--out",
-                                       help="folder for the archive and fetch records (reused: a rerun fetches only "
-                                       "what failed transiently)"),
-              from_file: Optional[str] = typer.Option(None, "--from",
-                                                      help="a file with one URL per line, or - for standard input"),
-              allow_private: bool = typer.Option(False, "--allow-private",
-                                                 help="let URLs reach loopback and private addresses (tests only)"),
-              timeout: float = typer.Option(45.0, help="total seconds per URL (fetch and extraction)")):
-    "Fetch URLs safely, extract their text and print one JSON line per URL; a summary of outcomes goes to stderr."
-    from groundbench.sources.fetch import FetchSettings
-    from groundbench.sources.stage import PageStore, failure_reason, reason_counts, source_doc
-    urls = list(urls or [])
-    if from_file:
-        try:
-            f = sys.stdin if from_file == "-" else open(from_file, encoding="utf-8", errors="replace")
-            with f: urls += [l.strip() for l in f if l.strip()]
-        except OSError as e: fail(e)
-    if not urls: fail("no URLs: give them as arguments or with --from FILE (- for standard input)")
-    if out.exists() and not out.is_dir():
-        fail(f"--out {out}: is a file; give a folder for the archive and fetch records")
-    try: cfg = FetchSettings(allow_private=allow_private, total_timeout_s=timeout)
-    except ValueError as e: fail(f"--timeout: {e}")
-    store = PageStore(out)
-    try:
-        recs = store.fetch(urls, cfg, progress=False)
-        reasons = []
-        for u in dict.fromkeys(urls):
-            ex = store.extracted(recs[u], cfg.total_timeout_s)
-            d, why = source_doc(recs[u], ex), failure_reason(recs[u], ex)
-            reasons.append(why)
-            typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid,
-                                   "substantive": d.substantive,
-                                   "chars": len(d.text), "title": d.title, "published": d.published, "reason": why,
-                                   "error": d.error},
-                                  ensure_ascii=False))
-    except OSError as e: fail(e)
-    finally: store.close()
-    typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
-
 # %% ../nbs/90_cli.ipynb #1e993bc7
 EXAMPLES = {  # one worked example per command, shown under its --help
     "prompts": "groundbench prompts --claims mine.csv --out prompts.csv",
@@ -567,6 +249,7 @@ EXAMPLES = {  # one worked example per command, shown under its --help
     "fetch": "groundbench fetch https://example.org --out pages",
     "merge": "groundbench cache merge hostA/llm.sqlite hostB/llm.sqlite --out runs/.cache/llm.sqlite"}
 
+if set(TOOL_COMMANDS) - set(EXAMPLES): raise RuntimeError(f"no example for {set(TOOL_COMMANDS) - set(EXAMPLES)}")
 for _info in [*app.registered_commands, *cache_app.registered_commands]:
     _info.epilog = _info.epilog or f"Example: {EXAMPLES[_info.name]}"
 

@@ -15,10 +15,8 @@ from typing import Sequence
 import pandas as pd
 
 from .budget import model_price, prices_from_settings
-from .estimate_steps import (NAN, STAGE_STEPS, Context, Inputs, StepEstimate, _claims_rows,
-                                        _groundedness_rows,
-                                        _sourcebench_rows, _sourcecheckup_rows, _validation_rows, plan_inputs)
-from .stages import (CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, VALIDATION, stage_parameters)
+from .estimate_steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs
+from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate', 'write_estimate']
@@ -96,14 +94,9 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
     need = any(s in stages for s in (GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP))
     inp = plan_inputs(stages, params, settings, run_dir) if need else Inputs()
     inp.expertqa_systems_limited = bool(params(COLLECT).get("expertqa_systems")) if COLLECT in stages else False
-    rows, scored, verified = [], [], {}
-    for s in stages:
-        if s == CLAIMS: rows += _claims_rows(ctx, params(s))
-        elif s == GROUNDEDNESS:
-            r, scored, verified = _groundedness_rows(ctx, params(s), inp); rows += r
-        elif s == SOURCEBENCH: rows += _sourcebench_rows(ctx, params(s), inp)
-        elif s == SOURCECHECKUP: rows += _sourcecheckup_rows(ctx, params(s), inp, scored, verified)
-        elif s == VALIDATION: rows += _validation_rows(ctx, params(s), inp)
+    rows = []
+    for s in stages:   # in run order: 50_groundedness's planner tells 65_sourcecheckup's what it scores
+        if (plan := stage(s).plan) is not None: rows += plan(ctx, params(s), inp)
     t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
     t, cost_note = add_costs(t, ctx)
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns

@@ -12,22 +12,20 @@ import warnings
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 from fastcore.basics import patch
 
-from .claims import (QuestionRewrite, claims_and_templates, prompts_from_files, rewrite_requests,
-                                rewrite_sample)
-from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, STAGES, VALIDATION
+from .claims import prompts_from_files
+from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
-from .groundedness.stage import select_conversations
 from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
 from .groundedness.judge import judge_max_tokens
 from .groundedness.methods import OUTPUT_TOKENS
-from .groundedness.units import MAX_UNITS, decontext_requests, extract_requests, extract_units
+from .groundedness.units import extract_units
 from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, repair_request,
                              with_schema)
 
@@ -286,6 +284,8 @@ class Inputs:
     n_prompts: int = 0               # browser/api: conversations to collect
     sources: pd.DataFrame | None = None  # conversation_id, citation_index, url, text, valid
     expertqa: object = None
+    scored: list = field(default_factory=list)    # the conversations 50_groundedness scores (its planner sets them)
+    verified: dict = field(default_factory=dict)  # per conversation, its expected verified units (likewise)
     # 20_collect imports only some ExpertQA systems (validation then imports all)
     expertqa_systems_limited: bool = False
     notes: tuple = ()
@@ -348,208 +348,3 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
                      else "source texts: every cited page assumed fetched with text (an upper bound)")
     inp.notes = tuple(notes)
     return inp
-
-# %% ../nbs/87_estimate_steps.ipynb #e5a10011
-def _claims_rows(ctx: Context, p: dict) -> list[StepEstimate]:
-    n = int(p.get("question_rewrite_sample") or 0)
-    if not n: return []
-    claims, _ = claims_and_templates(p.get("claims_path"), p.get("templates_path"), p.get("questions_path"),
-                                     ctx.settings)
-    claims = rewrite_sample(claims, n)
-    return [ctx.built_step(CLAIMS, "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
-
-# %% ../nbs/87_estimate_steps.ipynb #c1036178
-def _groundedness_rows(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
-    "Rows of 50_groundedness, the conversations it scores and per conversation its expected verified units."
-    a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
-    context_chars = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
-    per_seg, src_v = ctx.verified_per_segment()
-    r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
-    judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"]
-    src_j = (f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None
-             else "settings [estimate]")
-    evid = int(p.get("top_k")
-               or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
-    judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
-    if inp.convs is None:
-        n = min(inp.n_prompts, int(p.get("max_conversations") or 0) or inp.n_prompts)
-        segs = n * a["answer_words"] / a["words_per_segment"]
-        verified = segs * per_seg(a["words_per_segment"])
-        rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None,
-                                   f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
-                                   "segments (settings [estimate]: paper-like answers)",
-                                   ctx.template_tokens("extract_units")
-                                   + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
-        rows += [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None,
-                                    f"verified units per segment ({src_v})",
-                                    ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
-                 ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
-                                    f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)]
-        return rows + _method_rows(ctx, p, None, n, segs, verified, judge_prompt), [], {}
-    sel = select_conversations(inp.convs, inp.sources, int(p.get("max_conversations") or 0), p.get("pick") or "first",
-                               p.get("failed_pages") or "unverifiable")
-    jobs, reqs = extract_requests(sel, ctx.llm, context_chars)
-    ctx_chars = sum(min(len(c.answer_text), context_chars) for c in sel) / max(len(sel), 1)
-    verified = {}
-    for c, i, s in jobs:
-        verified[c.conversation_id] = verified.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
-    nv, segs = sum(verified.values()), len(reqs)
-    rows = [ctx.built_step(stg, "extract_units", reqs, None, f"{len(sel)} conversations, {segs} segments")]
-    units = cached_units(sel, ctx, context_chars) if sel and rows[0].calls_low == 0 else None
-    if units is not None:  # the real units: decontextualisation built exactly, the judge bounded by them
-        from groundbench.sourcecheckup import STATEMENT_LABELS
-        todo, dreq = decontext_requests(units, sel, ctx.llm, context_chars)
-        exp_j = len(todo) * r_j if r_j is not None else len(todo) * a["judge_calls_per_verified_unit"]
-        stmts = Counter(u.conversation_id for u in units if u.label in STATEMENT_LABELS)
-        return rows + [ctx.built_step(stg, "decontextualise", dreq, None,
-                                      f"the {len(units)} units of the cached extraction answers"),
-                       ctx.estimated_step(stg, "judge", "ratio", exp_j, 3 * len(todo),
-                                          f"{len(todo)} verified units (from the cache) x "
-                                          f"{(r_j if r_j is not None else a['judge_calls_per_verified_unit']):.2f} "
-                                          f"({src_j}); at most "
-                                          "3 scopes a verified unit", judge_prompt)] + _method_rows(
-                           ctx, p, sel, len(sel), len(reqs), len(todo), judge_prompt), sel, dict(stmts)
-    rows += [ctx.estimated_step(stg, "decontextualise", "ratio", nv, MAX_UNITS * segs,
-                               f"{nv / max(segs, 1):.2f} verified units per segment ({src_v}); at most {MAX_UNITS} "
-                               f"units a segment",
-                               ctx.template_tokens("decontextualise") + (ctx_chars + UNIT_CHARS) / 4),
-            ctx.estimated_step(stg, "judge", "ratio", nv * judge_per, 3 * MAX_UNITS * segs,
-                               f"{judge_per:.2f} judge calls per verified unit ({src_j}); at most 3 scopes a unit",
-                               judge_prompt)]
-    return rows + _method_rows(ctx, p, sel, len(sel), segs, nv, judge_prompt), sel, verified
-
-# %% ../nbs/87_estimate_steps.ipynb #b9a060e2
-def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float
-                 ) -> list[StepEstimate]:
-    """Rows of the comparison methods (`methods`): VERIFY (one extraction a response; decontextualisation and one
-    judgment per Fact and Claim, as many as ours by the same definitions) and FActScore (one atomic-fact request a
-    sentence, facts per word as in its own demonstrations, one True/False request a fact). Built from the requests where
-    they are known."""
-    from groundbench.groundedness.methods import (FACT_GRAMMAR, atomic_fact_prompt, factscore_demos,
-                                                  factscore_sentences, output_tokens, verify_requests)
-    from groundbench.llm import request as _request
-    stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
-    if "verify" in methods:
-        if sel is not None:
-            cc = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
-            rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None,
-                                       f"{n} responses, one request each"))
-        else:
-            rows.append(ctx.estimated_step(stg, "verify_extract", "ratio", n, n, f"{n} responses, one request each",
-                                           ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
-        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, None,
-                                    "VERIFY's Fact and Claim units: as "
-                                    "many as ours (the same definitions)", ctx.template_tokens("decontextualise")
-                                    + (6 * a["answer_words"] + UNIT_CHARS) / 4),
-                 ctx.estimated_step(stg, "verify_judge", "ratio", verified, None, "one judgment per VERIFY unit (no "
-                                    "credibility split)", judge_prompt)]
-    if "factscore" in methods:
-        demos = factscore_demos()
-        per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
-        if sel is not None:
-            jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
-            reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos),
-                             max_tokens=output_tokens("factscore_facts", ctx.llm),
-                             grammar=FACT_GRAMMAR) for s in jobs]
-            facts = sum(len(s.split()) for s in jobs) * per_word
-            rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
-        else:
-            facts = segs * a["words_per_segment"] * per_word
-            rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
-                                           len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
-        evid = int(p.get("top_k")
-                   or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None,
-                                       f"{per_word:.2f} atomic facts a word (FActScore's "
-                                       "own demonstrations), one True/False request a fact", (evid + 200) / 4))
-    return rows
-
-# %% ../nbs/87_estimate_steps.ipynb #ef4990d9
-def _sourcebench_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
-    if inp.sources is None:
-        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
-                                   "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
-    from groundbench.sourcebench import page_budget
-    sb = ctx.settings["sourcebench"]
-    src = inp.sources.drop_duplicates(["conversation_id", "url"])
-    per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
-              else sb.get("sources_per_response", 5))
-    if per: src = src.groupby("conversation_id").head(per)
-    ok = src.text.fillna("").astype(str).str.strip().ne("") & src.valid.fillna(False).astype(bool)
-    mp = int(p.get("max_pages") or 0)
-    n_ok, n_fail = int(ok.sum()), int((~ok).sum())
-    rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
-    n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
-                                                            else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
-    tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", 32768))))
-    mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
-    note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
-            "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
-    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, n, note, ctx.template_tokens(s) + mean_chars / 4)
-            for s in STAGE_STEPS[SOURCEBENCH]]
-
-# %% ../nbs/87_estimate_steps.ipynb #d45ddd0b
-def _sourcecheckup_rows(ctx: Context, p: dict, inp: Inputs, scored: list, verified: dict) -> list[StepEstimate]:
-    from groundbench.credibility.metrics import assistant_name
-    from groundbench.sourcecheckup import pick_responses, response_table
-    stg = SOURCECHECKUP
-    if inp.convs is None:
-        return [ctx.estimated_step(stg, s, "ratio", NAN, None,
-                                   "answers not known before collection") for s in STAGE_STEPS[stg]]
-    resp = response_table(inp.convs, inp.sources, {c.conversation_id: assistant_name(c) for c in inp.convs})
-    with_units = {c.conversation_id for c in scored}
-    keep = set(pick_responses(resp, with_units, int(p.get("sourcecheckup_conversations") or 0)))
-    todo = [c for c in inp.convs if c.conversation_id in keep and c.conversation_id not in with_units]
-    sourceless = set(resp.conversation_id[resp.sourceless])
-    jobs, reqs = extract_requests(todo, ctx.llm)
-    per_seg, _ = ctx.verified_per_segment()
-    exp = dict(verified)
-    for c, i, s in jobs: exp[c.conversation_id] = exp.get(c.conversation_id, 0.0) + per_seg(len(s.text.split()))
-    segs = Counter(c.conversation_id for c, _, _ in jobs)
-    dec = sum(v for k, v in exp.items() if k in {c.conversation_id for c in todo} - sourceless)
-    nval = dict(zip(resp.conversation_id, resp.n_valid_sources))
-    judged = [k for k in keep if k not in sourceless]
-    pairs = sum(exp.get(k, 0.0) * nval.get(k, 0) for k in judged)
-    seg_all = Counter(segs)
-    for c in scored: seg_all[c.conversation_id] += len(c.segments)
-    pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
-    dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
-    chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
-    return [ctx.built_step(stg, "extract_units", reqs, None,
-                           f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
-            ctx.estimated_step(stg, "decontextualise", "ratio", dec, dec_high,
-                               "verified units of those answers that cite a page with text"),
-            ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high,
-                               "statements x cited pages with text; statements "
-                               "as verified units (Reported Claims add some)",
-                               ctx.template_tokens("sourcecheckup") + chunk / 4)]
-
-# %% ../nbs/87_estimate_steps.ipynb #b2a8bb35
-def _validation_rows(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
-    from groundbench.collect.expertqa import import_expertqa
-    from groundbench.validation import support_benchmark
-    rows, stg = [], VALIDATION
-    if p.get("expertqa_judge", True):
-        eqa = inp.expertqa if inp.expertqa is not None and not inp.expertqa_systems_limited else import_expertqa()
-        units, _, src = support_benchmark(eqa.claims, eqa.sources, int(p.get("claims_per_system") or 0))
-        has = src[src.text.fillna("").astype(str).str.strip().ne("")]
-        n_j = int(has.conversation_id.nunique())
-        evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "judge", "counted", n_j, n_j,
-                                       f"{len(units)} ExpertQA claims, {n_j} with evidence",
-                                       ctx.template_tokens("judge") + evid / 4))
-        if p.get("sourcecheckup_judge", True):
-            rows.append(ctx.estimated_step(stg, "sourcecheckup", "counted", len(has), len(has),
-                                           f"{len(has)} (claim, evidence page) pairs",
-                                           ctx.template_tokens("sourcecheckup") + evid / 4))
-    if p.get("pairs_path"):
-        from groundbench.validation_pairs import PairColumns, load_pairs
-        pairs, _ = load_pairs(resolve_path(ctx.settings, p["pairs_path"]),
-                              PairColumns(**(p.get("pairs_columns") or {})),
-                              p.get("pairs_label_map"), float(p.get("pairs_dev_fraction") or 0.5))
-        n = int((pairs.split == "test").sum())
-        evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
-        rows.append(ctx.estimated_step(stg, "judge", "counted", n, n,
-                                       f"your labelled pairs: {n} test rows, one judge call each",
-                                       ctx.template_tokens("judge") + evid / 4))
-    return rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +18,10 @@ from .collect.base import citable_url
 from .core import Conversation, Prompt, RecordError, read_records, read_table
 from .runfolder import Run
 from .credibility.metrics import assistant_name
-from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES
+from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer']
+__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer', 'run']
 
 # %% ../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -363,3 +364,17 @@ def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"
     out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
+
+# %% ../nbs/85_explorer.ipynb #52346027
+def run(run_dir: str | Path, conversation_id: str | None = None, assistant: str | None = None, topic: str | None = None,
+        role: str | None = None, write_notebook: bool = True) -> StageOutput:
+    """Stage 85_explorer on the run in `run_dir`: the researcher's explorer executed into the run folder as
+    `explore.ipynb` (when `write_notebook`); returns the run's conversations filtered by `assistant`, `topic` and
+    `role`. A `conversation_id` (the one this notebook shows) that the run does not hold is an error, raised before
+    anything is written."""
+    ex, started = RunExplorer(run_dir), time.time()
+    if conversation_id is not None and conversation_id not in ex.convs:
+        raise RecordError(f"{run_dir}: no conversation {conversation_id!r} (ids: RunExplorer(run_dir).conversations())")
+    overview = ex.conversations(assistant, topic, role)
+    if write_notebook: print("explorer notebook:", write_explorer(run_dir))
+    return StageOutput.since(run_dir, started, overview)

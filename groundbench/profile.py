@@ -7,16 +7,20 @@ Docs: https://groundbench.github.io/groundbench/profile.html.md"""
 # %% ../nbs/68_profile.ipynb #0206ba60
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .credibility.metrics import agresti_coull
-from .stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
+from .core import write_table
+from .runfolder import Run
+from .stages import CREDIBILITY, GROUNDEDNESS, PROFILE, SOURCEBENCH, SOURCECHECKUP, StageOutput
+from .tables import save_figure, write_table_files
 
 # %% auto #0
-__all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile']
+__all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile', 'run']
 
 # %% ../nbs/68_profile.ipynb #56ec3d15
 def rate_parts(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> list[pd.DataFrame]:
@@ -95,3 +99,22 @@ def figure_profile(p: pd.DataFrame):
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     return fig
+
+# %% ../nbs/68_profile.ipynb #187dce89
+def run(run_dir: str | Path, settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 68_profile on the run in `run_dir`: one profile per assistant from the stages that ran (`profile.csv`,
+    its table files and `figure_profile`); nothing is written when no lens ran. No model is used, so
+    `settings_overrides` changes nothing here (every stage takes it)."""
+    r, started = Run(run_dir), time.time()
+    out = r.stage_dir(PROFILE)
+    with r.stage(PROFILE) as st:
+        prof = build_profile(r.dir)
+        if len(prof):
+            write_table(prof, out / "profile.csv")
+            write_table_files(prof, out, "profile",
+                              "One profile per assistant: CR, NCR, GS, CG, NCG (%), HS, SourceBench weighted score, "
+                              "SourceCheckup response-level support (%), with 95% half-widths", r.is_smoke)
+            save_figure(figure_profile(prof), out, "figure_profile", r.is_smoke)
+        st.count(assistants=len(prof),
+                 lenses=[c for c in ("CR", "GS", "SourceBench", "SourceCheckup") if c in prof.columns])
+    return StageOutput.since(out, started, prof)

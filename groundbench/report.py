@@ -7,10 +7,8 @@ Docs: https://groundbench.github.io/groundbench/report.html.md"""
 # %% ../nbs/80_report.ipynb #73eed870
 from __future__ import annotations
 
-import base64
-import html
 import json
-import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -18,20 +16,20 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .core import Conversation, Prompt, RecordError, project_root, read_records, write_table, write_text
-from .runfolder import Run, stage_usage
+from .core import Conversation, Prompt, RecordError, project_root, read_records, write_text
+from .runfolder import Run
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile, profile_table, rate_parts
-from .tables import Output, figure_layout_problems, html_table, write_output
-from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
+from .report_page import SMOKE_BANNER, render_html
+from .tables import Output, figure_layout_problems, write_output
+from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'ReportItem', 'TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'estimate_vs_actual',
-           'RunOutputs', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
-           'paper_vs_run', 'report_rule_set', 'compare_sides', 'report_items', 'table_terms', 'usage_table',
-           'render_html', 'write_report']
+__all__ = ['PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs', 'paper_assistant',
+           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set', 'compare_sides',
+           'report_items', 'write_report', 'run']
 
 # %% ../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -393,123 +391,6 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                             smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
     return items, missing
 
-# %% ../nbs/80_report.ipynb #d7a6810f
-TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
-    "CR": "Credibility Rate: share of rated cited sources that are credible (score > 0)",
-    "NCR": "Non-Credibility Rate: share of rated cited sources that are non-credible (score < 0)",
-    "GS": "groundedness score: share of a response's verified units its cited sources support",
-    "CG": "credible groundedness: share supported by credible sources", "NCG": "non-credible groundedness: share "
-    "supported by non-credible sources", "HS": "hallucination score (VERIFY)",
-    "ci95": "half-width of the 95% interval", "pct": "percent",
-    "bing_chat": "ExpertQA's Bing Chat answers", "gpt4": "ExpertQA's GPT-4 answers citing from its own memory",
-    "rr_gs_gpt4": "ExpertQA: retrieve and read, Google search results read by GPT-4",
-    "rr_sphere_gpt4": "ExpertQA: retrieve and read, Sphere corpus passages read by GPT-4",
-    "post_hoc_gs_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards with Google search",
-    "post_hoc_sphere_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards in the Sphere corpus"}
-SOURCEBENCH_TERMS = {"CR": "content relevance", "FA": "factual accuracy", "NE": "objectivity (neutral tone)",
-                     "FR": "freshness", "AA": "author accountability", "OA": "ownership transparency",
-                     "DA": "domain authority", "LC": "layout and ad density (each 1-5)",
-                     "weighted": "SourceBench's weighted score, out of 100"}
-
-def table_terms(name: str, table: pd.DataFrame) -> str:
-    "The meanings of the abbreviations and names a report table shows (columns and text cells), as one line."
-    terms = {**TERMS, **SOURCEBENCH_TERMS} if name.startswith("sourcebench") else TERMS
-    text = " ".join(map(str, [*table.columns, *table.index.names])) + " " + " ".join(
-        str(v) for c in table.columns if table[c].dtype == object for v in table[c].unique()[:200])
-    def used(k):  # a name ends at anything but a letter or digit; an ExpertQA system's also at '_' (gpt4 in rr_gs_gpt4)
-        edge = "A-Za-z0-9_" if k.islower() and k not in ("ci95", "pct") else "A-Za-z0-9"
-        return re.search(rf"(?<![{edge}]){re.escape(k)}(?![{edge}])", text)
-    found = [k for k in terms if used(k)]
-    return "; ".join(f"{k}: {terms[k]}" for k in found)
-
-# %% ../nbs/80_report.ipynb #ad842dd1
-SMOKE_BANNER = "SMOKE RUN: made with the bundled small models; the judgments are not real results"
-
-def usage_table(manifests: dict) -> pd.DataFrame:
-    "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
-    return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid,
-                         m in manifests.items() for u in stage_usage(m)])
-
-# %% ../nbs/80_report.ipynb #0acdcada
-REPORT_CSS = """
-body{font-family:system-ui,sans-serif;margin:0;color:#222}
-nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:#f6f6f6;border-right:1px solid #ddd;
-padding:1em;font-size:13px;box-sizing:border-box}
-nav ol{padding-left:1.2em;margin:.3em 0} nav li{margin:.25em 0} nav a{color:#24509a;text-decoration:none}
-nav a:hover{text-decoration:underline}
-main{margin-left:270px;padding:1em 2em;max-width:1100px;box-sizing:border-box}
-.scroll{overflow-x:auto;max-width:100%;margin:.3em 0 .5em}
-table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0}
-.right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
-.scroll td:first-child,.scroll th:first-child{position:sticky;left:0;z-index:1;background:#fff;box-shadow:1px 0 0 #ccc}
-.scroll th:first-child{background:#f0f0f0} .scroll tr.outside td:first-child{background:#fde0dc}
-tr.outside td{background:#fde0dc} .smoke{background:#fde0dc;color:#a50026;padding:.6em;font-weight:bold}
-figure{margin:.5em 0 1em} figure img{max-width:100%;width:900px;height:auto;border:1px solid #eee}
-figcaption{font-size:12px;color:#555}
-.files{font-size:12px;color:#555} .terms{font-size:12px;color:#444;max-width:60em} section{margin-bottom:2em}
-p.caption{font-weight:600;font-size:14px;margin:.2em 0 .4em}
-h2{margin-bottom:.2em}
-"""
-
-def render_html(items: list[ReportItem], missing: list[str], o: RunOutputs, out_dir: Path, title: str) -> str:
-    """The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their
-    box, figures embedded."""
-    e = html.escape
-    def short(c: str) -> str:  # "Table 1: ..." -> "Table 1", else the opening words
-        return c.split(":")[0] if ":" in c[:40] else (c[:70].rsplit(" ", 1)[0] + "…" if len(c) > 70 else c)
-    def toc_line(c: str) -> str:
-        rest = c.split(":", 1)[1].strip() if ":" in c[:40] else ""
-        return f"<b>{e(short(c))}</b>" + (f" {e(rest[:60].rsplit(' ', 1)[0] + '…' if len(rest) > 60 else rest)}"
-                                          if rest else "")
-    toc = "".join(f"<li><a href='#{i.name}'>{toc_line(i.caption)}</a></li>" for i in items)
-    extra = "<li><a href='#usage'>Stages, time and model usage</a></li>" + (
-        "<li><a href='#missing'>Not in this report</a></li>" if missing else "")
-    parts = [
-        f"<!doctype html><html><head><meta "
-        f"charset='utf-8'><title>{e(title)}</title><style>{REPORT_CSS}</style></head><body>",
-             f"<nav><b>Contents</b><ol>{toc}{extra}</ol></nav><main>", f"<h1>{e(title)}</h1>"]
-    smoke_items = [i.name for i in items if i.smoke]
-    if smoke_items:
-        parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
-                                 "</p>")
-    models = sorted({f"{r}: {v.get('backend', '')} {v.get('model', v.get('name', ''))}"
-                     + (" (smoke)" if v.get("smoke") else "")
-                     for r, m in o.manifests.items() for v in m.get("models", {}).values()})
-    parts.append(f"<p>Runs: {e(', '.join(o.run_ids))}. Conversations: {len(o.conversations)}"
-                 + (f" ({o.duplicate_conversations} present in more than one run, counted once)"
-                    if o.duplicate_conversations else "") + ".</p>")
-    if models: parts.append("<p>Models: " + e("; ".join(models)) + "</p>")
-    descs = [(r, str((m.get("parameters") or {}).get("description") or "")) for r, m in o.manifests.items()]
-    # what each run is, from its parameter file (e.g. imported answers to other questions than the paper's)
-    if any(d for _, d in descs):
-        parts.append("<ul class='runs'>" + "".join(f"<li><b>{e(r)}</b>: {e(d)}</li>" for r, d in descs if d) + "</ul>")
-    for i in items:
-        parts.append(f"<section id='{i.name}'><h2>{e(short(i.caption))}</h2><p class='caption'>{e(i.caption)}</p>")
-        if i.smoke: parts.append(f"<p class='smoke'>{SMOKE_BANNER}</p>")
-        if i.table is not None:
-            flag = next((c for c in ("within_ci", "within_range") if c in i.table.columns), None)
-            rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
-                    if flag else None)  # paper vs run: a difference outside the interval, coloured
-            parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
-            if terms := table_terms(i.name, i.table): parts.append(f"<p class='terms'>{e(terms)}</p>")
-            parts.append("<p class='files'>Files: "
-                         + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
-        else:
-            png = base64.b64encode((out_dir / f"{i.name}.png").read_bytes()).decode()
-            parts.append(
-                f"<figure><img alt='{e(i.caption)}' src='data:image/png;base64,{png}'><figcaption>{e(i.caption)}. "
-                         f"<a href='{i.name}.pdf'>PDF</a> · <a href='{i.name}.png'>PNG</a></figcaption></figure>")
-        parts.append("</section>")
-    u = usage_table(o.manifests)
-    parts.append("<section id='usage'><h2>Stages, time and model usage</h2>"
-                 + (html_table(u) if len(u) else "<p>(none recorded)</p>") + "</section>")
-    if missing:
-        parts.append("<section id='missing'><h2>Not in this report</h2><ul>"
-                     + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></section>")
-    parts.append("</main></body></html>")
-    return "\n".join(parts)
-
 # %% ../nbs/80_report.ipynb #03c8e815
 def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_dir: str | Path | None = None,
                  mapping: dict | None = None,
@@ -528,3 +409,26 @@ def write_report(o: RunOutputs, out_dir: str | Path, n_boot: int = 1000, paper_d
             "smoke_items": [i.name for i in items if i.smoke], "missing": missing, "layout_problems": layout}
     write_text(json.dumps(meta, indent=1), out_dir / "report.json")
     return paths + [out_dir / "report.json"]
+
+# %% ../nbs/80_report.ipynb #a661b605
+def run(run_dir: str | Path, runs: list | None = None, n_boot: int = 1000, paper_assistants: dict | None = None,
+        compare: list | None = None, settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 80_report on the run in `run_dir` (and the other `runs`): the paper's tables and figures, paper
+    against run, side-by-side comparisons and one HTML page, in `report/`. Shows the paper-vs-run table. No model is
+    used, so `settings_overrides` changes nothing here (every stage takes it)."""
+    r, started, runs, compare = Run(run_dir), time.time(), list(runs or []), list(compare or [])
+    out = r.stage_dir("report")
+    run_dirs = ([r.dir] if (r.dir / COLLECT / "conversations.jsonl").exists() else []) + [
+        Path(x) if Path(x).is_absolute() or Path(x).exists() else r.dir.parent / x for x in runs]
+    if not run_dirs: raise RecordError(f"{r.dir}: nothing to report (no {COLLECT} here and no `runs` given)")
+    if compare and not all(isinstance(x, list) and len(x) == 2 for x in compare):
+        raise ValueError(f"compare: give a list of [A, B] pairs, got {compare!r}")
+    with r.stage(REPORT, parameters=dict(runs=[str(x) for x in runs], n_boot=n_boot, compare=compare)) as st:
+        o = load_outputs(run_dirs)
+        paths = write_report(o, out, n_boot, mapping=paper_assistants or {},
+                             title=f"groundbench report: {', '.join(o.run_ids)}", compare=compare)
+        pv = pd.read_csv(out / "paper_vs_run.csv")
+        st.count(runs=o.run_ids, conversations=len(o.conversations), files=len(paths), paper_comparisons=len(pv),
+                 within_ci=int((pv.within_ci == "yes").sum()) if len(pv) else 0, smoke_run=o.smoke)
+    print(SMOKE_BANNER if o.smoke else "", f"\nreport: {out / 'index.html'}")
+    return StageOutput.since(out, started, pv)

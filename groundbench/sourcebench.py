@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/sourcebench.html.md"""
 from __future__ import annotations
 
 import re
+import time
 from datetime import date
 from pathlib import Path
 from typing import Sequence
@@ -16,13 +17,17 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Prompt
-from .llm import LLM, complete_json, load_prompt, request
+from .core import Conversation, Prompt, load_settings, read_records, write_table
+from .credibility.metrics import assistant_name
+from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .runfolder import Run
+from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
+from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'weighted_score', 'MetricScore',
            'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget', 'score_pages', 'system_scores',
-           'human_scores', 'judge_agreement', 'sourcebench_prompts']
+           'human_scores', 'judge_agreement', 'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -211,3 +216,73 @@ def sourcebench_prompts(path: str | Path | None = None) -> list[Prompt]:
         s = load_settings(); path = resolve_path(s, "data/external/sourcebench/sourcebench_public_queries_v1.csv")
     q = pd.read_csv(path, dtype=str, keep_default_na=False)
     return [Prompt(f"SB{r.query_id}", r.query_type, "user", 0, r.query) for r in q.itertuples()]
+
+# %% ../nbs/60_sourcebench.ipynb #a440343e
+def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: int = 0) -> tuple[pd.DataFrame, int]:
+    """The cited pages to score, one row per (conversation, URL) with the answer's query and type, the page's text
+    and metadata and whether it failed technically (no text or invalid); and the number of cited pages before the
+    cuts. The official script scores the top `sources_per_response` sources of a query: here the first cited ones;
+    `max_pages` keeps that many pages, one of them failed when there is one."""
+    convs = {c.conversation_id: c for c in read_records(run_dir / COLLECT / "conversations.jsonl", Conversation)}
+    prompts = {p.prompt_id: p for p in read_records(run_dir / COLLECT / "prompts.parquet", Prompt)}
+    src = pd.read_parquet(run_dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id", "url"])
+    has_text = src.text.fillna("").astype(str).str.strip().ne("")
+    src = src.assign(technical_failure=~(has_text & (src.valid.fillna(False).astype(bool) if "valid" in src
+                                                     else True)))
+    n_cited = len(src)
+    if sources_per_response:
+        src = src.sort_values(["conversation_id", "citation_index"],
+                              kind="stable").groupby("conversation_id").head(sources_per_response)
+    if max_pages: src = pd.concat([src[~src.technical_failure].head(max_pages - 1 if max_pages > 1 else 1),
+                                   src[src.technical_failure].head(1 if max_pages > 1 else 0)])
+    cid = src.conversation_id
+    pages = pd.DataFrame({"conversation_id": cid.values, "url": src.url.values, "text": src.text.fillna("").values,
+                          "technical_failure": src.technical_failure.values,
+                          "error": src.error.fillna("").values if "error" in src else "",
+                          "assistant": [assistant_name(convs[c]) for c in cid],
+                          "query": [convs[c].prompt_text for c in cid],
+                          "query_type": [prompts[convs[c].prompt_id].topic if convs[c].prompt_id in prompts else ""
+                                         for c in cid],
+                          **{k: src[k].fillna("").values if k in src else ""
+                             for k in ("published", "updated", "author", "site_name")}})
+    return pages, n_cited
+
+# %% ../nbs/60_sourcebench.ipynb #be9fde2a
+def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0, text_chars: int | None = None,
+        scoring: str | None = None, sources_per_response: int | None = None,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 60_sourcebench on the run in `run_dir`: each cited page (at most `sources_per_response` a response)
+    scored on SourceBench's eight metrics by the judge, and the scores per assistant and per query type (shown)."""
+    settings = load_settings(overrides=settings_overrides or {})
+    sbs, r, started = settings.get("sourcebench", {}), Run(run_dir), time.time()
+    ref = current_date or sbs.get("reference_date") or "today"
+    ref = date.today().isoformat() if ref == "today" else date.fromisoformat(str(ref)).isoformat()
+    scoring = scoring or sbs.get("scoring", "script")
+    sources_per_response = int(sources_per_response if sources_per_response is not None
+                               else sbs.get("sources_per_response", 5))
+    out = r.stage_dir(SOURCEBENCH)
+    params = dict(current_date=ref, max_pages=max_pages, text_chars=text_chars, scoring=scoring,
+                  sources_per_response=sources_per_response)
+    with r.stage(SOURCEBENCH, parameters=params) as st:
+        pages, n_cited = sourcebench_pages(r.dir, sources_per_response, max_pages)
+        llm = llm_from_settings(settings, r)
+        budget = int(text_chars or page_budget(llm, int(sbs.get("context_tokens", 32768))))
+        scores = score_pages(pages, llm, ref, budget, scoring=scoring)
+        write_table(scores, out / "page_scores.parquet")
+        sys_t = system_scores(scores)
+        how = ("pages without text not judged, weighted 0 (the official scripts); weighted_complete: pages with all "
+               "eight metrics" if scoring == "script" else "failed pages judged, relevance 1 (seed 001's rubric); "
+               "weighted_script: as the official scripts")
+        write_table_files(sys_t, out, "sourcebench_scores",
+                          "SourceBench scores per assistant: mean of each metric (1-5) and of the "
+                          f"weighted page score (max 100); {how}; freshness as of {ref}; "
+                          f"at most {sources_per_response or 'all'} sources a response", r.is_smoke)
+        write_table_files(system_scores(scores, ["assistant", "query_type"]), out, "sourcebench_by_query_type",
+                          "SourceBench weighted score per assistant and query type", r.is_smoke)
+        for s in ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"):
+            st.add_llm(s, llm.step_stats(s))
+        st.count(pages=len(scores), pages_missing_a_score=int((scores.missing_metrics > 0).sum()),
+                 reference_date=ref, pages_technical_failure=int(scores.technical_failure.sum()),
+                 pages_text_truncated=int(scores.text_truncated.sum()), text_chars=budget, scoring=scoring,
+                 sources_per_response=sources_per_response, cited_pages_not_scored=n_cited - len(pages))
+    return StageOutput.since(out, started, sys_t)

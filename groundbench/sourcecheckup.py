@@ -7,18 +7,26 @@ Docs: https://groundbench.github.io/groundbench/sourcecheckup.html.md"""
 # %% ../nbs/65_sourcecheckup.ipynb #d0523e77
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, Unit
-from .embed import Embedder, VectorIndex, chunk_text
-from .llm import LLM, complete_json, load_prompt, request
+from .core import Conversation, Unit, load_settings, read_records, write_table
+from .credibility.metrics import assistant_name
+from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
+from .groundedness.units import decontextualise, extract_units
+from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .runfolder import Run
+from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
+from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['STATEMENT_LABELS', 'Support', 'response_table', 'aggregate_support', 'support_table', 'judge_pairs', 'pick_responses']
+__all__ = ['STATEMENT_LABELS', 'Support', 'response_table', 'aggregate_support', 'support_table', 'judge_pairs', 'pick_responses',
+           'statements_of', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -129,3 +137,63 @@ def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str
                                                          i))
     ids = [responses.conversation_id.iat[i] for i in order]
     return ids[:n] if n else ids
+
+# %% ../nbs/65_sourcecheckup.ipynb #9937ac6f
+def statements_of(convs: list[Conversation], keep: set, units: list[Unit], sourceless: set,
+                  llm: LLM) -> tuple[list[Unit], int]:
+    """The statements of the kept responses: the groundedness stage's units where it made them, the others extracted
+    here (and decontextualised, except those of source-less responses, which are never judged); and how many
+    responses were extracted here."""
+    done = {u.conversation_id for u in units}
+    todo = [c for c in convs if c.conversation_id in keep and c.conversation_id not in done]
+    extracted = extract_units(todo, llm) if todo else []
+    needs_decon = [u for u in extracted if u.conversation_id not in sourceless]
+    extracted = [u for u in extracted if u.conversation_id in sourceless] + (
+        decontextualise(needs_decon, convs, llm)[0] if needs_decon else [])
+    return [u for u in units + extracted if u.label in STATEMENT_LABELS and u.conversation_id in keep], len(todo)
+
+# %% ../nbs/65_sourcecheckup.ipynb #92c9cc8e
+def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 65_sourcecheckup on the run in `run_dir`: statement by statement, does any cited source support it;
+    URL validity, statement-level and response-level support per assistant (shown)."""
+    settings = load_settings(overrides=settings_overrides or {})
+    r, started = Run(run_dir), time.time()
+    out = r.stage_dir(SOURCECHECKUP)
+    params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks)
+    with r.stage(SOURCECHECKUP, parameters=params) as st:
+        convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
+        sources = pd.read_parquet(r.dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id",
+                                                                                        "citation_index"])
+        names = {c.conversation_id: assistant_name(c) for c in convs}
+        llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
+        units_file = r.dir / GROUNDEDNESS / "units.jsonl"
+        units = read_records(units_file, Unit) if units_file.exists() else []
+        responses = response_table(convs, sources, names)
+        keep = set(pick_responses(responses, {u.conversation_id for u in units}, sourcecheckup_conversations))
+        responses = responses[responses.conversation_id.isin(keep)].reset_index(drop=True)
+        sourceless = set(responses.conversation_id[responses.sourceless])
+        stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
+        pairs = judge_pairs([u for u in stmts if u.conversation_id not in sourceless],
+                            sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks)
+        st_df = pd.DataFrame([{"unit_id": u.unit_id, "conversation_id": u.conversation_id,
+                               "assistant": names[u.conversation_id], "label": u.label,
+                               "statement": u.decontextualised or u.text} for u in stmts],
+                             columns=["unit_id", "conversation_id", "assistant", "label", "statement"])
+        statements, responses = aggregate_support(pairs, st_df, responses)
+        validity = sources[sources.conversation_id.isin(keep)].assign(assistant=lambda d: d.conversation_id.map(names))
+        validity = validity.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
+        table = support_table(statements, responses, validity)
+        for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
+            write_table(df, out / f"{name}.parquet")
+        write_table_files(table, out, "sourcecheckup",
+                          "SourceCheckup: URL validity, statement-level and response-level support (%), "
+                          "with and without source-less responses (no valid cited page)", r.is_smoke)
+        for step in ("extract_units", "decontextualise", "sourcecheckup"): st.add_llm(step, llm.step_stats(step))
+        st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),
+                 pairs=len(pairs), responses=len(responses), responses_sourceless=int(responses.sourceless.sum()),
+                 responses_extracted_here=n_todo, pairs_failed=int((pairs.parse_status == "failed").sum()),
+                 pairs_skipped_no_text=int(pairs.parse_status.str.startswith("skipped").sum()),
+                 pairs_source_truncated=int((pairs.chunks_total > pairs.chunks_given).sum()),
+                 source_chunks=source_chunks)
+    return StageOutput.since(out, started, table)

@@ -8,28 +8,33 @@ Docs: https://groundbench.github.io/groundbench/stages.html.md"""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
+import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import RecordError, project_root
 
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
-           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'stage_parameters', 'default_kernel', 'private_kernel',
-           'execute_notebook']
+           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters', 'default_kernel',
+           'private_kernel', 'execute_notebook']
 
-# %% ../nbs/04_stages.ipynb #3decf775
+# %% ../nbs/04_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
 class Stage:
-    "One stage of a run: its notebook's name, what it is, the stages it reads, its main outputs and its LLM steps."
+    """One stage of a run: its notebook's name, what it is, the stages it reads, its main outputs, its LLM steps, the
+    module its notebook exports (whose `run` executes the stage) and the estimate's planner of its requests."""
     name: str
     title: str
     reads: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     llm_steps: tuple[str, ...] = ()
+    module: str = ""
+    planner: str = ""
 
     @property
     def notebook(self) -> Path:
@@ -40,6 +45,17 @@ class Stage:
         "The stage's output folder in a run."
         return Path(run_dir) / self.name
 
+    @property
+    def run(self):
+        "The stage's `run(run_dir, ...)`: the function its notebook exports and its last cells call."
+        return importlib.import_module(f"groundbench.{self.module}").run
+
+    @property
+    def plan(self):
+        """The function that plans the stage's model requests for `groundbench estimate`, `plan(ctx, parameters,
+        inputs)` (notebook 87_estimate_plans), or None for a stage that asks no model."""
+        return getattr(importlib.import_module("groundbench.estimate_plans"), self.planner) if self.planner else None
+
 # %% ../nbs/04_stages.ipynb #27050387
 CLAIMS, COLLECT, SOURCES, CREDIBILITY = "10_claims", "20_collect", "30_sources", "40_credibility"
 GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, PROFILE = ("50_groundedness", "60_sourcebench", "65_sourcecheckup",
@@ -49,32 +65,34 @@ VALIDATION, REPORT, EXPLORER = "70_validation", "80_report", "85_explorer"
 STAGES: dict[str, Stage] = {s.name: s
                             for s in [Stage(CLAIMS, "claims and prompts: the seed study's claims, templates and "
                                             "question rewrites",
-          outputs=("claims.parquet", "prompts.parquet"), llm_steps=("question_rewrite",)),
+          outputs=("claims.parquet", "prompts.parquet"), llm_steps=("question_rewrite",), module="claims",
+          planner="plan_claims"),
     Stage(COLLECT, "collection: the assistants' answers with their citations (browser, API or a table)", (CLAIMS,),
-          ("conversations.jsonl", "prompts.parquet", "sources_presupplied.parquet")),
+          ("conversations.jsonl", "prompts.parquet", "sources_presupplied.parquet"), module="collect.stage"),
     Stage(SOURCES, "sources: every cited page fetched and its text extracted", (COLLECT,),
-          ("sources.parquet", "fetch_records.parquet")),
+          ("sources.parquet", "fetch_records.parquet"), module="sources.stage"),
     Stage(CREDIBILITY, "credibility: each cited domain rated, the paper's Tables 1-3", (COLLECT, SOURCES),
-          ("citations.parquet", "rates.csv")),
+          ("citations.parquet", "rates.csv"), module="credibility.stage"),
     Stage(GROUNDEDNESS, "groundedness: units, evidence and the judge, by three methods",
           (COLLECT, SOURCES, CREDIBILITY),
           ("units.jsonl", "judgments.jsonl", "response_scores.csv"),
           ("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise", "verify_judge",
-           "factscore_facts", "factscore_verify")),
+           "factscore_facts", "factscore_verify"), "groundedness.stage", "plan_groundedness"),
     Stage(SOURCEBENCH, "SourceBench: the cited pages' quality on eight metrics", (COLLECT, SOURCES),
           ("page_scores.parquet", "sourcebench_scores.csv"),
-          ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout")),
+          ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"), "sourcebench", "plan_sourcebench"),
     Stage(SOURCECHECKUP, "SourceCheckup: statement by statement, do the cited sources support the answer?",
           (COLLECT, SOURCES, GROUNDEDNESS), ("responses.parquet", "sourcecheckup.csv"),
-          ("extract_units", "decontextualise", "sourcecheckup")),
+          ("extract_units", "decontextualise", "sourcecheckup"), "sourcecheckup", "plan_sourcecheckup"),
     Stage(PROFILE, "profile: each system's credibility, groundedness and page quality side by side",
-          (CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("profile.csv",)),
+          (CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("profile.csv",), module="profile"),
     Stage(VALIDATION, "validation: the judges against human labels (ExpertQA, your pairs)", (COLLECT, CREDIBILITY),
-          ("judge_claims.parquet", "judge_confusion.csv"), ("judge", "sourcecheckup")),
+          ("judge_claims.parquet", "judge_confusion.csv"), ("judge", "sourcecheckup"), "validation",
+          "plan_validation"),
     Stage(REPORT, "report: the paper's tables and figures, paper against run, one HTML page",
-          (COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("report.html",)),
+          (COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("report.html",), module="report"),
     Stage(EXPLORER, "explorer: a notebook in the run folder to browse claims, answers, units and sources",
-          (COLLECT, SOURCES, CREDIBILITY, GROUNDEDNESS), ("explore.ipynb",)),
+          (COLLECT, SOURCES, CREDIBILITY, GROUNDEDNESS), ("explore.ipynb",), module="explorer"),
 ]}
 
 # %% ../nbs/04_stages.ipynb #033f17f5
@@ -83,6 +101,22 @@ def stage(name: str) -> Stage:
     if not isinstance(name, str) or name not in STAGES:
         raise RecordError(f"stage {name!r}: not a stage (the stages: {', '.join(STAGES)})")
     return STAGES[name]
+
+# %% ../nbs/04_stages.ipynb #abbabf3d
+@dataclass
+class StageOutput:
+    """What one execution of a stage wrote: its folder, the files at the top of it written by this execution (name:
+    path; caches and archives below are not listed), and the table its notebook shows."""
+    folder: Path
+    files: dict = field(default_factory=dict)
+    table: object = None
+
+    @classmethod
+    def since(cls, folder: str | Path, started: float, table=None) -> "StageOutput":
+        "The files at the top of `folder` modified at or after `started` (a `time.time()`)."
+        folder = Path(folder)
+        files = {p.name: p for p in sorted(folder.iterdir()) if p.is_file() and p.stat().st_mtime >= started - 0.01}
+        return cls(folder, files, table)
 
 # %% ../nbs/04_stages.ipynb #d57c113e
 def stage_parameters(name: str) -> dict:

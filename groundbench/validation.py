@@ -13,37 +13,23 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .core import Unit
+import time
+from pathlib import Path
+
+from .core import Unit, load_settings, resolve_path, write_table
 from .embed import Embedder
 from .groundedness.judge import judge_units, retrieve, source_chunks
-from .llm import LLM
+from .llm import LLM, llm_from_settings
+from .collect.expertqa import import_expertqa
+from .embed import embedder_from_settings
+from .runfolder import Run, StageRecord
+from .stages import COLLECT, CREDIBILITY, SOURCEBENCH, VALIDATION, StageOutput
+from .tables import write_table_files
+from .validation_pairs import PairColumns, agreement, confusion, write_pair_validation
 
 # %% auto #0
-__all__ = ['SUPPORT', 'SUPPORT_LABELS', 'RELIABILITY', 'agreement', 'confusion', 'support_benchmark', 'validate_judge',
-           'validate_sourcecheckup', 'reliability_agreement']
-
-# %% ../nbs/70_validation.ipynb #3d8da6fd
-def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict:
-    "Accuracy, macro-F1 and Cohen's kappa of `pred` against `gold` over `labels`, with n."
-    g, p = np.asarray(gold), np.asarray(pred)
-    n = len(g)
-    if n == 0: return {"n": 0, "accuracy": float("nan"), "macro_f1": float("nan"), "kappa": float("nan")}
-    acc = float((g == p).mean())
-    f1s = []
-    for l in labels:
-        tp, fp, fn = (int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()),
-                      int(((p != l) & (g == l)).sum()))
-        f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
-    pe = sum(float((g == l).mean()) * float((p == l).mean()) for l in labels)
-    kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
-    return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
-
-# %% ../nbs/70_validation.ipynb #c6216ed4
-def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
-              predicted: str = "judge") -> pd.DataFrame:
-    "Confusion matrix: rows = human labels, columns = the `predicted` labels (the judge's, or a baseline's)."
-    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"],
-                       colnames=[predicted], dropna=False)
+__all__ = ['SUPPORT', 'SUPPORT_LABELS', 'RELIABILITY', 'support_benchmark', 'validate_judge', 'validate_sourcecheckup',
+           'reliability_agreement', 'expertqa_validation', 'run']
 
 # %% ../nbs/70_validation.ipynb #3ba47d8c
 SUPPORT = {"Complete": "supported", "Partial": "not_fully_supported", "Incomplete": "not_fully_supported"}
@@ -139,3 +125,62 @@ def reliability_agreement(claims: pd.DataFrame, page_scores: pd.DataFrame | None
         rows.append(row("our credibility score (classified domains)", df.merge(r, on=["conversation_id", "url"]),
                         "score"))
     return pd.DataFrame(rows, columns=["measure", "pairs", "spearman_rho", "p_value"])
+
+# %% ../nbs/70_validation.ipynb #117be31d
+def expertqa_validation(out: Path, st: StageRecord, llm: LLM, emb: Embedder, claims_per_system: int, top_k: int,
+                        sourcecheckup_judge: bool, smoke: bool) -> pd.DataFrame:
+    """The judge (and SourceCheckup's any-source judge) against ExpertQA's expert claim-support labels: per claim,
+    agreement per answering system, confusion matrices. Returns the judge's agreement table."""
+    eqa = import_expertqa()
+    per_claim, agree, conf = validate_judge(eqa.claims, eqa.sources, llm, emb, claims_per_system, top_k)
+    write_table(per_claim.drop(columns=["evidence_urls", "citation_indices"]), out / "judge_claims.parquet")
+    write_table_files(agree.round(3), out, "judge_agreement",
+                      f"Judge ({llm.backend.model}) vs ExpertQA experts' claim support: agreement per answering "
+                      f"system", smoke)
+    write_table(pd.concat({k: v for k, v in conf.items()}, names=["system"]).reset_index(),
+                out / "judge_confusion.csv")
+    st.add_llm("judge", llm.step_stats("judge"))
+    st.count(claims=len(per_claim), judge_failed=int(per_claim.pred.isna().sum()))
+    if sourcecheckup_judge:
+        _, sc_agree = validate_sourcecheckup(eqa.claims, eqa.sources, llm, emb, claims_per_system, top_k)
+        write_table_files(sc_agree.round(3), out, "sourcecheckup_agreement",
+                          f"SourceCheckup judge ({llm.backend.model}, any source) vs ExpertQA experts' claim "
+                          f"support", smoke)
+        st.add_llm("sourcecheckup", llm.step_stats("sourcecheckup"))
+    return agree
+
+# %% ../nbs/70_validation.ipynb #276fcc88
+def run(run_dir: str | Path, claims_per_system: int = 1, expertqa_judge: bool = True, sourcecheckup_judge: bool = True,
+        top_k: int = 5, pairs_path: str | None = None, pairs_columns: dict | None = None,
+        pairs_label_map: str | dict | None = None, pairs_dev_fraction: float = 0.5,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 70_validation on the run in `run_dir`: the judges against ExpertQA's experts, the experts' source
+    reliability against SourceBench and our credibility scores, and the judge on your own labelled pairs. Shows the
+    judge's agreement (or the pairs' when ExpertQA is not judged)."""
+    settings, pairs_columns = load_settings(overrides=settings_overrides or {}), dict(pairs_columns or {})
+    r, started = Run(run_dir), time.time()
+    out, shown = r.stage_dir(VALIDATION), None
+    params = dict(claims_per_system=claims_per_system, top_k=top_k, expertqa_judge=expertqa_judge,
+                  pairs_path=pairs_path, pairs_columns=pairs_columns)
+    with r.stage(VALIDATION, parameters=params) as st:
+        llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
+        if expertqa_judge:
+            shown = expertqa_validation(out, st, llm, emb, claims_per_system, top_k, sourcecheckup_judge, llm.smoke)
+        ec = r.dir / COLLECT / "expert_claims.parquet"
+        if ec.exists():
+            ps_f, ra_f = r.dir / SOURCEBENCH / "page_scores.parquet", r.dir / CREDIBILITY / "citations.parquet"
+            rel = reliability_agreement(pd.read_parquet(ec), pd.read_parquet(ps_f) if ps_f.exists() else None,
+                                        pd.read_parquet(ra_f) if ra_f.exists() else None)
+            write_table_files(rel.round(3), out, "reliability_agreement",
+                              "ExpertQA experts' source reliability vs SourceBench scores and our credibility score "
+                              "(Spearman)", llm.smoke)
+        if pairs_path:
+            pa, ps = write_pair_validation(resolve_path(settings, pairs_path), PairColumns(**pairs_columns), out,
+                                           llm, emb, pairs_label_map, pairs_dev_fraction, top_k)
+            st.add_llm("judge", llm.step_stats("judge"))  # the judge step's counters now include these pairs
+            st.count(pairs=ps["pairs"], pairs_test=ps["test"], pairs_judge_parse_failures=ps["judge_parse_failures"])
+            shown = pa if shown is None else shown
+    if llm.smoke:
+        print(f"SMOKE RESULT: {llm.backend.model} is far too small to judge; "
+              "this shows the harness, not a judge's quality.")
+    return StageOutput.since(out, started, shown)

@@ -18,12 +18,12 @@ import pandas as pd
 
 from .rows import cell_text, cell_value, find_column, read_rows
 from .core import RecordError, Unit
-from .validation import agreement, confusion
+
 
 # %% auto #0
 __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREEMENT_COLUMNS', 'parse_label_map', 'PairColumns',
-           'load_pairs', 'binary_agreement', 'confusion_table', 'word_overlap', 'embedding_cosine', 'dev_threshold',
-           'judge_pairs_labels', 'validate_pairs', 'write_pair_validation']
+           'load_pairs', 'agreement', 'confusion', 'binary_agreement', 'confusion_table', 'word_overlap',
+           'embedding_cosine', 'dev_threshold', 'judge_pairs_labels', 'validate_pairs', 'write_pair_validation']
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0006
 POS, NEG = "supported", "not_supported"
@@ -110,6 +110,29 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
     counts["notes"] = [f"every test row's human label is {one[0]!r}: kappa is undefined (left empty) and accuracy "
                        "says nothing about the other label; give rows of both labels"] if len(one) == 1 else []
     return df, counts
+
+# %% ../nbs/71_validation_pairs.ipynb #3d8da6fd
+def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict:
+    "Accuracy, macro-F1 and Cohen's kappa of `pred` against `gold` over `labels`, with n."
+    g, p = np.asarray(gold), np.asarray(pred)
+    n = len(g)
+    if n == 0: return {"n": 0, "accuracy": float("nan"), "macro_f1": float("nan"), "kappa": float("nan")}
+    acc = float((g == p).mean())
+    f1s = []
+    for l in labels:
+        tp, fp, fn = (int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()),
+                      int(((p != l) & (g == l)).sum()))
+        f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
+    pe = sum(float((g == l).mean()) * float((p == l).mean()) for l in labels)
+    kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
+    return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
+
+# %% ../nbs/71_validation_pairs.ipynb #c6216ed4
+def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+              predicted: str = "judge") -> pd.DataFrame:
+    "Confusion matrix: rows = human labels, columns = the `predicted` labels (the judge's, or a baseline's)."
+    return pd.crosstab(pd.Categorical(gold, labels), pd.Categorical(pred, labels), rownames=["human"],
+                       colnames=[predicted], dropna=False)
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0011
 def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 1000, seed: int = 0) -> dict:

@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / "nbs"
+sys.path.insert(0, str(ROOT))
+from groundbench.stages import (CLAIMS, COLLECT, CREDIBILITY, GROUNDEDNESS, PROFILE, REPORT,  # noqa: E402
+                                SOURCES)
 
 # stage order and grouping of the navigation: (section, notebook-name prefixes)
 SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05")), ("Claims", ("10",)),
@@ -31,11 +34,11 @@ SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05")), ("Claims", ("
             ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
             ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")),
             ("Validation", ("70", "71")),
-            ("Report and explorer", ("80", "85")), ("Cost before you run", ("87", "88")),
-            ("Running a study", ("89", "90"))]
+            ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("87", "88")),
+            ("Running a study", ("89", "90", "91"))]
 # figures of the report a stage notebook describes
 FIGURES = {"42_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
-           "68_profile": ["figure_profile"]}
+           PROFILE: ["figure_profile"]}
 
 
 def _import_only(cell) -> bool:
@@ -124,34 +127,34 @@ def study_guide() -> str:
     fc = tpl[tpl.role == "fact_checker"].iloc[0].template.replace("{claim}", c.claim).replace("{question}", question)
     cb = tpl[tpl.role == "claim_believer"].iloc[0].template.replace("{claim}", c.claim).replace("{question}", question)
     steps = [
-        ("1. The claim", "10_claims", f"`data/seed_study/claims.csv` row `{cid}` (topic *{c.topic}*): \"{c.claim}\". "
+        ("1. The claim", CLAIMS, f"`data/seed_study/claims.csv` row `{cid}` (topic *{c.topic}*): \"{c.claim}\". "
          "Every claim is filled into the three Fact-Checker and three Claim Believer templates of `templates.csv`; the "
          "Claim "
          f"Believer templates ask the reviewed question of `questions.csv`. Two of the six prompts:\n\n"
          f"- Fact-Checker, template 1: \"{fc}\"\n- Claim Believer, template 1: \"{cb}\""),
-        ("2. Collection", "20_collect",
+        ("2. Collection", COLLECT,
          "Each prompt goes to each assistant (browser collectors, notebooks 22-25 and 28; APIs, 26; or "
          "answers you already hold, 27 and 29). The answer becomes a `Conversation`: its text, its citations numbered "
          "by first "
          "appearance, and its segments, each sentence with the citations that cover it (METHOD 1.2, notebook 21)."),
-        ("3. Sources", "30_sources",
+        ("3. Sources", SOURCES,
          "Every cited URL is fetched safely (31), its text extracted (32) or rendered in Chromium (33); "
          "a page that cannot be fetched keeps its failure reason."),
-        ("4. Credibility", "40_credibility",
+        ("4. Credibility", CREDIBILITY,
          "Each cited domain gets the paper's MBFC-based label and score (41): credible (> 0), "
          "non-credible (< 0) or unrated. The conversation's CR is its credible share of rated citations; Table 1's "
          "cell for this "
          "claim's topic and the Fact-Checker role is the mean of those per-conversation rates over the topic's "
          "conversations, "
          "with 1.96 standard errors, beside the pooled rate with its Agresti-Coull interval (42)."),
-        ("5. Groundedness", "50_groundedness",
+        ("5. Groundedness", GROUNDEDNESS,
          "The answer is split into minimal units (51), each labelled and made self-contained; "
          "each verifiable unit is judged against the chunks of its own cited sources retrieved by embedding similarity "
          "(52). "
          "GS is the supported share of verified units per response, CG and NCG split the support by the source's "
          "credibility, "
          "and Table 4's cell is their mean over the group's responses (53)."),
-        ("6. The report", "80_report",
+        ("6. The report", REPORT,
          "Tables 1 and 4 of all runs side by side, the paper's values beside the run's with "
          "whether each difference lies within the combined interval, and the comparison of two runs or assistants; the "
          "explorer "

@@ -2,6 +2,8 @@
 at the top of a module or inside a function, is an arrow; the arrows make no circle, and the modules that show results
 (the report, the explorer) reach no module that loads or calls a model, however indirectly."""
 import ast
+import json
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -74,3 +76,55 @@ def test_the_graph_reader_sees_function_level_and_relative_imports(tmp_path):
     old, ROOT = ROOT, tmp_path
     try: assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm"}
     finally: ROOT = old
+
+
+NBS = ROOT / "nbs"
+
+
+def default_exp(nb: Path) -> str | None:
+    for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+        m = re.match(r"#\|\s*default_exp\s+(\S+)", "".join(c["source"]))
+        if m: return m.group(1)
+    return None
+
+
+def test_no_module_over_500_lines_and_no_export_cell_over_60():
+    long = {str(p.relative_to(ROOT)): n for p in PKG.rglob("*.py") if p.name != "_modidx.py"
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"modules over 500 lines: {long}"
+    cells = [(nb.name, i, n) for nb in sorted(NBS.glob("*.ipynb"))
+             for i, c in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"])
+             if c["cell_type"] == "code" and "".join(c["source"]).startswith("#| export")
+             and (n := len("".join(c["source"]).splitlines())) > 60]
+    assert not cells, f"export cells over 60 lines (notebook, cell, lines): {cells}"
+
+
+def test_stage_names_are_written_once():
+    "A stage's name is a literal only in the registry (stages.py); the library and the scripts use its constant."
+    from groundbench.stages import STAGES
+    names = "|".join(STAGES)
+    lit = re.compile(rf"""["']({names})["']""")
+    files = [p for p in [*PKG.rglob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "benchmarks").glob("*.py")]
+             if p.name not in ("_modidx.py", "stages.py")]
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in files
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if lit.search(line)]
+    assert not hits, f"stage names written as literals: {hits}"
+
+
+def test_every_stage_is_an_exported_run_with_its_notebooks_parameters():
+    """Each stage's notebook exports `run` to the module the registry names; `run`'s parameters are its notebook's
+    parameters cell, in the same order; a stage with LLM steps has a planner for the estimate, the others none."""
+    import inspect
+    from groundbench.stages import STAGES, StageOutput, stage_parameters
+    for s in STAGES.values():
+        assert default_exp(s.notebook) == s.module, (s.name, default_exp(s.notebook), s.module)
+        sig = inspect.signature(s.run)
+        assert list(sig.parameters) == list(stage_parameters(s.name)), (s.name, list(sig.parameters))
+        assert sig.return_annotation in (StageOutput, "StageOutput"), (s.name, sig.return_annotation)
+        assert bool(s.llm_steps) == (s.plan is not None), s.name
+        if s.plan: assert list(inspect.signature(s.plan).parameters) == ["ctx", "p", "inp"], s.name
+        src = json.loads(s.notebook.read_text(encoding="utf-8"))["cells"]
+        assert any("".join(c["source"]).startswith("#| export\ndef run(") for c in src), s.name
+        calls = [c for c in src if c["cell_type"] == "code" and re.search(r"\brun\(", "".join(c["source"]))
+                 and not "".join(c["source"]).startswith("#| export")]
+        assert calls, f"{s.name}: no cell calls run(...)"

@@ -48,7 +48,51 @@ def _rows(folder: Path):
                 except json.JSONDecodeError as e:
                     raise RecordError(f"{p}: line {i}: not valid JSON ({e.msg})") from None
 
-# %% ../../nbs/27_collect_expertqa.ipynb #6ca10faa
+# %% ../../nbs/27_collect_expertqa.ipynb #beaae0e5
+def _citations(path: Path, line: int, system: str, ans: dict) -> list[Citation]:
+    "An answer's `[n] URL` attributions as citations numbered 1..n; anything else names the file, line and field."
+    cits = []
+    for j, a in enumerate(ans.get("attribution") or [], 1):
+        m = _ATTR.match(a)
+        if not m:
+            raise RecordError(
+                f"{path}: line {line}: field 'answers.{system}.attribution[{j}]': not '[n] URL': {a[:80]!r}")
+        cits.append(Citation(int(m.group(1)), m.group(2)))
+    if [c.index for c in cits] != list(range(1, len(cits) + 1)):
+        raise RecordError(
+            f"{path}: line {line}: field 'answers.{system}.attribution': indices {[c.index for c in cits]} are "
+            f"not 1..{len(cits)}")
+    return cits
+
+# %% ../../nbs/27_collect_expertqa.ipynb #9ca58e93
+def _claims_and_passages(conv: Conversation, system: str, ans: dict) -> tuple[list[dict], list[dict]]:
+    """The experts' claims of one answer (labels, cited indices, evidence URLs) and its evidence passages, one source
+    row per URL (its passages joined)."""
+    passages: dict[str, list[str]] = {}
+    claim_rows, src_rows = [], []
+    for k, c in enumerate(ans.get("claims") or []):
+        idx, urls = [], []
+        for e in c.get("evidence") or []:
+            m = _EVID.match(e.strip())
+            if not m: continue
+            idx.append(int(m.group(1))); urls.append(m.group(2))
+            passage = (m.group(3) or "").strip()
+            if passage and passage not in passages.setdefault(m.group(2), []):
+                passages[m.group(2)].append(passage)
+        claim_rows.append({"conversation_id": conv.conversation_id, "system": system, "claim_index": k,
+                           "claim": c.get("claim_string", ""),
+                           "citation_indices": sorted(set(idx)), "evidence_urls": list(dict.fromkeys(urls)),
+                           "has_passage": any(u in passages for u in urls),
+                           **{f: (c.get(f) if c.get(f) is not None else "")
+                              for f in ("support", "reliability", "correctness", "worthiness", "informativeness")}})
+    for url, ps in passages.items():
+        text_ = "\n\n".join(ps)
+        src_rows.append({"conversation_id": conv.conversation_id,
+                         **SourceDoc(url, url, 200, "text/plain", text_, valid=bool(text_),
+                                     substantive=len(text_) >= 500, presupplied=True).__dict__})
+    return claim_rows, src_rows
+
+# %% ../../nbs/27_collect_expertqa.ipynb #6c1502f5
 def import_expertqa(folder: str | Path | None = None, systems: list[str] | None = None) -> ExpertQAImport:
     "Read ExpertQA's answer files into conversations, sources and expert labels."
     if folder is None: s = load_settings(); folder = resolve_path(s, s["paths"]["expertqa"])
@@ -72,45 +116,14 @@ def import_expertqa(folder: str | Path | None = None, systems: list[str] | None 
             seen[key] = (digest, f"{path.name}:{line}")
             pr = prompts.setdefault(q, Prompt(f"EQA-{stable_id(q, n=10)}", meta.get("field", "") or "unknown", "expert",
                                               0, q))
-            cits = []
-            for j, a in enumerate(ans.get("attribution") or [], 1):
-                m = _ATTR.match(a)
-                if not m:
-                    raise RecordError(
-                        f"{path}: line {line}: field 'answers.{system}.attribution[{j}]': not '[n] URL': {a[:80]!r}")
-                cits.append(Citation(int(m.group(1)), m.group(2)))
-            if [c.index for c in cits] != list(range(1, len(cits) + 1)):
-                raise RecordError(
-                    f"{path}: line {line}: field 'answers.{system}.attribution': indices {[c.index for c in cits]} are "
-                    f"not 1..{len(cits)}")
-            answer = ans.get("answer_string") or ""
-            text, segs = segment_blocks([bracket_markers(b, len(cits)) for b in text_blocks(answer)], len(cits))
+            cits = _citations(path, line, system, ans)
+            text, segs = segment_blocks([bracket_markers(b, len(cits)) for b in text_blocks(ans.get("answer_string")
+                                                                                            or "")], len(cits))
             conv = Conversation("expertqa", system, pr.prompt_id, q, text, tuple(cits), segs,
                                 source=f"ExpertQA {path.name}:{line}")
             convs.append(conv)
-            passages: dict[str, list[str]] = {}
-            for k, c in enumerate(ans.get("claims") or []):
-                idx, urls = [], []
-                for e in c.get("evidence") or []:
-                    m = _EVID.match(e.strip())
-                    if not m: continue
-                    idx.append(int(m.group(1))); urls.append(m.group(2))
-                    passage = (m.group(3) or "").strip()
-                    if passage and passage not in passages.setdefault(m.group(2), []):
-                        passages[m.group(2)].append(passage)
-                claim_rows.append({"conversation_id": conv.conversation_id, "system": system, "claim_index": k,
-                                   "claim": c.get("claim_string", ""),
-                                   "citation_indices": sorted(set(idx)), "evidence_urls": list(dict.fromkeys(urls)),
-                                   "has_passage": any(u in passages for u in urls),
-                                   **{f: (c.get(f) if c.get(f) is not None else "")
-                                      for f in ("support", "reliability", "correctness", "worthiness",
-                                                "informativeness")}})
-            for url, ps in passages.items():
-                text_ = "\n\n".join(ps)
-                src_rows.append({"conversation_id": conv.conversation_id,
-                                 **SourceDoc(url, url, 200, "text/plain", text_, valid=bool(text_),
-                                                                                      substantive=len(text_) >= 500,
-                                             presupplied=True).__dict__})
+            cr, sr = _claims_and_passages(conv, system, ans)
+            claim_rows += cr; src_rows += sr
     claims = pd.DataFrame(claim_rows)
     counts = {"rows": n_rows, "questions": len(prompts), "conversations": len(convs),
               "systems": pd.Series([c.model for c in convs]).value_counts().to_dict(),

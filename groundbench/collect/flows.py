@@ -91,7 +91,33 @@ def _when(alt) -> str: return alt["when"] if isinstance(alt, dict) else (_first_
 # %% ../../nbs/28_collect_flows.ipynb #69de9ae2
 def _steps(alt) -> list: return alt["steps"] if isinstance(alt, dict) else alt
 
-# %% ../../nbs/28_collect_flows.ipynb #3d89142b
+# %% ../../nbs/28_collect_flows.ipynb #1cc48190
+def _element_step(driver, name: str, label: str, kind: str, arg, sel: str, fill, timeout: float,
+                  optional: bool) -> StepResult:
+    "One step acting on an element: click, click_text, check or ensure."
+    if kind == "click":
+        els = _wait(lambda: _els(driver, sel), timeout)
+        if els: els[-1].click(); return StepResult(name, label, sel, True, len(els), "clicked")
+        return StepResult(name, label, sel, False, 0, "not found", optional)
+    if kind == "click_text":
+        text = fill(arg["text"])
+        els = _wait(lambda: [e for e in _els(driver, sel) if _text_match(e, text)], timeout)
+        if els: els[0].click(); return StepResult(name, label, sel, True, len(els), f"clicked {text!r}")
+        seen = [e.text.strip()[:40] for e in _els(driver, sel)][:12]
+        return StepResult(name, label, sel, False, 0, f"no {text!r} among {seen}", optional)
+    if kind == "check":
+        els = _wait(lambda: _els(driver, sel), timeout)
+        return StepResult(name, label, sel, bool(els), len(els or []), "present" if els else "not found", optional)
+    # ensure: an element's attribute has the wanted value, clicking it once if not
+    attr, want = arg.get("attr", "aria-pressed"), str(arg.get("want", "true"))
+    els = _wait(lambda: _els(driver, sel, visible=False), timeout)
+    if not els: return StepResult(name, label, sel, False, 0, "not found", optional)
+    if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
+    ok = _wait(lambda: (_els(driver, sel, visible=False)[-1].get_attribute(attr) or "") == want, timeout)
+    return StepResult(name, label, sel, bool(ok), len(els),
+                      f"{attr}={want}" if ok else f"{attr} did not become {want!r}", optional)
+
+# %% ../../nbs/28_collect_flows.ipynb #76e87fe7
 def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = None, timeout: float = 10.0,
              strict: bool = True) -> list[StepResult]:
     "Run a flow's steps; returns what each did. With `strict`, the first failed required step raises FlowError."
@@ -100,8 +126,7 @@ def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = 
     for i, step in enumerate(steps, 1):
         optional = bool(step.get("optional"))
         kind = next(k for k in step if k != "optional")
-        arg = step[kind]
-        label = f"{i} {kind}"
+        arg, label = step[kind], f"{i} {kind}"
         if kind == "wait":
             time.sleep(float(arg)); out.append(StepResult(name, label, "", True, detail=f"{arg} s")); continue
         if kind == "first_of":
@@ -125,34 +150,12 @@ def run_flow(driver, name: str, steps: Sequence[dict], variables: dict | None = 
             out.append(StepResult(name, label, sel, True, len(els), "done" if hit else "not yet"))
             if hit: return out
             continue
-        sel = fill(arg if isinstance(arg, str) else arg["selector"])
-        if kind == "click":
-            els = _wait(lambda: _els(driver, sel), timeout)
-            if els: els[-1].click(); r = StepResult(name, label, sel, True, len(els), "clicked")
-            else: r = StepResult(name, label, sel, False, 0, "not found", optional)
-        elif kind == "click_text":
-            text = fill(arg["text"])
-            els = _wait(lambda: [e for e in _els(driver, sel) if _text_match(e, text)], timeout)
-            if els: els[0].click(); r = StepResult(name, label, sel, True, len(els), f"clicked {text!r}")
-            else:
-                seen = [e.text.strip()[:40] for e in _els(driver, sel)][:12]
-                r = StepResult(name, label, sel, False, 0, f"no {text!r} among {seen}", optional)
-        elif kind == "check":
-            els = _wait(lambda: _els(driver, sel), timeout)
-            r = StepResult(name, label, sel, bool(els), len(els or []), "present" if els else "not found", optional)
-        elif kind == "ensure":
-            attr, want = arg.get("attr", "aria-pressed"), str(arg.get("want", "true"))
-            els = _wait(lambda: _els(driver, sel, visible=False), timeout)
-            if not els: r = StepResult(name, label, sel, False, 0, "not found", optional)
-            else:
-                if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
-                ok = _wait(lambda: (_els(driver, sel, visible=False)[-1].get_attribute(attr) or "") == want, timeout)
-                r = StepResult(name, label, sel, bool(ok), len(els),
-                               f"{attr}={want}" if ok else f"{attr} did not become {want!r}", optional)
-        else:
+        if kind not in ("click", "click_text", "check", "ensure"):
             raise ValueError(
                 f"flow {name!r}: step {i}: unknown kind {kind!r} (click, click_text, check, ensure, done_if, first_of, "
                 f"wait)")
+        sel = fill(arg if isinstance(arg, str) else arg["selector"])
+        r = _element_step(driver, name, label, kind, arg, sel, fill, timeout, optional)
         out.append(r)
         if not r.ok and strict and not optional: raise FlowError(r)
         time.sleep(0.15)  # let menus open and close

@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/collect.html.md"""
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,10 +20,14 @@ from .assistants import browser_assistants
 from .browser import BrowserCollector
 from .expertqa import import_expertqa
 from .table import import_tables as import_answer_tables, write_import
-from ..core import Conversation, Prompt, read_records
+from ..core import (Conversation, Prompt, load_settings, now_iso, project_root, read_records,
+                             resolve_path, write_json, write_jsonl, write_table)
+from ..runfolder import Run, StageRecord
+from ..stages import CLAIMS, COLLECT, StageOutput
 
 # %% auto #0
-__all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts']
+__all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts', 'from_expertqa', 'from_tables',
+           'from_assistant', 'run']
 
 # %% ../../nbs/20_collect.ipynb #ca207703
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None,
@@ -89,3 +94,97 @@ def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)
     return df.reset_index()
+
+# %% ../../nbs/20_collect.ipynb #9e4dbaac
+def from_expertqa(out: Path, st: StageRecord, settings: dict, expertqa_path: str | None, systems: list | None,
+                  sample: int, seed: int) -> tuple[list[Conversation], list[Prompt]]:
+    """ExpertQA's answers, sampled across its systems, with their evidence passages (`sources_presupplied.parquet`)
+    and expert labels (`expert_claims.parquet`) written beside them."""
+    eqa = import_expertqa(expertqa_path or resolve_path(settings, settings["paths"]["expertqa"]), systems)
+    convs = sample_by_group(eqa.conversations, lambda c: c.model, sample, seed)
+    keep, prompt_ids = {c.conversation_id for c in convs}, {c.prompt_id for c in convs}
+    write_table(eqa.sources[eqa.sources.conversation_id.isin(keep)], out / "sources_presupplied.parquet")
+    write_table(eqa.claims[eqa.claims.conversation_id.isin(keep)], out / "expert_claims.parquet")
+    st.count(expertqa=eqa.counts)
+    return convs, [p for p in eqa.prompts if p.prompt_id in prompt_ids]
+
+# %% ../../nbs/20_collect.ipynb #2f75e7ec
+def from_tables(out: Path, st: StageRecord, import_tables: list, skip_bad_rows: bool, sample: int,
+                seed: int) -> tuple[list[Conversation], list[Prompt]]:
+    "Answers imported from tables (notebook 29), sampled across providers; the import's record is written beside."
+    if not import_tables: raise ValueError("source table: give import_tables (files with their column mappings)")
+    imp = import_answer_tables(import_tables, project_root(), skip_bad_rows)
+    convs = sample_by_group(imp.conversations, lambda c: c.provider, sample, seed)
+    prompt_ids = {c.prompt_id for c in convs}
+    st.count(table_import=write_import(imp, out), imported_answers=len(imp.conversations))
+    if len(convs) < len(imp.conversations):
+        print(f"sample {sample}: {len(convs)} of the {len(imp.conversations)} imported answers kept "
+              "(sample: 0 keeps them all)")
+    return convs, [p for p in imp.prompts if p.prompt_id in prompt_ids]
+
+# %% ../../nbs/20_collect.ipynb #a6341afd
+def from_assistant(r: Run, st: StageRecord, source: str, provider: str, model: str, prompts_path: str | None,
+                   sample: int, seed: int, worker: int, workers: int,
+                   **collector_options) -> tuple[list[Conversation], list[Prompt]]:
+    """A browser or API assistant's answers to the prompts (this run's 10_claims by default), resumable from the
+    archive; a worker takes its share of the prompts and writes only its archive records and its summary."""
+    out = r.stage_dir(COLLECT)
+    ppath = Path(prompts_path) if prompts_path else r.dir / CLAIMS / "prompts.parquet"
+    if not ppath.exists():
+        raise FileNotFoundError(f"{ppath}: no prompt table (run the {CLAIMS} stage first, or give prompts_path)")
+    prompts = sample_by_group(read_records(ppath, Prompt), lambda p: (p.topic, p.role), sample, seed)
+    mine = [p for p in prompts if worker_of(p.prompt_id, workers) == worker] if workers > 1 else prompts
+    collector = make_collector(source, provider, model, **collector_options)
+    archived_before = sum(Archive(out).has(collector.provider, p.prompt_id) for p in mine)
+    convs = collector.collect(mine, Archive(out))
+    recs = [x for x in Archive(out).records(collector.provider) if x["prompt_id"] in {p.prompt_id for p in mine}]
+    if workers > 1:
+        write_json({"worker": worker, "workers": workers, "prompts": len(mine), "archived_before": archived_before,
+                    "collected_now": len(mine) - archived_before, "finished_at": now_iso()},
+                   out / "workers" / f"worker-{worker}-of-{workers}.json")
+    st.count(worker=f"{worker}/{workers}", archived_before=archived_before, collected_now=len(mine) - archived_before,
+             model_mismatches=sum(bool(x.get("model_mismatch")) for x in recs),
+             renderers=dict(pd.Series([x.get("renderer") or "" for x in recs],
+                                      dtype=object).value_counts()) if recs else {})
+    return convs, prompts
+
+# %% ../../nbs/20_collect.ipynb #197fc5fb
+def run(run_dir: str | Path, source: str = "expertqa", provider: str = "", model: str = "",
+        prompts_path: str | None = None, sample: int = 12, sample_seed: int = 0, base_url: str | None = None,
+        api_key_env: str | None = None, profile_dir: str | None = None, headless: bool = True,
+        delay_s: float | None = None, expertqa_path: str | None = None, expertqa_systems: list | None = None,
+        on_model_mismatch: str = "record", api_options: dict | None = None, remote_url: str | None = None,
+        worker: int = 0, workers: int = 1, import_tables: list | None = None, skip_bad_rows: bool = False,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 20_collect on the run in `run_dir`: conversations from ExpertQA, answer tables, a browser assistant or
+    an API (the parameters cell above says what each parameter does). Shows the conversation counts."""
+    settings, import_tables = load_settings(overrides=settings_overrides or {}), list(import_tables or [])
+    r, started = Run(run_dir), time.time()
+    out = r.stage_dir(COLLECT)
+    params = dict(source=source, provider=provider, model=model, prompts_path=prompts_path, sample=sample,
+                  sample_seed=sample_seed, base_url=base_url, api_key_env=api_key_env, profile_dir=profile_dir,
+                  headless=headless, delay_s=delay_s, import_tables=import_tables, skip_bad_rows=skip_bad_rows,
+                  remote_url=remote_url, worker=worker, workers=workers)
+    if not (isinstance(workers, int) and workers >= 1 and isinstance(worker, int) and 0 <= worker < workers):
+        raise ValueError(f"worker {worker!r} of workers {workers!r}: give workers >= 1 and 0 <= worker < workers")
+    if workers > 1 and source not in ("browser", "api"):
+        raise ValueError(f"workers {workers}: only browser and api collection is split")
+    with r.stage(COLLECT, parameters=params) as st:
+        if source == "expertqa":
+            convs, prompts = from_expertqa(out, st, settings, expertqa_path, expertqa_systems, sample, sample_seed)
+        elif source == "table": convs, prompts = from_tables(out, st, import_tables, skip_bad_rows, sample, sample_seed)
+        else:
+            convs, prompts = from_assistant(r, st, source, provider, model, prompts_path, sample, sample_seed, worker,
+                                            workers, base_url=base_url, api_key_env=api_key_env,
+                                            profile_dir=profile_dir, headless=headless, delay_s=delay_s,
+                                            on_model_mismatch=on_model_mismatch, options=api_options,
+                                            remote_url=remote_url)
+        counts = conversation_counts(convs)
+        if workers == 1:   # a worker writes only its own records; the run without workers writes the rest
+            write_table(prompts, out / "prompts.parquet")
+            write_jsonl(convs, out / "conversations.jsonl")
+            write_table(counts, out / "conversation_counts.csv")
+        st.count(conversations=len(convs), prompts=len(prompts), citations=int(counts.citations.sum()),
+                 segments=int(counts.segments.sum()),
+                 unresolved_pills=int(counts.unresolved_pills.sum()) if "unresolved_pills" in counts else 0)
+    return StageOutput.since(out, started, counts)

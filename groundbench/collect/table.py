@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import regex
+from fastcore.basics import patch
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
                                       mark, segment_blocks, text_blocks)
@@ -71,27 +72,30 @@ class TableMapping:
             except regex.error as e:
                 raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
 
-    @classmethod
-    def from_dict(cls, d: dict, where: str = "mapping") -> "TableMapping":
-        "A mapping from a parameter file's dict; unknown keys are refused with their names."
-        if not isinstance(d, dict):
-            raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
-        if set(d) - known:
-            raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
-        if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
-        kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
-        for k in ("meta", "markers", "drop_lines"):
-            if isinstance(d.get(k), str): kw[k] = (d[k],)
-        try: return cls(**kw)
-        except ValueError as e: raise ValueError(f"{where}: {e}") from None
+# %% ../../nbs/29_collect_table.ipynb #9fc8e072
+@patch(cls_method=True)
+def from_dict(cls: TableMapping, d: dict, where: str = "mapping") -> TableMapping:
+    "A mapping from a parameter file's dict; unknown keys are refused with their names."
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
+    known = {f.name for f in fields(cls)}
+    if set(d) - known:
+        raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
+    if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
+    kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
+    for k in ("meta", "markers", "drop_lines"):
+        if isinstance(d.get(k), str): kw[k] = (d[k],)
+    try: return cls(**kw)
+    except ValueError as e: raise ValueError(f"{where}: {e}") from None
 
-    def columns(self) -> dict[str, str]:
-        "Field -> column of every mapped column (meta columns as meta:<column>)."
-        cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
-                                              "panel_urls",
-                                              "collected_at", "topic", "role", "claim_id") if getattr(self, f)}
-        return cols | {f"meta:{m}": m for m in self.meta}
+# %% ../../nbs/29_collect_table.ipynb #62a80084
+@patch
+def columns(self: TableMapping) -> dict[str, str]:
+    "Field -> column of every mapped column (meta columns as meta:<column>)."
+    cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
+                                          "panel_urls",
+                                          "collected_at", "topic", "role", "claim_id") if getattr(self, f)}
+    return cols | {f"meta:{m}": m for m in self.meta}
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29011
 def split_cell(v) -> list:

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/credibility.html.md"""
 # %% ../../nbs/40_credibility.ipynb #2de51523
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,9 +16,13 @@ from .audit import corrections, corrections_summary, rules_audit, rules_effect
 from .metrics import citation_table, conversation_table, credibility_outputs
 from .paper import rater_from_settings
 from .ratings import credibility_root, is_paper
+from ..core import Conversation, Prompt, load_settings, read_records, write_table
+from ..runfolder import Run
+from ..stages import COLLECT, CREDIBILITY, StageOutput
+from ..tables import Output, write_output
 
 # %% auto #0
-__all__ = ['expert_reliability_crosstab']
+__all__ = ['expert_reliability_crosstab', 'review_outputs', 'run']
 
 # %% ../../nbs/40_credibility.ipynb #a381d8b0
 def expert_reliability_crosstab(claims: pd.DataFrame, rater) -> pd.DataFrame:
@@ -35,3 +40,74 @@ def expert_reliability_crosstab(claims: pd.DataFrame, rater) -> pd.DataFrame:
                         "unrated", "total"] if c in ct.columns]
     return ct.reindex(index=[i for i in ["Reliable", "Somewhat reliable", "Not reliable at all",
                                          "total"] if i in ct.index], columns=cols)
+
+# %% ../../nbs/40_credibility.ipynb #8d95d39e
+def review_outputs(cit: pd.DataFrame, rater, settings: dict, paper: bool) -> list[Output]:
+    """The outputs that put the run's rules beside the authors' code: the corrections one at a time, the rules audit
+    and each family's effect, the disinformation overrides (with this run's citations) and the government suffixes."""
+    cfg = dict(table=rater.tables, root=rater.root, rules="paper" if paper else rater.rules,
+               satire_category_as_satire=rater.satire_category_as_satire)
+    audit, effect = rules_audit(cit.url, **cfg), rules_effect(cit.url, **cfg)
+    corr = corrections(cit, rater.tables, rater.root, rater.satire_category_as_satire)
+    der = credibility_root(settings) / "derived"
+    cited = cit.groupby(cit.host.astype(str).str.removeprefix("www.")).size()
+    overrides = pd.read_csv(der / "disinformation_overrides.csv", keep_default_na=False)
+    overrides.insert(1, "cited", [int(cited[[h for h in cited.index if h == k or h.endswith("." + k)]].sum())
+                                  for k in overrides.key])
+    return [Output("corrections_summary",
+                   "CR and NCR (%) per assistant under the authors' code (paper) and under our "
+                   "full rules, per conversation (as the printed Table 1) and pooled", corrections_summary(corr)),
+            Output("corrections",
+                   "From the authors' code to our full rules, one correction at a time: citations each "
+                   "step moves, CR and NCR (%) after it, the hosts it moves most", corr, formats=("csv", "md")),
+            Output("rules_audit",
+                   "Cited hosts whose label differs between the rating table alone, the authors' lists "
+                   "and this run's rules (citations, label and deciding rule in each view)", audit,
+                   formats=("csv", "md")),
+            Output("rules_effect", "Citations each rule family moves: added alone to the rating table (vs_table), "
+                   "and removed alone from this run's rules (without)", effect, formats=("csv", "md")),
+            Output("disinformation_overrides",
+                   "Hosts our disinformation lists rate very low that MBFC rates mixed or "
+                   "better (both labels; cited: citations in this run)", overrides, formats=("csv", "md")),
+            Output("government_suffixes",
+                   "Government suffix rules: the state, whether the rule rates it credible, and "
+                   "why", pd.read_csv(der / "government_suffixes.csv", keep_default_na=False),
+                   formats=("csv", "md"))]
+
+# %% ../../nbs/40_credibility.ipynb #76081f81
+def run(run_dir: str | Path, table: str | None = None, rules: str | None = None,
+        satire_category_as_satire: bool | None = None, n_boot: int = 1000,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 40_credibility on the run in `run_dir`: every citation rated, the paper's tables and figures, and the
+    review outputs beside them. Shows Table 1's overall rows."""
+    settings = load_settings(overrides=settings_overrides or {})
+    r, started = Run(run_dir), time.time()
+    src, out = r.dir / COLLECT, r.stage_dir(CREDIBILITY)
+    params = dict(table=table, rules=rules, satire_category_as_satire=satire_category_as_satire, n_boot=n_boot)
+    with r.stage(CREDIBILITY, parameters=params) as st:
+        rater = rater_from_settings(settings, table, rules, satire_category_as_satire)
+        rule_set = str(rules or settings.get("credibility", {}).get("rules") or "full")
+        paper = is_paper(rule_set)   # the authors' code: a conversation whose citations are all unrated counts 0
+        convs = read_records(src / "conversations.jsonl", Conversation)
+        prompts = read_records(src / "prompts.parquet", Prompt)
+        cit = citation_table(convs, prompts, rater)
+        conv = conversation_table(convs, prompts)
+        write_table(cit, out / "citations.parquet")
+        outputs = credibility_outputs(cit, conv, n_boot, rules=rule_set, unrated_conversations="zero" if paper
+                                      else "skip") + review_outputs(cit, rater, settings, paper)
+        if (src / "expert_claims.parquet").exists():
+            xt = expert_reliability_crosstab(pd.read_parquet(src / "expert_claims.parquet"), rater)
+            outputs.append(Output("expert_reliability_crosstab",
+                                  "ExpertQA experts' source reliability (rows) vs our credibility "
+                                  "labels (columns), (claim, evidence URL) pairs", xt, index=True))
+        for o in outputs: write_output(o, out)
+        named = {o.name: o.table for o in outputs}
+        st.count(conversations=len(conv), citations=len(cit), classified=int(cit.classified.sum()),
+                 unrated=int((~cit.classified).sum()), distinct_hosts=int(cit.host.nunique()), rater=rater.describe(),
+                 decided_by=cit.decided_by.astype(str).str.split(" ").str[0].value_counts().to_dict(),
+                 rules_moved_vs_table=dict(zip(named["rules_effect"].family, named["rules_effect"].citations_vs_table)),
+                 rule_set=rule_set, unrated_conversations="zero" if paper else "skip")
+    t1 = named["rates"]
+    return StageOutput.since(out, started, t1[t1.breakdown == "overall"][[
+        "assistant", "conversations", "classified", "cr", "cr_ac_low", "cr_ac_high", "cr_conv", "cr_conv_ci95", "ncr",
+        "ncr_conv", "ncr_conv_ci95"]])

@@ -8,14 +8,26 @@ Docs: https://groundbench.github.io/groundbench/groundedness.html.md"""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pandas as pd
 
-from ..core import Conversation, Prompt
+from ..core import Conversation, Prompt, Unit, load_settings, read_records, write_jsonl, write_table
+from ..credibility.metrics import assistant_name
+from ..embed import Embedder, embedder_from_settings
+from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
+from .methods import run_factscore, run_verify
+from .metrics import groundedness_outputs, response_scores
+from .units import VERIFIED, decontextualise, extract_units
+from ..llm import LLM, llm_from_settings
+from ..runfolder import Run
+from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
+from ..tables import write_output, write_table_files
 
 # %% auto #0
-__all__ = ['FAILED_PAGES', 'conversations_with_text', 'select_conversations']
+__all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
+           'comparison_methods', 'unit_label_shares', 'write_units_and_judgments', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -45,3 +57,131 @@ def select_conversations(convs: list[Conversation], sources: pd.DataFrame, max_c
         with_text, failed = sorted(with_text, key=key), sorted(failed, key=key)
     if not max_conversations: return [c for c in convs if c.conversation_id in ok or c in failed]
     return (with_text + failed)[:max_conversations]
+
+# %% ../../nbs/50_groundedness.ipynb #fe55d82c
+def groundedness_inputs(run_dir: Path) -> tuple[list[Conversation], list[Prompt], pd.DataFrame]:
+    """The run's conversations, prompts and source texts, each source with its credibility score (NaN without the
+    credibility stage: the credible and non-credible scopes then have no evidence and are counted as skipped)."""
+    d20, d40 = run_dir / COLLECT, run_dir / CREDIBILITY
+    sources = pd.read_parquet(run_dir / SOURCES / "sources.parquet")
+    if (d40 / "citations.parquet").exists():
+        cred = pd.read_parquet(d40 / "citations.parquet")[["conversation_id", "citation_index", "score"]]
+        sources = sources.merge(cred, on=["conversation_id", "citation_index"], how="left")
+    else: sources["score"] = float("nan")
+    return (read_records(d20 / "conversations.jsonl", Conversation), read_records(d20 / "prompts.parquet", Prompt),
+            sources)
+
+# %% ../../nbs/50_groundedness.ipynb #9643c06a
+METHOD_STEPS = {"verify": ("verify_extract", "verify_decontextualise", "verify_judge"),
+                "factscore": ("factscore_facts", "factscore_verify")}
+
+def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
+                       topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict) -> dict:
+    """The paper's comparison methods asked for, each its own pipeline over the same conversations and sources:
+    {method: (units, judgments)}."""
+    other = {}
+    if "verify" in methods:
+        other["verify"] = run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats=caps)
+    if "factscore" in methods: other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k)
+    return other
+
+# %% ../../nbs/50_groundedness.ipynb #f489ff0e
+def unit_label_shares(units: list[Unit], meta: pd.DataFrame) -> pd.DataFrame:
+    "Unit labels per assistant (% of units) and the share not classified as Fact or Claim (parse failures counted)."
+    lab = pd.DataFrame([{"conversation_id": u.conversation_id,
+                         "label": u.label or "(parse failed)"} for u in units]).merge(meta, on="conversation_id")
+    shares = pd.crosstab(lab.assistant, lab.label, normalize="index").mul(100)
+    shares["not_fact_or_claim_pct"] = 100 - shares.reindex(columns=["Fact", "Claim", "(parse failed)"],
+                                                           fill_value=0).sum(axis=1)
+    return shares.round(1).reset_index()
+
+# %% ../../nbs/50_groundedness.ipynb #694829c7
+def write_units_and_judgments(out: Path, units: list, dstatus: dict, judgments: list, ev: dict, other: dict):
+    "Our units (with their decontextualisation status) and judgments (with their evidence), and each method's own."
+    for m, (mu, mj) in other.items():
+        write_jsonl([dataclasses.asdict(u) for u in mu], out / f"{m}_units.jsonl")
+        write_jsonl([dataclasses.asdict(j) for j in mj], out / f"{m}_judgments.jsonl")
+    write_jsonl([{**dataclasses.asdict(u), "decontext_status": dstatus.get(u.unit_id, "")} for u in units],
+                out / "units.jsonl")
+    write_jsonl([{**dataclasses.asdict(j),
+                  "evidence": dataclasses.asdict(ev[(j.unit_id, j.scope)]) if (j.unit_id, j.scope) in ev else None}
+                 for j in judgments], out / "judgments.jsonl")
+
+# %% ../../nbs/50_groundedness.ipynb #ad86f9cc
+def _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units, ours,
+            judgments, dstatus, context_chars, emb, top_k, chunks):
+    st.count(conversations=len(convs_all), conversations_with_text=len(conversations_with_text(convs_all, sources)),
+             conversations_scored=len(convs),
+             conversations_all_pages_failed=len(no_text), failed_pages=failed_pages, methods=methods,
+             **{f"{m}_units": len(mu) for m, (mu, _) in other.items()},
+             **{f"{m}_judgments": len(mj) for m, (_, mj) in other.items()},
+             verify_context_truncated=caps.get("verify_context_truncated", 0), judge_reasoning_chars=reasoning_chars,
+             units=len(units), units_failed=sum(u.parse_status == "failed" for u in units), verified_units=len(ours),
+             judgments=len(judgments), judge_failed=sum(j.parse_status == "failed" for j in judgments),
+             skipped_no_evidence=sum(j.skipped == "no evidence" for j in judgments),
+             decontext_failed=sum(v == "failed" for v in dstatus.values()),
+             context_chars=context_chars, chunk_chars=emb.chunk_chars, top_k=top_k,
+             **{k: caps.get(k, 0) for k in ("extract_context_truncated", "decontext_context_truncated",
+                                             "extract_segments_over_unit_cap", "extract_units_dropped_over_cap",
+                                             "extract_segments_failed")},
+             chunks_over_size=int((chunks.chunk.str.len() > emb.chunk_chars).sum()) if len(chunks) else 0)
+
+# %% ../../nbs/50_groundedness.ipynb #a9d8f40b
+def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", failed_pages: str = "unverifiable",
+        methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None, n_boot: int = 1000,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 50_groundedness on the run in `run_dir`: units, evidence and the judge by our method and by the paper's
+    comparison methods (`methods`, default all three), the response scores and the paper's tables and figure.
+    Shows Table 4's overall rows."""
+    settings = load_settings(overrides=settings_overrides or {})
+    r, started, out = Run(run_dir), time.time(), Run(run_dir).stage_dir(GROUNDEDNESS)
+    top_k = int(top_k or settings["embed"].get("top_k", 5))
+    context_tokens = int(context_tokens or settings["groundedness"].get("context_tokens", 3000))
+    context_chars = 4 * context_tokens          # 4 characters a token, a stated approximation
+    methods = ["ours", "verify", "factscore"] if methods is None else list(methods)
+    if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
+        raise ValueError(f"{GROUNDEDNESS}: parameter methods={methods!r}: 'ours' and any of 'verify', 'factscore'")
+    params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
+                  top_k=top_k, context_tokens=context_tokens)
+    with r.stage(GROUNDEDNESS, parameters=params) as st:
+        convs_all, prompts, sources = groundedness_inputs(r.dir)
+        convs = select_conversations(convs_all, sources, max_conversations, pick, failed_pages)
+        no_text = {c.conversation_id for c in convs} - {c.conversation_id
+                                                        for c in conversations_with_text(convs, sources)}
+        llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
+        reasoning_chars = judge_reasoning_chars(llm, settings)   # VERIFY's four steps; a smoke model gets less room
+        caps, pr = {}, {p.prompt_id: p for p in prompts}
+        units = extract_units(convs, llm, context_chars, stats=caps)
+        units, dstatus = decontextualise(units, convs, llm, context_chars, stats=caps)
+        chunks = source_chunks(sources[sources.conversation_id.isin({c.conversation_id for c in convs})],
+                               emb.chunk_chars)
+        ours = [u for u in units if u.label in VERIFIED]
+        ev = retrieve(ours, chunks, emb, top_k, SCOPES)
+        judgments = judge_units(ours, ev, llm, SCOPES, reasoning_chars=reasoning_chars)
+        topics = {c.conversation_id: (pr[c.prompt_id].topic if c.prompt_id in pr and pr[c.prompt_id].topic
+                                      else c.prompt_text[:200]) for c in convs}
+        other = comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars, reasoning_chars,
+                                   caps)
+        write_units_and_judgments(out, units, dstatus, judgments, ev, other)
+        meta = pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
+                              "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
+                              "role": pr[c.prompt_id].role if c.prompt_id in pr else ""} for c in convs])
+        alpha = settings["groundedness"]["hallucination_alpha"]
+        resp = {"ours": response_scores(units, judgments, "ours", alpha),
+                **{m: response_scores(mu, mj, m, alpha) for m, (mu, mj) in other.items()}}
+        for x in resp.values():
+            if len(x): x["no_page_text"] = x.conversation_id.isin(no_text)  # every cited page failed: Unverifiable
+        write_table(pd.concat(resp.values(), ignore_index=True), out / "response_scores.csv")
+        outputs = groundedness_outputs(resp, meta, n_boot, r.is_smoke)
+        for o in outputs: write_output(o, out)
+        write_table_files(unit_label_shares(units, meta), out, "unit_labels",
+                          "Unit labels per assistant (% of units), and the share not classified as Fact or Claim",
+                          r.is_smoke)
+        for step in ("extract_units", "decontextualise", "judge", *(s for m in other for s in METHOD_STEPS[m])):
+            st.add_llm(step, llm.step_stats(step))   # every step of a method that ran, even with nothing to do
+        st.add_llm("embedding", emb.stats)
+        _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units,
+                ours, judgments, dstatus, context_chars, emb, top_k, chunks)
+    print("SMOKE RUN: bundled small model, not real judgments" if r.is_smoke else "")
+    t4 = outputs[0].table
+    return StageOutput.since(out, started, t4[t4.breakdown == "overall"])

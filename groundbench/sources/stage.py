@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -19,13 +20,17 @@ from tqdm.auto import tqdm
 from fastcore.basics import patch
 
 from ..collect.base import Archive
-from ..core import Conversation, SourceDoc, now_iso, write_json
+from ..core import Conversation, SourceDoc, load_settings, now_iso, read_records, write_json, write_table
+from ..credibility.metrics import assistant_name
+from ..runfolder import Run
+from ..stages import COLLECT, SOURCES, StageOutput
 from .browser import render_with_browser
 from .extract import ExtractLimits, ExtractWorker, Extracted, extract
 from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
 
 # %% auto #0
-__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'failure_reason', 'reason_counts']
+__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'failure_reason', 'reason_counts', 'fetch_and_extract', 'source_rows',
+           'validity_tables', 'run']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 SUBSTANTIVE_CHARS = 500
@@ -142,3 +147,105 @@ def reason_counts(reasons) -> dict[str, int]:
     "Counts of each failure reason ('ok' for none), most common first."
     s = pd.Series([r or "ok" for r in reasons], dtype=object)
     return {k: int(v) for k, v in s.value_counts().items()}
+
+# %% ../../nbs/30_sources.ipynb #ff15c8f9
+def fetch_and_extract(store: PageStore, urls: list[str] | None, cfg: FetchSettings, total_s: float,
+                      browser_fetch: bool = False) -> tuple[dict, dict, dict]:
+    """Fetch `urls` into `store` and extract their text (rendering pages that give no text without JavaScript in
+    headless Chromium when `browser_fetch`; `urls` None: fetch nothing): the fetch records, the source documents and
+    the failure reasons, by URL."""
+    recs = store.fetch(urls, cfg) if urls is not None else {}
+    docs, reasons = {}, {}
+    try:
+        for u, rec in tqdm(recs.items(), desc="extract", leave=False):
+            ex = store.extracted(rec, total_s)
+            js_only = rec.status == 200 and not rec.reason and ex.kind == "empty" and "html" in rec.content_type
+            if browser_fetch and js_only:
+                rd = render_with_browser(rec.final_url or u, cfg.allow_private)
+                if rd.html:
+                    ex = store.extract(rd.html.encode("utf-8"), "text/html; charset=utf-8", rd.final_url or u,
+                                       max(store.min_extract_s, total_s - rd.seconds))
+                    if not ex.reason: ex.error = (ex.error + " rendered with JavaScript").strip()
+                else: ex = Extracted("failed", error=rd.error, reason=rd.reason or "error")
+            docs[u], reasons[u] = source_doc(rec, ex), failure_reason(rec, ex)
+    finally: store.close()
+    return recs, docs, reasons
+
+# %% ../../nbs/30_sources.ipynb #40eb1083
+def source_rows(convs: Sequence[Conversation], pre: pd.DataFrame, docs: dict, reasons: dict) -> pd.DataFrame:
+    """One row per citation: its pre-supplied text (ExpertQA's evidence), its fetched document, or why it has
+    neither."""
+    pre_by, pre_urls, rows = {(x.conversation_id, x.url): x for x in pre.itertuples()}, set(pre.url), []
+    for cv in convs:
+        for c in cv.citations:
+            why = ""
+            if (cv.conversation_id, c.url) in pre_by:
+                p = pre_by[(cv.conversation_id, c.url)]
+                d = SourceDoc(c.url, c.url, 200, "text/plain", p.text, valid=bool(p.text.strip()),
+                              substantive=len(p.text) >= SUBSTANTIVE_CHARS, presupplied=True)
+                why = "" if d.valid else "no_text"
+            elif c.url in docs: d, why = docs[c.url], reasons[c.url]
+            else:
+                d = SourceDoc(
+                    c.url, error="not fetched (fetch disabled or beyond max_urls)" if c.url not in pre_urls
+                              else "pre-supplied for another conversation only")
+                why = "not_fetched"
+            rows.append({"conversation_id": cv.conversation_id, "assistant": assistant_name(cv),
+                         "citation_index": c.index, **dataclasses.asdict(d), "reason": why})
+    return pd.DataFrame(rows, columns=["conversation_id", "assistant", "citation_index",
+                                       *SourceDoc.__dataclass_fields__, "reason"])
+
+# %% ../../nbs/30_sources.ipynb #45f68246
+def validity_tables(sources: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "Per assistant: citations, valid and substantive pages (and %), refusals, errors; and citations by failure reason."
+    sources = sources.assign(refused=sources.reason.eq("refused"))
+    val = sources.groupby("assistant").agg(citations=("url", "size"), distinct_urls=("url", "nunique"),
+                                           presupplied=("presupplied", "sum"), valid=("valid", "sum"),
+                                           substantive=("substantive", "sum"), refused=("refused", "sum"),
+                                           errors=("reason", lambda e: int((e != "").sum()))).reset_index()
+    val["valid_pct"] = (100 * val.valid / val.citations).round(1)
+    val["substantive_pct"] = (100 * val.substantive / val.citations).round(1)
+    why = (sources.assign(reason=sources.reason.replace("", "ok")).groupby(["assistant", "reason"])
+           .agg(citations=("url", "size"), distinct_urls=("url", "nunique")).reset_index())
+    return val, why
+
+# %% ../../nbs/30_sources.ipynb #5ce8896d
+def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = False, browser_fetch: bool = False,
+        max_urls: int = 0, concurrency: int = 16, per_host: int = 2, total_timeout_s: float | None = None,
+        settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 30_sources on the run in `run_dir`: every cited URL without pre-supplied text fetched (resumably) and
+    read, one row per citation (`sources.parquet`), the fetch records, and the pages' validity per assistant (shown)."""
+    settings = load_settings(overrides=settings_overrides or {})
+    sc, r, started = settings.get("sources", {}), Run(run_dir), time.time()
+    src, out = r.dir / COLLECT, r.stage_dir(SOURCES)
+    total_s = float(total_timeout_s or sc.get("total_timeout_s", 45))
+    cfg = FetchSettings(concurrency=int(concurrency), per_host=int(per_host), total_timeout_s=total_s,
+                        allow_private=allow_private, max_bytes=int(sc.get("max_bytes", 10_000_000)),
+                        max_redirects=int(sc.get("max_redirects", 5)))
+    limits = ExtractLimits(float(sc.get("extract_timeout_s", 30)), int(sc.get("extract_memory_mb", 1024)),
+                           int(sc.get("max_text_chars", 2_000_000)), int(sc.get("max_pdf_pages", 300)))
+    params = dict(fetch=fetch, allow_private=allow_private, browser_fetch=browser_fetch, max_urls=max_urls,
+                  total_timeout_s=total_s, limits=dataclasses.asdict(limits))
+    with r.stage(SOURCES, parameters=params) as st:
+        convs = read_records(src / "conversations.jsonl", Conversation)
+        pre = (pd.read_parquet(src / "sources_presupplied.parquet") if (src / "sources_presupplied.parquet").exists()
+               else pd.DataFrame(columns=["conversation_id", "url", "text"]))
+        cited = list(dict.fromkeys(c.url for cv in convs for c in cv.citations))
+        to_fetch = [u for u in cited if u not in set(pre.url)]
+        if max_urls: to_fetch = to_fetch[:max_urls]
+        store = PageStore(out, limits, float(sc.get("min_extract_s", 5)))
+        recs, docs, reasons = fetch_and_extract(store, to_fetch if fetch else None, cfg, total_s, browser_fetch)
+        sources = source_rows(convs, pre, docs, reasons)
+        write_table(sources, out / "sources.parquet")
+        write_table(pd.DataFrame([dataclasses.asdict(x) | {"hops": json.dumps(x.hops)} for x in recs.values()],
+                                 columns=list(FetchRecord.__dataclass_fields__)), out / "fetch_records.parquet")
+        val, why = validity_tables(sources)
+        write_table(val, out / "validity.csv")
+        write_table(why, out / "failure_reasons.csv")
+        st.count(citations=len(sources), distinct_urls=len(cited),
+                 fetched_now=len(to_fetch) and sum(1 for u in to_fetch if u in recs),
+                 presupplied=int(sources.presupplied.sum()), valid=int(sources.valid.sum()),
+                 substantive=int(sources.substantive.sum()),
+                 **{f"urls_{k}": v for k, v in reason_counts(reasons.values()).items()})
+    print("distinct URLs by outcome:", reason_counts(reasons.values()))
+    return StageOutput.since(out, started, val)
