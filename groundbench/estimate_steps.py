@@ -306,21 +306,24 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
     inp, notes = Inputs(), []
     d20, d30 = (run_dir / COLLECT, run_dir / SOURCES) if run_dir else (None, None)
     p = params(COLLECT)
+    kinds = [p.get("source")] if isinstance(p.get("source"), str) else list(p.get("source") or [])
     if d20 and (d20 / "conversations.jsonl").exists():
         inp.convs = read_records(d20 / "conversations.jsonl", Conversation)
         notes.append("conversations: this run's 20_collect")
-    elif COLLECT in stages and p.get("source") == "expertqa":
-        inp.expertqa = import_expertqa(p.get("expertqa_path") or resolve_path(settings, settings["paths"]["expertqa"]),
-                                       p.get("expertqa_systems"))
-        inp.convs = sample_by_group(inp.expertqa.conversations, lambda c: c.model, int(p.get("sample") or 0),
-                                    int(p.get("sample_seed") or 0))
-        notes.append("conversations: the ExpertQA import, sampled as 20_collect samples it")
-    elif COLLECT in stages and p.get("source") == "table":
-        from groundbench.collect.table import import_tables
-        imp = import_tables(p.get("import_tables") or [], project_root(), bool(p.get("skip_bad_rows")))
-        inp.convs = sample_by_group(imp.conversations, lambda c: c.provider, int(p.get("sample") or 0),
-                                    int(p.get("sample_seed") or 0))
-        notes.append("conversations: your tables, imported as 20_collect imports them")
+    elif COLLECT in stages and kinds and set(kinds) <= {"expertqa", "table"}:
+        inp.convs, n, seed = [], int(p.get("sample") or 0), int(p.get("sample_seed") or 0)
+        for kind in kinds:   # in the order 20_collect collects them
+            if kind == "expertqa":
+                inp.expertqa = import_expertqa(p.get("expertqa_path")
+                                               or resolve_path(settings, settings["paths"]["expertqa"]),
+                                               p.get("expertqa_systems"))
+                inp.convs += sample_by_group(inp.expertqa.conversations, lambda c: c.model, n, seed)
+                notes.append("conversations: the ExpertQA import, sampled as 20_collect samples it")
+            else:
+                from groundbench.collect.table import import_tables
+                imp = import_tables(p.get("import_tables") or [], project_root(), bool(p.get("skip_bad_rows")))
+                inp.convs += sample_by_group(imp.conversations, lambda c: c.provider, n, seed)
+                notes.append("conversations: your tables, imported as 20_collect imports them")
     elif COLLECT in stages:
         pp = p.get("prompts_path")
         pp = (Path(pp) if Path(pp).is_absolute()

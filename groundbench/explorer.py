@@ -21,7 +21,7 @@ from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer', 'run']
+__all__ = ['UNIT_COLUMNS', 'SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer', 'run']
 
 # %% ../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -104,23 +104,86 @@ def _sources(self: RunExplorer, cid: str) -> pd.DataFrame:
         df = df.merge(p, on="url", how="left")
     return df
 
+# %% ../nbs/85_explorer.ipynb #1c62b22e
+def _verdict(j: dict | None) -> str:
+    "A judgment as shown: its label ('(parse failed)' when it has none), '(no evidence)' when skipped; '' if none."
+    if not j: return ""
+    return (j["label"] or "(parse failed)") + (" (no evidence)" if j.get("skipped") else "")
+
+# %% ../nbs/85_explorer.ipynb #2ec51983
+UNIT_COLUMNS = ["conversation_id", "unit_id", "assistant", "claim_id", "topic", "role", "label", "unit", "verdict",
+                "evidence", "page"]
+
+def _unit_rows(self: RunExplorer) -> pd.DataFrame:
+    """Every unit of the run with its conversation's assistant, claim, topic and role, its verdict, and beside it the
+    evidence it was judged on first: the top chunk (300 characters) and the page it comes from (`[n] URL`)."""
+    if getattr(self, "_units_beside", None) is not None: return self._units_beside
+    rows = []
+    for u in (self.units_.sort_values(["conversation_id", "unit_index"]).itertuples() if len(self.units_) else []):
+        c = self.convs.get(u.conversation_id)
+        if c is None: continue
+        p, j = self.prompts.get(c.prompt_id), self.judgments.get((u.unit_id, "all"))
+        ev = (j or {}).get("evidence") or {}
+        n = (ev.get("citation_indices") or [None])[0]
+        url = next((x.url for x in c.citations if x.index == n), "")
+        dec = u.decontextualised if isinstance(u.decontextualised, str) and u.decontextualised else u.text
+        rows.append([u.conversation_id, u.unit_id, assistant_name(c), p.claim_id if p else "", p.topic if p else "",
+                     p.role if p else "", u.label or "(parse failed)", dec, _verdict(j),
+                     str((ev.get("chunks") or [""])[0])[:300], f"[{n}] {url}" if url else ""])
+    self._units_beside = pd.DataFrame(rows, columns=UNIT_COLUMNS)
+    return self._units_beside
+RunExplorer.unit_rows = _unit_rows
+
+# %% ../nbs/85_explorer.ipynb #1cecaf0a
+def _find_units(self: RunExplorer, text: str | None = None, label: str | None = None, verdict: str | None = None,
+                assistant: str | None = None, topic: str | None = None, role: str | None = None,
+                claim_id: str | None = None) -> pd.DataFrame:
+    """The run's units (`unit_rows`) filtered: `text` anywhere in the unit or its evidence (case ignored), `label`
+    (Fact, Claim, ...), `verdict` (Supported, Contradicted, Unverifiable: the verdict begins with it), and the
+    conversation's `assistant`, `topic`, `role`, `claim_id`."""
+    df = self.unit_rows()
+    for col, v in (("assistant", assistant), ("topic", topic), ("role", role), ("claim_id", claim_id),
+                   ("label", label)):
+        if v is not None: df = df[df[col] == v]
+    if verdict is not None: df = df[df.verdict.str.startswith(verdict)]
+    if text:
+        t = text.lower()
+        df = df[df.unit.str.lower().str.contains(t, regex=False) | df.evidence.str.lower().str.contains(t, regex=False)]
+    return df.reset_index(drop=True)
+RunExplorer.find_units = _find_units
+
+# %% ../nbs/85_explorer.ipynb #5d4e6a71
+def _search(self: RunExplorer, text: str | None = None, verdict: str | None = None, label: str | None = None,
+            assistant: str | None = None, topic: str | None = None, role: str | None = None,
+            claim_id: str | None = None) -> pd.DataFrame:
+    """Conversations (as `conversations`) filtered also by `text` in the prompt or the answer (case ignored) and by
+    having a unit with that `verdict` or `label`."""
+    df = self.conversations(assistant, topic, role, claim_id)
+    if text and len(df):
+        t = text.lower()
+        hay = {c: (self.convs[c].prompt_text + "\n" + self.convs[c].answer_text).lower() for c in df.conversation_id}
+        df = df[[t in hay[c] for c in df.conversation_id]]
+    if (verdict is not None or label is not None) and len(df):
+        df = df[df.conversation_id.isin(set(self.find_units(label=label, verdict=verdict).conversation_id))]
+    return df.reset_index(drop=True)
+RunExplorer.search = _search
+
 # %% ../nbs/85_explorer.ipynb #ce15c1ec
 RunExplorer.sources = _sources
 
 SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible": "verdict_non_credible"}
 
 def _units(self: RunExplorer, cid: str) -> pd.DataFrame:
-    """The conversation's units: label, text, decontextualised text, citations, and the verdict in each scope ('' where
-    not judged)."""
+    """The conversation's units: label, text, decontextualised text, citations, the verdict in each scope ('' where
+    not judged), and beside it the evidence the judge saw first (the top chunk) and its page."""
     self._conv(cid)
     if self.units_.empty: return pd.DataFrame(columns=["unit_id", "unit_index", "label", "text"])
     u = self.units_[self.units_.conversation_id == cid].sort_values("unit_index")
     out = u[["unit_id", "unit_index", "label", "text", "decontextualised", "citation_indices", "parse_status"]].copy()
-    for scope, col in SCOPE_NAMES.items():
-        out[col] = [(lambda j: (j["label"] or "(parse failed)") + (" (no evidence)" if j.get("skipped") else "") if j
-                     else "")(self.judgments.get((i, scope)))
-                    for i in out.unit_id]
-    return out.reset_index(drop=True)
+    for scope, col in SCOPE_NAMES.items(): out[col] = [_verdict(self.judgments.get((i, scope))) for i in out.unit_id]
+    beside = self.unit_rows().set_index("unit_id")    # the top evidence chunk and its page, beside each unit
+    return out.assign(evidence=out.unit_id.map(beside.evidence).fillna(""),
+                      page=out.unit_id.map(beside.page).fillna("")).reset_index(drop=True)
 
 # %% ../nbs/85_explorer.ipynb #e3de88c4
 RunExplorer.units = _units
@@ -242,7 +305,8 @@ def _show(self: RunExplorer, cid: str):
 RunExplorer.show = _show
 
 def _picker(self: RunExplorer):
-    "Drop-downs (ipywidgets) for assistant, topic, role and conversation; the chosen conversation is shown below them."
+    """Drop-downs (ipywidgets) for assistant, topic, role, unit label and verdict, a text search over prompts and
+    answers, and the matching conversations; the chosen one is shown below them."""
     import ipywidgets as w
     from IPython.display import display
     class Picker(w.VBox):  # what a saved notebook shows in place of live drop-downs: what to do, not VBox(children=...)
@@ -252,19 +316,24 @@ def _picker(self: RunExplorer):
     convs = self.conversations()
     opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
     a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
+    units = self.unit_rows()
+    lab = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in sorted(units.label.unique())], description="label")
+    ver = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in ("Supported", "Contradicted", "Unverifiable")],
+                     description="verdict")
+    q = w.Text(description="search", placeholder="words in the prompt or answer", continuous_update=False)
     pick, out = w.Dropdown(description="conversation", layout=w.Layout(width="90%")), w.Output()
     def refresh(*_):
-        df = self.conversations(a.value, t.value, r.value)
+        df = self.search(q.value or None, ver.value, lab.value, a.value, t.value, r.value)
         pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
                          x.conversation_id) for x in df.itertuples()]
     def render(*_):
         out.clear_output()
         if pick.value:
             with out: self.show(pick.value)
-    for x in (a, t, r): x.observe(refresh, names="value")
+    for x in (a, t, r, lab, ver, q): x.observe(refresh, names="value")
     pick.observe(render, names="value")
     refresh(); render()
-    box = Picker([w.HBox([a, t, r]), pick, out]); display(box)
+    box = Picker([w.HBox([a, t, r]), w.HBox([lab, ver, q]), pick, out]); display(box)
     return box
 RunExplorer.picker = _picker
 

@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/report.html.md"""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +29,8 @@ from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOU
 
 # %% auto #0
 __all__ = ['PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'report_rule_set', 'compare_sides',
-           'report_items', 'write_report', 'run']
+           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set',
+           'compare_sides', 'report_items', 'write_report', 'run']
 
 # %% ../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -108,8 +109,9 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
             except (ValueError, KeyError, TypeError, AttributeError, pd.errors.ParserError) as e:
                 notes.append(f"Estimate vs actual: {f} left out, it cannot be read as an estimate "
                              f"({type(e).__name__}: {' '.join(str(e).split())[:160]})")
-        cv = conversation_table(read_records(c20, Conversation), read_records(d / COLLECT / "prompts.parquet", Prompt))
-        convs.append(cv.assign(run_id=rid))
+        cs = read_records(c20, Conversation)
+        cv = conversation_table(cs, read_records(d / COLLECT / "prompts.parquet", Prompt))
+        convs.append(cv.assign(run_id=rid, collected_at=[c.collected_at or "" for c in cs]))
         if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
         if (f := d / GROUNDEDNESS / "response_scores.csv").exists(): resps.append(pd.read_csv(f).assign(run_id=rid))
         if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
@@ -194,6 +196,21 @@ def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None
     order = {g: i for i, g in enumerate(paper.group.unique())}
     m = m.sort_values(["metric", "assistant", "group"], key=lambda s: s.map(order) if s.name == "group" else s)
     return m[cols].round({"run_pct": 2, "run_ci95": 2, "diff_pp": 2}).reset_index(drop=True)
+
+# %% ../nbs/80_report.ipynb #3442865f
+def run_assistant_labels(conversations: pd.DataFrame) -> pd.DataFrame:
+    """Per run assistant, what its paper-vs-run rows compare: `questions`, the paper's claims (every conversation a
+    seed-study prompt, asked as a fact-checker or a believer), other questions (none is) or mixed; `collected`, the
+    month or months its answers were collected (blank where unknown)."""
+    rows = []
+    for a, g in conversations.groupby("assistant", sort=False):
+        paper = g.role.isin(list(PAPER_GROUPS))
+        q = "the paper's claims" if paper.all() else ("other questions" if not paper.any() else "mixed")
+        dates = g.collected_at if "collected_at" in g else pd.Series([], dtype=object)
+        months = sorted({str(x)[:7] for x in dates if re.match(r"\d{4}-\d{2}", str(x))})
+        rows.append({"run_assistant": a, "questions": q,
+                     "collected": " to ".join(dict.fromkeys([months[0], months[-1]])) if months else ""})
+    return pd.DataFrame(rows, columns=["run_assistant", "questions", "collected"])
 
 # %% ../nbs/80_report.ipynb #618cf44b
 def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
@@ -360,11 +377,13 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                             o.sourcecheckup, smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
+    pv = pv.merge(run_assistant_labels(o.conversations), on="run_assistant", how="left")
     items.append(Output("paper_vs_run",
                         "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here "
                         "(percent; CR and NCR as the printed Table 1 computes them, the mean of per-conversation rates "
-                        "with 1.96 SE; "
-                        "95% half-widths; within_ci: difference within the combined interval)", pv,
+                        "with 1.96 SE; 95% half-widths; within_ci: difference within the combined interval; "
+                        "questions and collected: what the run's assistant answered and when: other questions or "
+                        "another date make it a different study, not a replication)", pv,
                         smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
     if pv.empty:
         missing.append(

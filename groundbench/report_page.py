@@ -18,8 +18,8 @@ from .runfolder import stage_usage
 from .tables import html_table
 
 # %% auto #0
-__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'table_terms', 'usage_table', 'short', 'toc_line',
-           'page_head', 'item_html', 'render_html']
+__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'table_terms', 'usage_table',
+           'short', 'toc_line', 'page_head', 'table_html', 'item_html', 'render_html']
 
 # %% ../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -117,6 +117,18 @@ def page_head(items: list, missing: list[str], o, title: str) -> list[str]:
         parts.append("<ul class='runs'>" + "".join(f"<li><b>{e(r)}</b>: {e(d)}</li>" for r, d in descs if d) + "</ul>")
     return parts
 
+# %% ../nbs/81_report_page.ipynb #710dc9d1
+LONG_TABLE, SHOWN_ROWS = 25, 15
+
+def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] | None = None) -> str:
+    """A report table; one longer than `LONG_TABLE` rows shows its first `SHOWN_ROWS` and folds the whole table
+    below them (the CSV beside it has every row)."""
+    if not len(table): return "<p>(no rows)</p>"
+    if len(table) <= LONG_TABLE: return html_table(table, index, row_classes=row_classes)
+    head = html_table(table.head(SHOWN_ROWS), index, row_classes=row_classes[:SHOWN_ROWS] if row_classes else None)
+    return (head + f"<details><summary>all {len(table)} rows</summary>"
+            + html_table(table, index, row_classes=row_classes) + "</details>")
+
 # %% ../nbs/81_report_page.ipynb #04c9ab1a
 def item_html(i, out_dir: Path) -> str:
     """One table or figure as a section: its caption, a smoke banner when a model made it, the table (rows outside
@@ -128,7 +140,7 @@ def item_html(i, out_dir: Path) -> str:
         flag = next((c for c in ("within_ci", "within_range") if c in i.table.columns), None)
         rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
                 if flag else None)  # paper vs run: a difference outside the interval, coloured
-        parts.append(html_table(i.table, i.index, row_classes=rows) if len(i.table) else "<p>(no rows)</p>")
+        parts.append(table_html(i.table, i.index, rows))
         if terms := table_terms(i.name, i.table): parts.append(f"<p class='terms'>{e(terms)}</p>")
         parts.append("<p class='files'>Files: "
                      + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")

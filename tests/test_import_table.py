@@ -184,3 +184,33 @@ def test_scheme_less_urls_and_no_source_cells_keep_every_answer_and_run_and_stat
     (tmp_path / "tow.yaml").write_text(yaml.safe_dump(spec))
     run = groundbench("run", tmp_path / "tow.yaml", "--runs-dir", tmp_path / "runs2", "--no-estimate", check=True)
     assert "sample: 2 of the 3 imported answers kept" in run.stdout, run.stdout
+
+
+def test_expertqa_and_tables_in_one_run_and_the_paper_rows_say_what_was_asked_and_when(tmp_path):
+    """The demo's shape, by the stages' own functions (no model): ExpertQA answers and a table's answers collected in
+    one run (each sampled), rated, and reported; the table's assistant, mapped to a paper column, gets paper-vs-run
+    rows labelled `other questions` and the month its mapping gives, and the estimate plans the same conversations."""
+    from groundbench.collect.stage import run as collect
+    from groundbench.core import load_settings
+    from groundbench.credibility.stage import run as rate
+    from groundbench.estimate_steps import plan_inputs
+    from groundbench.report import run as report
+    from groundbench.runfolder import Run
+    mapping = {**awkward_csv(tmp_path / "answers.csv"), "collected_on": "2025-03"}
+    del mapping["collected_at"]
+    r = Run.open("both", tmp_path / "runs")
+    params = {"source": ["expertqa", "table"], "sample": 6, "import_tables": [mapping]}
+    out = collect(r.dir, **params)
+    convs = [json.loads(l) for l in (out.folder / "conversations.jsonl").read_text().splitlines()]
+    providers = [c["provider"] for c in convs]
+    assert providers.count("expertqa") == 6 and providers[6:] == ["Tool A", "Tool A", "Tool B"]  # in source order
+    assert {c["collected_at"] for c in convs[6:]} == {"2025-03"}
+    assert (out.folder / "sources_presupplied.parquet").exists() and "conversations.jsonl" in out.files
+    inp = plan_inputs(["20_collect"], lambda s: params if s == "20_collect" else {}, load_settings(), None)
+    assert [c.conversation_id for c in inp.convs] == [c["conversation_id"] for c in convs]   # the estimate's view
+    rate(r.dir, n_boot=50)
+    pv = report(r.dir, n_boot=50, paper_assistants={"Tool A": "Perplexity"}).table
+    assert set(pv.run_assistant) == {"Tool A"} and set(pv.group) == {"Overall"}      # no topic or role to compare
+    assert set(pv.questions) == {"other questions"} and set(pv.collected) == {"2025-03"}
+    with pytest.raises(ValueError, match="one source, or a list of expertqa and table"):
+        collect(r.dir, source=["expertqa", "browser"])

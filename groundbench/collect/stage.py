@@ -149,7 +149,7 @@ def from_assistant(r: Run, st: StageRecord, source: str, provider: str, model: s
     return convs, prompts
 
 # %% ../../nbs/20_collect.ipynb #197fc5fb
-def run(run_dir: str | Path, source: str = "expertqa", provider: str = "", model: str = "",
+def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = "", model: str = "",
         prompts_path: str | None = None, sample: int = 12, sample_seed: int = 0, base_url: str | None = None,
         api_key_env: str | None = None, profile_dir: str | None = None, headless: bool = True,
         delay_s: float | None = None, expertqa_path: str | None = None, expertqa_systems: list | None = None,
@@ -157,7 +157,8 @@ def run(run_dir: str | Path, source: str = "expertqa", provider: str = "", model
         worker: int = 0, workers: int = 1, import_tables: list | None = None, skip_bad_rows: bool = False,
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 20_collect on the run in `run_dir`: conversations from ExpertQA, answer tables, a browser assistant or
-    an API (the parameters cell above says what each parameter does). Shows the conversation counts."""
+    an API (the parameters cell above says what each parameter does); `source` a list: the answers of each (ExpertQA
+    and tables), each sampled with `sample`. Shows the conversation counts."""
     settings, import_tables = load_settings(overrides=settings_overrides or {}), list(import_tables or [])
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(COLLECT)
@@ -167,18 +168,24 @@ def run(run_dir: str | Path, source: str = "expertqa", provider: str = "", model
                   remote_url=remote_url, worker=worker, workers=workers)
     if not (isinstance(workers, int) and workers >= 1 and isinstance(worker, int) and 0 <= worker < workers):
         raise ValueError(f"worker {worker!r} of workers {workers!r}: give workers >= 1 and 0 <= worker < workers")
-    if workers > 1 and source not in ("browser", "api"):
+    sources = [source] if isinstance(source, str) else list(source or [])
+    if len(sources) != 1 and (not sources or set(sources) - {"expertqa", "table"} or len(set(sources)) < len(sources)):
+        raise ValueError(f"source {source!r}: one source, or a list of expertqa and table (each once)")
+    if workers > 1 and sources[0] not in ("browser", "api"):
         raise ValueError(f"workers {workers}: only browser and api collection is split")
     with r.stage(COLLECT, parameters=params) as st:
-        if source == "expertqa":
-            convs, prompts = from_expertqa(out, st, settings, expertqa_path, expertqa_systems, sample, sample_seed)
-        elif source == "table": convs, prompts = from_tables(out, st, import_tables, skip_bad_rows, sample, sample_seed)
-        else:
-            convs, prompts = from_assistant(r, st, source, provider, model, prompts_path, sample, sample_seed, worker,
-                                            workers, base_url=base_url, api_key_env=api_key_env,
-                                            profile_dir=profile_dir, headless=headless, delay_s=delay_s,
-                                            on_model_mismatch=on_model_mismatch, options=api_options,
-                                            remote_url=remote_url)
+        convs, prompts = [], []
+        for kind in sources:
+            if kind == "expertqa":
+                c, p = from_expertqa(out, st, settings, expertqa_path, expertqa_systems, sample, sample_seed)
+            elif kind == "table": c, p = from_tables(out, st, import_tables, skip_bad_rows, sample, sample_seed)
+            else:
+                c, p = from_assistant(r, st, kind, provider, model, prompts_path, sample, sample_seed, worker, workers,
+                                      base_url=base_url, api_key_env=api_key_env, profile_dir=profile_dir,
+                                      headless=headless, delay_s=delay_s, on_model_mismatch=on_model_mismatch,
+                                      options=api_options, remote_url=remote_url)
+            convs, prompts = convs + c, prompts + p
+        prompts = list({p.prompt_id: p for p in prompts}.values())
         counts = conversation_counts(convs)
         if workers == 1:   # a worker writes only its own records; the run without workers writes the rest
             write_table(prompts, out / "prompts.parquet")

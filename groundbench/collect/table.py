@@ -57,6 +57,7 @@ class TableMapping:
     paragraphs: str = "blank_lines"
     encoding: str = "utf-8"
     bad_urls: str = "reject_answer"  # a cited item that is not an http(s) URL: reject_answer | drop_url | repair
+    collected_on: str = ""           # one collection date for every answer (YYYY-MM or YYYY-MM-DD), without a column
 
     def __post_init__(self):
         if not self.assistant and not self.assistant_name:
@@ -65,6 +66,8 @@ class TableMapping:
             raise ValueError(f"mapping: bad_urls {self.bad_urls!r}: use {', '.join(BAD_URLS)}")
         if self.paragraphs not in ("blank_lines", "lines"):
             raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
+        if self.collected_on and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(self.collected_on)):
+            raise ValueError(f"mapping: collected_on {self.collected_on!r}: a date, YYYY-MM or YYYY-MM-DD")
         bad = [m for m in self.markers if m not in MARKER_TYPES]
         if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
         for rx in self.drop_lines:
@@ -319,6 +322,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
                     dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
             extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
                      **{c: cell_text(cell_value(row, col[f"meta:{c}"])) for c in m.meta}}
+            extra["collected_at"] = extra["collected_at"] or m.collected_on
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
             url_changes += changes
             aid = get("answer_id")
