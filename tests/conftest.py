@@ -119,8 +119,10 @@ def isolated_settings(tmp_path):
 
 # The main job, small: the demo's stages, models and answers (the shortest of 24), one conversation, page and claim per
 # system where the demo has more: a model call in every LLM step (question rewrite, extraction, decontextualisation,
-# judge, SourceBench's three, SourceCheckup, validation's two), about 90 s of model time on 2 cores.
-SMALL_DEMO = {"question_rewrite_sample": 2, "sample": 24, "max_conversations": 1, "max_pages": 1,
+# judge, SourceBench's three, SourceCheckup, validation's two), about 90 s of model time on 2 cores. The demo's imported
+# ChatGPT Search and Perplexity answers (credibility only, no model) are left out here: tests/test_import_table.py runs
+# ExpertQA and a table in one run.
+SMALL_DEMO = {"source": "expertqa", "question_rewrite_sample": 2, "sample": 24, "max_conversations": 1, "max_pages": 1,
               "sourcecheckup_conversations": 1, "claims_per_system": 1, "n_boot": 200}
 
 
