@@ -55,6 +55,13 @@ def processors():
 
     class exec_doc_cells(exec_show_docs):
         "Run exported cells, import-only cells and show_doc cells: what show_doc needs, and nothing that runs a stage."
+        def begin(self):
+            super().begin()
+            if hasattr(self, "k"):   # the site's API rendering (scripts/docs_api.py) for every show_doc
+                self.k.run_cell(f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r})\n"
+                                "import functools, nbdev.showdoc; from docs_api import ApiRenderer\n"
+                                "show_doc = functools.partial(nbdev.showdoc.show_doc, renderer=ApiRenderer)")
+
         def __call__(self, cell):
             if not self.nb.has_docs_ or not hasattr(self, "k") or cell.cell_type != "code" or not cell.source: return
             ok = bool(cell.directives_.keys() & {"export", "exports", "exporti", "exec_doc"}) or _import_only(cell)
@@ -202,9 +209,11 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     (src / "study_guide.md").write_text(study_guide(), encoding="utf-8")
     (src / "assets" / "iframe-worker").mkdir(parents=True)
     shutil.copy2(ROOT / "docs" / "vendor" / "iframe-worker" / "shim.js", src / "assets" / "iframe-worker" / "shim.js")
-    figs = 0
+    figs, mds, modules = 0, {}, {}
     for p in nbs:
         title, md = notebook_markdown(p, src / "img")
+        if m := re.search(r"#\|\s*default_exp\s+(\S+)", p.read_text(encoding="utf-8")):
+            modules[p.stem] = m.group(1)
         for f in FIGURES.get(p.stem, []):
             png = figures_from / f"{f}.png" if figures_from else None
             if png and png.exists():
@@ -212,9 +221,12 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
                 shutil.copy2(png, src / "figures" / png.name)
                 md += f"\n\n## {f.replace('_', ' ').capitalize()} from a demo run\n\n![{f}](figures/{png.name})\n"
                 figs += 1
-        (src / f"{p.stem}.md").write_text(md, encoding="utf-8")
+        mds[p.stem] = md
         shutil.copy2(p, src / "notebooks" / p.name)
         pages[p.stem] = f"{p.stem[:2]} {title}"
+    from docs_api import link_symbols
+    mds, links = link_symbols(mds, modules)    # backticked names -> their API headings
+    for stem, md in mds.items(): (src / f"{stem}.md").write_text(md, encoding="utf-8")
     dropped = fix_links(src)
     for sec, prefixes in SECTIONS:
         nav[sec] = [{pages[s]: f"{s}.md"} for s in pages if s[:2] in prefixes]
@@ -241,6 +253,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     # a server's error page with absolute asset paths: nothing links it in a local folder
     (out / "404.html").unlink(missing_ok=True)
     info = {"pages": 2 + len(nbs), "notebooks": len(nbs), "figures": figs, "links_unlinked": dropped,
+            "symbol_links": links,
             "seconds": round(time.time() - t0, 1), "site": str(out),
             "warnings": [l for l in r.stderr.splitlines() if "WARNING" in l]}
     (out / "build.json").write_text(json.dumps(info, indent=1), encoding="utf-8")

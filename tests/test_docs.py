@@ -3,6 +3,9 @@ MkDocs Material), and a real headless Chromium opens it from the local folder (f
 loads without console errors, every internal href resolves (file and anchor), the search box finds "Agresti-Coull" and
 lands on the credibility metrics page, and screenshots of the index, a stage page and the search result are left in the
 build folder (_screenshots/) for a person to look at."""
+import html
+import json
+import re
 import subprocess
 import sys
 import time
@@ -50,6 +53,16 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     nav = (site / "index.html").read_text()
     order = [nav.find(f'href="{s}.html"') for s in nbs]
     assert all(i > 0 for i in order) and order == sorted(order), "navigation is not in stage order"
+    text = lambda page: " ".join(re.sub(r"<[^>]+>", "", html.unescape((site / page).read_text())).split())
+    fn, cls = text("42_credibility_metrics.html"), text("04_stages.html")
+    assert "def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]" in fn   # a function
+    assert "parameter type default k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
+    assert "class Stage( name: str, title: str," in cls and "planner str ''" in cls                 # a class, as one
+    assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
+    backends = (site / "01_llm_backends.html").read_text()
+    assert 'href="01_llm.html#backend"' in backends                 # a cross-link to the page documenting `Backend`
+    assert re.search(r'id="backend"[^>]*>Backend', (site / "01_llm.html").read_text())
+    assert json.loads((site / "build.json").read_text())["symbol_links"] > 50
     guide = (site / "study_guide.html").read_text()
     for s in ("10_claims", "20_collect", "30_sources", "40_credibility", "50_groundedness", "80_report"):
         assert f'href="{s}.html"' in guide
@@ -104,3 +117,19 @@ def test_site_in_chromium_pages_links_search(site):
         driver.quit()
     for n in ("index.png", "stage-page.png", "search.png"): assert (shots / n).stat().st_size > 20_000, n
     assert time.time() - t0 < 120, f"the browser check took {time.time() - t0:.0f} s"
+
+
+def test_readme_first_screen_names_the_paper_and_shows_the_demo_and_its_report(tmp_path):
+    """The README as a reader first sees it (rendered, 1280 x 900, headless Chromium): the paper with its authors, year
+    and link, the demo in a few lines, and the report's picture loaded; the screenshot stays in _screenshots/ (the
+    committed one, docs/images/readme-first-screen.png, is made by scripts/screenshot_readme.py the same way)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from screenshot_readme import first_screen
+    out = ROOT / "_screenshots" / "readme-first-screen.png"
+    shown = first_screen(out)
+    text = " ".join(shown["text"].split())
+    for s in ("Assessing Web Search Credibility and Response Groundedness in Chat Assistants", "Ivan Vykopal",
+              "Marián Šimko", "2025", "arXiv:2510.13749", "SourceBench", "SourceCheckup", "The demo", "minutes"):
+        assert s in text, s
+    assert ["docs/images/report-demo.png", 1400] in shown["images"]        # the report's picture, loaded, in view
+    assert out.exists() and out.stat().st_size > 20_000
