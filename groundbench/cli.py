@@ -194,12 +194,14 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
             kernel: Optional[str] = typer.Option(None, help="Jupyter kernel (default: groundbench)"),
             parallel: int = typer.Option(1, help="run several parameter files in this many processes"),
             no_estimate: bool = typer.Option(False, "--no-estimate", help="do not print and keep the estimate first"),
-            log_output: bool = typer.Option(False, help="stream the notebooks' output"),
+            log_output: bool = typer.Option(False, "--log-output", help="stream the notebooks' output"),
             quiet: bool = typer.Option(False, "--quiet", help="no progress lines while a stage makes model calls"),
             worker: Optional[str] = typer.Option(
                 None, help="K/N: collect only worker K's share of the prompts (20_collect only)"),
             param: Optional[List[str]] = typer.Option(None, "--param",
                                                       help="key=value: a stage parameter over the file's (repeat)"),
+            setting: Optional[List[str]] = typer.Option(
+                None, "--setting", help="section.key=value over the file's settings, e.g. llm.model=gpt-4o (repeat)"),
             stages: Optional[str] = typer.Option(None, "--stages",
                                                  help="only these of the file's stages, comma-separated (e.g. "
                                                  "10_claims)"),
@@ -211,11 +213,13 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
     if run_id and len(params) > 1: fail("--run-id needs exactly one parameter file")
     if worker and len(params) > 1: fail("--worker needs exactly one parameter file")
     try:
-        w, extra = parse_worker(worker), parse_params(param or [])
+        w, extra, over = parse_worker(worker), parse_params(param or []), parse_params(setting or [])
+        if bad := [k for k in over if "." not in k]:
+            raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
         for p in params: load_run_spec(p)
         only = [x.strip() for x in (stages or "").split(",") if x.strip()]
         args = [(str(p), str(runs_dir) if runs_dir else None, kernel, run_id, log_output, w, extra, only,
-                 not no_estimate, fresh_kernels, quiet) for p in params]
+                 not no_estimate, fresh_kernels, quiet, over) for p in params]
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
         else: summaries = [run_file(*a) for a in args]

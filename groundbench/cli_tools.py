@@ -163,7 +163,7 @@ def doctor_cmd(
         base_url: Optional[str] = typer.Option(
             None, help="another site in place of the start URL's host (local fixtures)"),
         out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
-        headed: bool = typer.Option(False, help="show the browser window")):
+        headed: bool = typer.Option(False, "--headed", help="show the browser window")):
     "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
     from groundbench.collect.page import load_ui_config
     from groundbench.collect.flows import doctor, doctor_table

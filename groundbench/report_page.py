@@ -117,7 +117,7 @@ def page_head(items: list, missing: list[str], o, title: str) -> list[str]:
         parts.append("<ul class='runs'>" + "".join(f"<li><b>{e(r)}</b>: {e(d)}</li>" for r, d in descs if d) + "</ul>")
     return parts
 
-# %% ../nbs/81_report_page.ipynb #710dc9d1
+# %% ../nbs/81_report_page.ipynb #f46cf143
 LONG_TABLE, SHOWN_ROWS = 25, 15
 
 def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] | None = None) -> str:

@@ -310,13 +310,15 @@ def parse_params(items: Sequence[str]) -> dict:
 # %% ../nbs/89_runner.ipynb #4f597ef6
 def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, run_id: str | None = None,
              log_output: bool = False, worker: tuple[int, int] | None = None, extra: dict | None = None,
-             only: Sequence[str] = (), estimate: bool = True, fresh_kernels: bool = False, quiet: bool = False) -> str:
-    """Run one parameter file (with `groundbench run`'s options: another run id, a worker's share, parameters over the
-    file's, only some of its stages); returns the run's summary."""
+             only: Sequence[str] = (), estimate: bool = True, fresh_kernels: bool = False, quiet: bool = False,
+             settings: dict | None = None) -> str:
+    """Run one parameter file (with `groundbench run`'s options: another run id, a worker's share, parameters and
+    settings over the file's, only some of its stages); returns the run's summary."""
     spec = load_run_spec(path)
     if run_id: spec.run_id = run_id
     if bad := [x for x in only if x not in spec.stages]:
         raise RecordError(f"{path}: --stages {bad}: not among its stages {spec.stages}")
     spec.only, spec.worker = list(only), worker
     spec.parameters = {**spec.parameters, **(extra or {})}
+    spec.settings = {**spec.settings, **(settings or {})}
     return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate, fresh_kernels, quiet))
