@@ -251,6 +251,8 @@ EXAMPLES = {  # one worked example per command, shown under its --help
     "doctor": "groundbench doctor chatgpt --profile-dir ~/.groundbench/chrome-chatgpt",
     "credibility": "groundbench credibility https://www.bbc.co.uk/news/x https://infowars.com --rules paper",
     "fetch": "groundbench fetch https://example.org --out pages",
+    "annotate": "groundbench annotate runs/demo --annotator ann --n 20 --label Supported --note \"page says so\"",
+    "agreement": "groundbench agreement runs/demo --n-boot 1000",
     "merge": "groundbench cache merge hostA/llm.sqlite hostB/llm.sqlite --out runs/.cache/llm.sqlite"}
 
 if set(TOOL_COMMANDS) - set(EXAMPLES): raise RuntimeError(f"no example for {set(TOOL_COMMANDS) - set(EXAMPLES)}")

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
+import pandas as pd
 import typer
 import yaml
 
@@ -22,7 +23,7 @@ from .runner import printable
 
 # %% auto #0
 __all__ = ['COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd']
+           'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
 # %% ../nbs/91_cli_tools.ipynb #c14e0012
 @app.command("validate-judge")
@@ -265,5 +266,76 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
     finally: store.close()
     typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
 
+# %% ../nbs/91_cli_tools.ipynb #e578fd01
+def _item_text(row, shown: int, total: int, done: int, show_judge: bool) -> str:
+    ev = json.loads(row.evidence)
+    lines = [f"item {shown} of {total} ({done} labelled): {row.item_id} ({row.assistant}, scope {row.scope})",
+             f"sentence: {row.sentence}", f"unit: {row.decontextualised or row.unit}", "evidence:"]
+    lines += [f"  [{e['citation']}] {e['url']} ({e['credibility'] or 'unrated'})\n      {e['chunk'][:600]}" for e in ev]
+    if show_judge: lines.append(f"judge: {row.judge_label}")
+    return "\n".join(lines)
+
+@app.command("annotate")
+def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
+                 annotator: str = typer.Option(..., "--annotator", help="your name: labels go to labels/<name>.csv"),
+                 n: int = typer.Option(20, "--n", help="items in the sample (drawn once per run; 0: all)"),
+                 seed: int = typer.Option(0, "--seed", help="the sample's seed"),
+                 label: Optional[str] = typer.Option(None, "--label", help="Supported, Contradicted, Unverifiable or "
+                                                     "skip: the label of the item shown (or of --item)"),
+                 item: Optional[str] = typer.Option(None, "--item", help="the item to label (default: the next)"),
+                 note: str = typer.Option("", "--note", help="a free-text note with the label"),
+                 replace: bool = typer.Option(False, "--replace", help="change a label already given"),
+                 show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's label too")):
+    "Label a run's judged units one at a time: show the next item; with --label, record it and show the next."
+    from groundbench.annotate import LabelStore, groundedness_items, sample_items
+    try:
+        items = groundedness_items(run_dir).set_index("item_id", drop=False)
+        sf = run_dir / "labels" / "sample.csv"
+        if sf.exists(): ids = pd.read_csv(sf, dtype=str).item_id.tolist()
+        else:
+            ids = sample_items(items.reset_index(drop=True), n, seed).item_id.tolist()
+            write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
+        sample, store = items.loc[[i for i in ids if i in items.index]], LabelStore(run_dir, annotator)
+        if label is not None:
+            target = item or store.next_item(sample)
+            if target is None: fail("every item of the sample is labelled (give --item and --replace to change one)")
+            if target not in sample.index: fail(f"--item {target}: not in {sf}")
+            store.add(target, label, note, shown=sample.loc[target, "unit"], replace=replace)
+            typer.echo(f"{target}: {label} (labels/{annotator}.csv)")
+    except (RecordError, ValueError) as e: fail(e)
+    nxt = store.next_item(sample)
+    if nxt is None:
+        typer.echo(f"all {len(sample)} items of the sample are labelled; next: groundbench agreement {run_dir}"); return
+    typer.echo(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), len(set(store.table.item_id)
+                                                                                 & set(sample.index)), show_judge))
+    typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator} --label "
+               "Supported|Contradicted|Unverifiable|skip")
+
+# %% ../nbs/91_cli_tools.ipynb #19ee6102
+@app.command("agreement")
+def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
+                  n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals")):
+    """Agreement between a run's annotators and of its judge with them; the tables and a pairs file for
+    validate-judge go to labels/."""
+    from groundbench.annotate import annotator_agreement, export_pairs, groundedness_items, judge_agreement, load_labels
+    from groundbench.runfolder import Run
+    try:
+        items, labels = groundedness_items(run_dir), load_labels(run_dir)
+        if labels.empty: fail(f"{run_dir}: no labels in labels/ (groundbench annotate {run_dir} --annotator NAME)")
+        out = run_dir / "labels"
+        pairs, per_label = annotator_agreement(labels)
+        judge, conf = judge_agreement(items, labels, n_boot)
+    except (RecordError, ValueError) as e: fail(e)
+    if len(pairs):
+        write_table(pairs, out / "agreement_annotators.csv"); write_table(per_label, out / "agreement_labels.csv")
+        typer.echo("Between annotators (Cohen's kappa per pair; Krippendorff's alpha over all):\n"
+                   + pairs.to_string(index=False) + "\n\n" + per_label.to_string(index=False) + "\n")
+    write_table(judge, out / "agreement_judge.csv")
+    write_table(pd.concat(conf, names=["against", "human"]).reset_index(), out / "agreement_confusion.csv")
+    smoke = " (SMOKE RUN: the bundled small model is the judge)" if Run(run_dir).is_smoke else ""
+    typer.echo(f"The judge against each annotator and their consensus{smoke}:\n" + judge.to_string(index=False))
+    typer.echo(f"pairs for validate-judge: {export_pairs(items, labels, out / 'pairs.csv')}")
+
 # %% ../nbs/91_cli_tools.ipynb #c60a8404
-COMMANDS = ("validate-judge", "validate-sourcebench", "parse", "login", "doctor", "credibility", "fetch")
+COMMANDS = ("validate-judge", "validate-sourcebench", "parse", "login", "doctor", "credibility", "fetch", "annotate",
+            "agreement")

@@ -1,7 +1,9 @@
 """The README's first screen as a reader sees it: README.md rendered to HTML (Python-Markdown, GitHub-like styles),
-opened in headless Chromium at 1280 x 900, screenshot written to docs/images/readme-first-screen.png.
+opened in headless Chromium at 1280 x 900, screenshot written to docs/images/readme-first-screen.png; with --report,
+also the first screen of a run's report page (docs/images/report-demo.png, the picture the README shows).
 
     .venv/bin/python scripts/screenshot_readme.py [--out docs/images/readme-first-screen.png]
+    .venv/bin/python scripts/screenshot_readme.py --report runs/demo/report/index.html
 
 tests/test_docs.py renders it the same way and checks what the first screen holds (the paper, its authors, the demo,
 the report picture loaded).
@@ -56,10 +58,25 @@ def first_screen(out: Path, width: int = 1280, height: int = 900) -> dict:
     return shown
 
 
+def report_screen(report: Path, out: Path, width: int = 1400, height: int = 900):
+    "The first screen of a report page (its contents, the smoke banner, the first tables), written to `out`."
+    from groundbench.collect.browser import make_driver
+    driver = make_driver(window=(width, height))
+    try:
+        driver.get(report.resolve().as_uri())
+        driver.execute_script("return document.readyState")
+        driver.save_screenshot(str(out))
+    finally: driver.quit()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "images" / "readme-first-screen.png")
+    ap.add_argument("--report", type=Path, help="a report page (runs/<id>/report/index.html) to screenshot too")
     a = ap.parse_args(argv)
+    if a.report:
+        report_screen(a.report, ROOT / "docs" / "images" / "report-demo.png")
+        print(f"{ROOT / 'docs' / 'images' / 'report-demo.png'}: the first screen of {a.report}")
     shown = first_screen(a.out)
     print(f"{a.out}: first screen with {len(shown['text'].split())} words, images {shown['images']}")
 
