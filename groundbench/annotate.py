@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/annotate.html.md"""
 # %% ../nbs/72_annotate.ipynb #6a224132
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -14,14 +15,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fastcore.basics import patch
+
 from .core import Conversation, RecordError, now_iso, read_records, write_table
 from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS
 from .validation_pairs import agreement, confusion
 
 # %% auto #0
-__all__ = ['LABELS', 'ITEM_COLUMNS', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'LabelStore', 'load_labels',
-           'krippendorff_alpha', 'annotator_agreement', 'consensus', 'judge_agreement', 'export_pairs']
+__all__ = ['LABELS', 'ITEM_COLUMNS', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'LabelStore', 'shared_sample',
+           'item_html', 'Annotator', 'load_labels', 'krippendorff_alpha', 'annotator_agreement', 'consensus',
+           'judge_agreement', 'export_pairs']
 
 # %% ../nbs/72_annotate.ipynb #fef1a035
 LABELS = ("Supported", "Contradicted", "Unverifiable")
@@ -98,6 +102,87 @@ class LabelStore:
         "The first item of `sample` this annotator has not labelled (None: all done)."
         done = set(self.table.item_id)
         return next((i for i in sample.item_id if i not in done), None)
+
+# %% ../nbs/72_annotate.ipynb #51b3da3c
+def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: int = 0) -> pd.DataFrame:
+    "The run's labelling sample, in order: drawn once (`labels/sample.csv`, `n`, `seed`), then the same for everyone."
+    sf = Path(run_dir) / "labels" / "sample.csv"
+    if sf.exists(): ids = pd.read_csv(sf, dtype=str).item_id.tolist()
+    else:
+        ids = sample_items(items, n, seed).item_id.tolist()
+        write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
+    it = items.set_index("item_id", drop=False)
+    return it.loc[[i for i in ids if i in it.index]].reset_index(drop=True)
+
+# %% ../nbs/72_annotate.ipynb #3db30e17
+def item_html(row, show_judge: bool = False) -> str:
+    "One item as a person judges it: the sentence, the unit, each evidence chunk with its page and credibility."
+    e = html.escape
+    ev = "".join(f"<li><a href='{e(x['url'], quote=True)}' target='_blank' rel='noopener noreferrer'>[{x['citation']}] "
+                 f"{e(x['url'])}</a> <i>({e(x['credibility'] or 'unrated')})</i><blockquote>{e(x['chunk'])}"
+                 "</blockquote></li>" for x in json.loads(row.evidence))
+    judge = f"<p><b>Judge:</b> {e(row.judge_label)}</p>" if show_judge else ""
+    return (f"<p><b>Sentence:</b> {e(row.sentence)}</p><p style='font-size:1.15em'><b>Unit:</b> "
+            f"{e(row.decontextualised or row.unit)}</p><p><b>Evidence</b> ({e(row.assistant)}, scope "
+            f"{e(row.scope)}):</p><ol style='list-style:none;padding-left:0'>{ev}</ol>{judge}")
+
+# %% ../nbs/72_annotate.ipynb #28f7518f
+class Annotator:
+    """The labelling view (ipywidgets): one item of the run's shared sample at a time, a button per label, a note,
+    back and forward; every label is written to `labels/<annotator>.csv` at once."""
+    def __init__(self, run_dir: str | Path, annotator: str, n: int = 20, seed: int = 0, show_judge: bool = False):
+        import ipywidgets as w
+        self.store, self.show_judge = LabelStore(run_dir, annotator), show_judge
+        self.sample = shared_sample(run_dir, groundedness_items(run_dir), n, seed)
+        nxt = self.store.next_item(self.sample)
+        self.pos = len(self.sample) - 1 if nxt is None else list(self.sample.item_id).index(nxt)
+        self.status, self.body, self.said = w.HTML(), w.HTML(), w.HTML()
+        self.note = w.Text(placeholder="a note (optional)", layout=w.Layout(width="60%"))
+        self.buttons = [w.Button(description=l, button_style={"Supported": "success", "Contradicted": "danger"}.get(
+            l, "")) for l in (*LABELS, "skip")]
+        self.back, self.forward = w.Button(description="< back"), w.Button(description="forward >")
+        for b in self.buttons: b.on_click(lambda b: self.label(b.description))
+        self.back.on_click(lambda _: self.go(-1)); self.forward.on_click(lambda _: self.go(1))
+        self.view = w.VBox([self.status, self.body, w.HBox(self.buttons), self.note, w.HBox([self.back, self.forward]),
+                            self.said])
+        self.show()
+
+# %% ../nbs/72_annotate.ipynb #8d5af55a
+@patch
+def show(self: Annotator):
+    "Show the current item and how far the annotator is."
+    done = set(self.store.table.item_id) & set(self.sample.item_id)
+    if not len(self.sample):
+        self.status.value, self.body.value = "<b>No judged items in this run.</b>", ""; return
+    row = self.sample.iloc[self.pos]
+    given = self.store.table[self.store.table.item_id == row.item_id].label
+    self.status.value = (f"<b>{html.escape(self.store.annotator)}</b>: item {self.pos + 1} of {len(self.sample)}, "
+                         f"{len(done)} labelled" + (f"; this one: <b>{given.iloc[0]}</b>" if len(given) else "")
+                         + (" <b>(all labelled)</b>" if len(done) == len(self.sample) else ""))
+    self.body.value = item_html(row, self.show_judge)
+
+@patch
+def go(self: Annotator, step: int):
+    "Move `step` items back (-1) or forward (1)."
+    self.pos = min(max(self.pos + step, 0), max(len(self.sample) - 1, 0)); self.show()
+
+@patch
+def label(self: Annotator, label: str):
+    "Record `label` (and the note) for the current item, say so, and move to the next item not labelled."
+    row = self.sample.iloc[self.pos]
+    old = self.store.table[self.store.table.item_id == row.item_id].label
+    self.store.add(row.item_id, label, self.note.value, shown=row.decontextualised or row.unit, replace=True)
+    changed = f" (changed from {old.iloc[0]})" if len(old) and old.iloc[0] != label else ""
+    self.said.value = f"{row.item_id}: {label}{changed} saved in {self.store.path.name}"
+    self.note.value = ""
+    nxt = self.store.next_item(self.sample)
+    if nxt is not None: self.pos = list(self.sample.item_id).index(nxt)
+    self.show()
+
+@patch
+def _ipython_display_(self: Annotator):
+    from IPython.display import display
+    display(self.view)
 
 # %% ../nbs/72_annotate.ipynb #5ed0ed51
 def load_labels(run_dir: str | Path) -> pd.DataFrame:

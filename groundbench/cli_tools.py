@@ -266,7 +266,7 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
     finally: store.close()
     typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
 
-# %% ../nbs/91_cli_tools.ipynb #e578fd01
+# %% ../nbs/91_cli_tools.ipynb #c57d813b
 def _item_text(row, shown: int, total: int, done: int, show_judge: bool) -> str:
     ev = json.loads(row.evidence)
     lines = [f"item {shown} of {total} ({done} labelled): {row.item_id} ({row.assistant}, scope {row.scope})",
@@ -287,15 +287,10 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
                  replace: bool = typer.Option(False, "--replace", help="change a label already given"),
                  show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's label too")):
     "Label a run's judged units one at a time: show the next item; with --label, record it and show the next."
-    from groundbench.annotate import LabelStore, groundedness_items, sample_items
+    from groundbench.annotate import LabelStore, groundedness_items, shared_sample
     try:
-        items = groundedness_items(run_dir).set_index("item_id", drop=False)
-        sf = run_dir / "labels" / "sample.csv"
-        if sf.exists(): ids = pd.read_csv(sf, dtype=str).item_id.tolist()
-        else:
-            ids = sample_items(items.reset_index(drop=True), n, seed).item_id.tolist()
-            write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
-        sample, store = items.loc[[i for i in ids if i in items.index]], LabelStore(run_dir, annotator)
+        sample = shared_sample(run_dir, groundedness_items(run_dir), n, seed).set_index("item_id", drop=False)
+        ids, store, sf = list(sample.index), LabelStore(run_dir, annotator), run_dir / "labels" / "sample.csv"
         if label is not None:
             target = item or store.next_item(sample)
             if target is None: fail("every item of the sample is labelled (give --item and --replace to change one)")
@@ -311,7 +306,7 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
     typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator} --label "
                "Supported|Contradicted|Unverifiable|skip")
 
-# %% ../nbs/91_cli_tools.ipynb #19ee6102
+# %% ../nbs/91_cli_tools.ipynb #d7f0b6d6
 @app.command("agreement")
 def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
                   n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals")):

@@ -1,0 +1,129 @@
+"""People label a run as they would (issue 32): the labelling view opened in a real JupyterLab in headless Chromium, five
+items labelled by clicking, the page reloaded and the view resumed; the labels file holds what was clicked. A
+screenshot of the view is left in _screenshots/ for a person (docs/images/annotate-jupyterlab.png is one of them)."""
+import json
+import os
+import subprocess
+import time
+
+import httpx
+import pandas as pd
+import pytest
+
+from conftest import BIN, ROOT, free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.jupyterlab]
+SHOTS = ROOT / "_screenshots"
+
+
+def judged_run(d):
+    "A run with one answer of six sentences, each a unit the judge labelled in scope all, with one evidence chunk."
+    from groundbench.core import Citation, Conversation, Segment, write_jsonl, write_table
+    sents = ["Vaccines are tested in trials.", "They are safe for most people.", "The moon is made of cheese.",
+             "Water boils at 100 C at sea level.", "Paris is in France.", "Mars has two moons."]
+    text = " ".join(sents)
+    segs = tuple(Segment(s, (1,), text.index(s), text.index(s) + len(s)) for s in sents)
+    c = Conversation("chatgpt", "GPT-4o", "p", "Tell me facts.", text, (Citation(1, "https://www.cdc.gov/x"),), segs)
+    write_jsonl([c], d / "20_collect" / "conversations.jsonl")
+    write_table(pd.DataFrame({"conversation_id": [c.conversation_id], "citation_index": [1], "label": ["high"]}),
+                d / "40_credibility" / "citations.parquet")
+    write_jsonl([dict(conversation_id=c.conversation_id, unit_index=i, unit_id=f"u{i}", text=s, label="Fact",
+                      segment_index=i) for i, s in enumerate(sents)], d / "50_groundedness" / "units.jsonl")
+    verdicts = ["Supported", "Supported", "Contradicted", "Supported", "Unverifiable", "Supported"]
+    write_jsonl([dict(unit_id=f"u{i}", scope="all", label=v, skipped="",
+                      evidence=dict(unit_id=f"u{i}", scope="all", chunks=[f"Evidence text {i}."], citation_indices=[1],
+                                    scores=[0.5])) for i, v in enumerate(verdicts)],
+                d / "50_groundedness" / "judgments.jsonl")
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "label", "metadata": {}, "outputs": [],
+                     "source": ["from groundbench.annotate import Annotator\n", "Annotator(\".\", \"ann\", n=5)"]}],
+          "metadata": {"kernelspec": {"display_name": "groundbench", "language": "python", "name": "groundbench"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (d / "label.ipynb").write_text(json.dumps(nb))
+    return d
+
+
+def run_cell(driver):
+    "Put the cursor in the notebook's one cell and run it (Shift+Enter), as a person does."
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    deadline, err = time.time() + 90, None
+    while time.time() < deadline:   # the kernel connected and idle first: a cell run before that is lost
+        if any("| Idle" in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")): break
+        time.sleep(0.5)
+    while time.time() < deadline:
+        try:
+            driver.find_element(By.CSS_SELECTOR, ".jp-Cell .cm-content").click()
+            break
+        except Exception as e:  # the editor is not ready yet (the notebook and its kernel are still opening)
+            err = e
+            time.sleep(0.5)
+    else:
+        SHOTS.mkdir(exist_ok=True); driver.save_screenshot(str(SHOTS / "annotate-failed.png"))
+        raise AssertionError(f"the notebook's cell could not be clicked: {err}")
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()
+
+
+def wait_text(driver, text, timeout=90):
+    from selenium.webdriver.common.by import By
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if any(text in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")): return True
+        time.sleep(0.5)
+    SHOTS.mkdir(exist_ok=True); driver.save_screenshot(str(SHOTS / "annotate-failed.png"))
+    outs = [e.text[:300] for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")]
+    raise AssertionError(f"{text!r} did not appear in the view (outputs: {outs}; see _screenshots/annotate-failed.png)")
+
+
+def test_five_items_labelled_by_clicking_in_jupyterlab_and_resumed_after_a_reload(tmp_path):
+    from selenium.webdriver.common.by import By
+    from groundbench.collect.browser import make_driver
+    root = tmp_path / "lab"
+    run = judged_run(root / "lab-run")
+    port, token = free_port(), "groundbench-test-token"
+    settings = tmp_path / "lab-settings" / "@jupyterlab"
+    for ext, name, body in (("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+                            ("notebook-extension", "tracker", {"windowingMode": "none"})):
+        (settings / ext).mkdir(parents=True, exist_ok=True)
+        (settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(body))
+    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+                            f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+                            f"--ServerApp.root_dir={root}"], cwd=root, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
+                                                           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")})
+    driver = None
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200: break
+            except httpx.HTTPError: pass
+            time.sleep(0.5)
+        driver = make_driver(None, headless=True, window=(1400, 1000))
+        url = f"http://127.0.0.1:{port}/lab/tree/lab-run/label.ipynb?token={token}"
+        driver.get(url)
+        run_cell(driver)
+        wait_text(driver, "ann: item 1 of 5, 0 labelled")
+        sample = pd.read_csv(run / "labels" / "sample.csv").item_id.tolist()
+        assert sample[0] == "u2:all"                  # the rarest judge labels first: Contradicted, then Unverifiable
+        clicks = ["Contradicted", "Unverifiable", "Supported", "Supported", "skip"]
+        for k, label in enumerate(clicks):
+            button = next(b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output button")
+                          if b.text.strip() == label)
+            button.click()
+            wait_text(driver, f"{k + 1} labelled")
+            if k == 1:
+                SHOTS.mkdir(exist_ok=True)
+                driver.save_screenshot(str(SHOTS / "annotate-jupyterlab.png"))
+        wait_text(driver, "(all labelled)")
+        got = pd.read_csv(run / "labels" / "ann.csv", dtype=str, keep_default_na=False)
+        assert got.item_id.tolist() == sample and got.label.tolist() == clicks       # what was clicked, in order
+        driver.get(url)                                 # reloaded: the same view comes back where it was
+        run_cell(driver)
+        wait_text(driver, "ann: item 5 of 5, 5 labelled")
+        assert (SHOTS / "annotate-jupyterlab.png").stat().st_size > 20_000
+    finally:
+        if driver is not None: driver.quit()
+        lab.terminate()
+        try: lab.wait(15)
+        except subprocess.TimeoutExpired: lab.kill()
