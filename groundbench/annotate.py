@@ -103,7 +103,7 @@ class LabelStore:
         done = set(self.table.item_id)
         return next((i for i in sample.item_id if i not in done), None)
 
-# %% ../nbs/72_annotate.ipynb #51b3da3c
+# %% ../nbs/72_annotate.ipynb #227fff84
 def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: int = 0) -> pd.DataFrame:
     "The run's labelling sample, in order: drawn once (`labels/sample.csv`, `n`, `seed`), then the same for everyone."
     sf = Path(run_dir) / "labels" / "sample.csv"
@@ -114,7 +114,7 @@ def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: i
     it = items.set_index("item_id", drop=False)
     return it.loc[[i for i in ids if i in it.index]].reset_index(drop=True)
 
-# %% ../nbs/72_annotate.ipynb #3db30e17
+# %% ../nbs/72_annotate.ipynb #87551507
 def item_html(row, show_judge: bool = False) -> str:
     "One item as a person judges it: the sentence, the unit, each evidence chunk with its page and credibility."
     e = html.escape
@@ -126,7 +126,7 @@ def item_html(row, show_judge: bool = False) -> str:
             f"{e(row.decontextualised or row.unit)}</p><p><b>Evidence</b> ({e(row.assistant)}, scope "
             f"{e(row.scope)}):</p><ol style='list-style:none;padding-left:0'>{ev}</ol>{judge}")
 
-# %% ../nbs/72_annotate.ipynb #28f7518f
+# %% ../nbs/72_annotate.ipynb #d6fc0dae
 class Annotator:
     """The labelling view (ipywidgets): one item of the run's shared sample at a time, a button per label, a note,
     back and forward; every label is written to `labels/<annotator>.csv` at once."""
@@ -147,7 +147,7 @@ class Annotator:
                             self.said])
         self.show()
 
-# %% ../nbs/72_annotate.ipynb #8d5af55a
+# %% ../nbs/72_annotate.ipynb #ecd9762d
 @patch
 def show(self: Annotator):
     "Show the current item and how far the annotator is."
