@@ -186,6 +186,7 @@ def test_scheme_less_urls_and_no_source_cells_keep_every_answer_and_run_and_stat
     assert "sample: 2 of the 3 imported answers kept" in run.stdout, run.stdout
 
 
+@pytest.mark.slow
 def test_expertqa_and_tables_in_one_run_and_the_paper_rows_say_what_was_asked_and_when(tmp_path):
     """The demo's shape, by the stages' own functions (no model): ExpertQA answers and a table's answers collected in
     one run (each sampled), rated, and reported; the table's assistant, mapped to a paper column, gets paper-vs-run
