@@ -1,6 +1,8 @@
 """Shared fixtures: free ports, the llama.cpp server, isolated caches, one demo run shared by the tests that read it, and
 the components tests need (marks `chromium`, `jupyterlab`, `llama_server`): missing outside CI, the test is skipped
 with the reason; missing in CI (CI=true), it fails."""
+import contextlib
+import json
 import os
 import shutil
 import socket
@@ -37,6 +39,36 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyterlab(root: Path, settings_dir: Path):
+    """A JupyterLab server on 127.0.0.1 serving `root`, ready when this yields its base URL (with the token query):
+    no "news" prompt over screenshots, every notebook cell rendered (JupyterLab 4 renders only the cells in view by
+    default); stopped on exit."""
+    lab_settings = settings_dir / "@jupyterlab"
+    for ext, name, body in (("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+                            ("notebook-extension", "tracker", {"windowingMode": "none"})):
+        (lab_settings / ext).mkdir(parents=True, exist_ok=True)
+        (lab_settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(body))
+    port, token = free_port(), "groundbench-test-token"
+    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+                            f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+                            f"--ServerApp.root_dir={root}"], cwd=root, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
+                                                           "JUPYTERLAB_SETTINGS_DIR": str(settings_dir)})
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200: break
+            except httpx.HTTPError: pass
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}", f"token={token}"
+    finally:
+        lab.terminate()
+        try: lab.wait(15)
+        except subprocess.TimeoutExpired: lab.kill()
 
 
 def groundbench(*args, cwd=ROOT, check=False, timeout=600, env=None):

@@ -2,15 +2,12 @@
 items labelled by clicking, the page reloaded and the view resumed; the labels file holds what was clicked. A
 screenshot of the view is left in _screenshots/ for a person (docs/images/annotate-jupyterlab.png is one of them)."""
 import json
-import os
-import subprocess
 import time
 
-import httpx
 import pandas as pd
 import pytest
 
-from conftest import BIN, ROOT, free_port
+from conftest import ROOT, jupyterlab
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.jupyterlab]
 SHOTS = ROOT / "_screenshots"
@@ -80,50 +77,31 @@ def test_five_items_labelled_by_clicking_in_jupyterlab_and_resumed_after_a_reloa
     from groundbench.collect.browser import make_driver
     root = tmp_path / "lab"
     run = judged_run(root / "lab-run")
-    port, token = free_port(), "groundbench-test-token"
-    settings = tmp_path / "lab-settings" / "@jupyterlab"
-    for ext, name, body in (("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
-                            ("notebook-extension", "tracker", {"windowingMode": "none"})):
-        (settings / ext).mkdir(parents=True, exist_ok=True)
-        (settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(body))
-    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-                            f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-                            f"--ServerApp.root_dir={root}"], cwd=root, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
-                                                           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")})
     driver = None
-    try:
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200: break
-            except httpx.HTTPError: pass
-            time.sleep(0.5)
-        driver = make_driver(None, headless=True, window=(1400, 1000))
-        url = f"http://127.0.0.1:{port}/lab/tree/lab-run/label.ipynb?token={token}"
-        driver.get(url)
-        run_cell(driver)
-        wait_text(driver, "ann: item 1 of 5, 0 labelled")
-        sample = pd.read_csv(run / "labels" / "sample.csv").item_id.tolist()
-        assert sample[0] == "u2:all"                  # the rarest judge labels first: Contradicted, then Unverifiable
-        clicks = ["Contradicted", "Unverifiable", "Supported", "Supported", "skip"]
-        for k, label in enumerate(clicks):
-            button = next(b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output button")
-                          if b.text.strip() == label)
-            button.click()
-            wait_text(driver, f"{k + 1} labelled")
-            if k == 1:
-                SHOTS.mkdir(exist_ok=True)
-                driver.save_screenshot(str(SHOTS / "annotate-jupyterlab.png"))
-        wait_text(driver, "(all labelled)")
-        got = pd.read_csv(run / "labels" / "ann.csv", dtype=str, keep_default_na=False)
-        assert got.item_id.tolist() == sample and got.label.tolist() == clicks       # what was clicked, in order
-        driver.get(url)                                 # reloaded: the same view comes back where it was
-        run_cell(driver)
-        wait_text(driver, "ann: item 5 of 5, 5 labelled")
-        assert (SHOTS / "annotate-jupyterlab.png").stat().st_size > 20_000
-    finally:
-        if driver is not None: driver.quit()
-        lab.terminate()
-        try: lab.wait(15)
-        except subprocess.TimeoutExpired: lab.kill()
+    with jupyterlab(root, tmp_path / "lab-settings") as (base, token):
+        try:
+            driver = make_driver(None, headless=True, window=(1400, 1000))
+            url = f"{base}/lab/tree/lab-run/label.ipynb?{token}"
+            driver.get(url)
+            run_cell(driver)
+            wait_text(driver, "ann: item 1 of 5, 0 labelled")
+            sample = pd.read_csv(run / "labels" / "sample.csv").item_id.tolist()
+            assert sample[0] == "u2:all"              # the rarest judge labels first: Contradicted, then Unverifiable
+            clicks = ["Contradicted", "Unverifiable", "Supported", "Supported", "skip"]
+            for k, label in enumerate(clicks):
+                button = next(b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output button")
+                              if b.text.strip() == label)
+                button.click()
+                wait_text(driver, f"{k + 1} labelled")
+                if k == 1:
+                    SHOTS.mkdir(exist_ok=True)
+                    driver.save_screenshot(str(SHOTS / "annotate-jupyterlab.png"))
+            wait_text(driver, "(all labelled)")
+            got = pd.read_csv(run / "labels" / "ann.csv", dtype=str, keep_default_na=False)
+            assert got.item_id.tolist() == sample and got.label.tolist() == clicks   # what was clicked, in order
+            driver.get(url)                             # reloaded: the same view comes back where it was
+            run_cell(driver)
+            wait_text(driver, "ann: item 5 of 5, 5 labelled")
+            assert (SHOTS / "annotate-jupyterlab.png").stat().st_size > 20_000
+        finally:
+            if driver is not None: driver.quit()

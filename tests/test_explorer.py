@@ -2,16 +2,13 @@
 overview table, holds no library code, still runs when the run folder is moved, and opens in a real JupyterLab in headless
 Chromium (a screenshot is left in _screenshots/ for a person to look at)."""
 import json
-import os
 import shutil
-import subprocess
 import time
 
-import httpx
 import pytest
 import yaml
 
-from conftest import BIN, ROOT, free_port, groundbench
+from conftest import ROOT, groundbench, jupyterlab
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium]
 
@@ -68,45 +65,28 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
     from groundbench.collect.browser import make_driver
     root = tmp_path / "lab"
     shutil.copytree(small_run, root / "explore-test")
-    port = free_port()
-    settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)  # no "get notified about Jupyter news?" prompt over the screenshot
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    nbset = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
-    nbset.mkdir(parents=True)  # render every cell (JupyterLab 4 renders only the cells in view by default)
-    (nbset / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    token = "groundbench-test-token"
-    lab = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-                            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
-                           cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "JUPYTER_NO_CONFIG": "1",
-                                                                                  "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")})
     driver = None
-    try:
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200: break
-            except httpx.HTTPError: pass
-            time.sleep(0.5)
-        driver = make_driver(None, headless=True, window=(1400, 1000))
-        driver.get(f"http://127.0.0.1:{port}/lab/tree/explore-test/explore.ipynb?token={token}")
-        deadline, found = time.time() + 90, False
-        while time.time() < deadline and not found:
-            found = any("Run explore-test" in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
-            time.sleep(0.5)
-        assert found, "the notebook's saved title did not render in JupyterLab"
-        rows = driver.execute_script("return [...document.querySelectorAll('.jp-OutputArea-output table tbody tr')].length")
-        assert rows >= 6 + 3, rows  # the overview's rows and the sources table of the conversation shown, as saved
-        time.sleep(2)
-        SHOTS.mkdir(exist_ok=True)
-        driver.save_screenshot(str(SHOTS / "explorer-jupyterlab.png"))
-        errors = [l for l in driver.get_log("browser") if l.get("level") == "SEVERE" and "favicon" not in l.get("message", "")]
-        assert (SHOTS / "explorer-jupyterlab.png").stat().st_size > 20_000, errors
-    finally:
-        if driver is not None: driver.quit()
-        lab.terminate()
-        try: lab.wait(15)
-        except subprocess.TimeoutExpired: lab.kill()
+    with jupyterlab(root, tmp_path / "lab-settings") as (base, token):
+        try:
+            driver = make_driver(None, headless=True, window=(1400, 1000))
+            driver.get(f"{base}/lab/tree/explore-test/explore.ipynb?{token}")
+            deadline, found = time.time() + 90, False
+            while time.time() < deadline and not found:
+                found = any("Run explore-test" in e.text
+                            for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
+                time.sleep(0.5)
+            assert found, "the notebook's saved title did not render in JupyterLab"
+            rows = driver.execute_script(
+                "return [...document.querySelectorAll('.jp-OutputArea-output table tbody tr')].length")
+            assert rows >= 6 + 3, rows  # the overview's rows and the sources table of the conversation shown, as saved
+            time.sleep(2)
+            SHOTS.mkdir(exist_ok=True)
+            driver.save_screenshot(str(SHOTS / "explorer-jupyterlab.png"))
+            errors = [l for l in driver.get_log("browser")
+                      if l.get("level") == "SEVERE" and "favicon" not in l.get("message", "")]
+            assert (SHOTS / "explorer-jupyterlab.png").stat().st_size > 20_000, errors
+        finally:
+            if driver is not None: driver.quit()
 
 
 def test_report_reads_well_in_chromium(small_run):
