@@ -93,9 +93,8 @@ def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate
 def plan_groundedness(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     """Rows of 50_groundedness; sets `inp.scored` (the conversations it scores) and `inp.verified` (per
     conversation its expected verified units) for 65_sourcecheckup's planner."""
-    rows = _groundedness(ctx, p, inp)
-    inp.scored, inp.verified = rows[1], rows[2]
-    return rows[0]
+    rows, inp.scored, inp.verified = _groundedness(ctx, p, inp)
+    return rows
 
 # %% ../nbs/87_estimate_plans.ipynb #b9a060e2
 def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float

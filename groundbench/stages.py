@@ -11,7 +11,6 @@ import ast
 import importlib
 import json
 import os
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -8,7 +8,6 @@ Docs: https://groundbench.github.io/groundbench/validation.html.md"""
 from __future__ import annotations
 
 import re
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -134,7 +134,8 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     comparison methods (`methods`, default all three), the response scores and the paper's tables and figure.
     Shows Table 4's overall rows."""
     settings = load_settings(overrides=settings_overrides or {})
-    r, started, out = Run(run_dir), time.time(), Run(run_dir).stage_dir(GROUNDEDNESS)
+    r, started = Run(run_dir), time.time()
+    out = r.stage_dir(GROUNDEDNESS)
     top_k = int(top_k or settings["embed"].get("top_k", 5))
     context_tokens = int(context_tokens or settings["groundedness"].get("context_tokens", 3000))
     context_chars = 4 * context_tokens          # 4 characters a token, a stated approximation

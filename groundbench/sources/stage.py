@@ -231,7 +231,8 @@ def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = Fa
         pre = (pd.read_parquet(src / "sources_presupplied.parquet") if (src / "sources_presupplied.parquet").exists()
                else pd.DataFrame(columns=["conversation_id", "url", "text"]))
         cited = list(dict.fromkeys(c.url for cv in convs for c in cv.citations))
-        to_fetch = [u for u in cited if u not in set(pre.url)]
+        pre_urls = set(pre.url)
+        to_fetch = [u for u in cited if u not in pre_urls]
         if max_urls: to_fetch = to_fetch[:max_urls]
         store = PageStore(out, limits, float(sc.get("min_extract_s", 5)))
         recs, docs, reasons = fetch_and_extract(store, to_fetch if fetch else None, cfg, total_s, browser_fetch)
