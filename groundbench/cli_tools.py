@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/cli_tools.html.md"""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from .core import RecordError, load_settings, load_yaml, write_table
 from .runner import printable
 
 # %% auto #0
-__all__ = ['COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_cmd',
+__all__ = ['COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd',
            'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
 # %% ../nbs/91_cli_tools.ipynb #c14e0012
@@ -153,19 +154,59 @@ def login_cmd(assistant: str = typer.Argument(
         try: d.quit()
         except Exception: pass
 
+# %% ../nbs/91_cli_tools.ipynb #0497bf5a
+def doctor_api(provider: str, model: str | None, base_url: str | None, out: Path, prompt: str | None,
+               api_key_env: str | None, allow_private: bool):
+    "`groundbench doctor` for an API provider: one prompt, and what came back, printed and in out/doctor.json."
+    from groundbench.collect.api_search import API_COLLECTORS, GeminiCollector, HARMLESS_PROMPT, api_check
+    from groundbench.collect.base import CollectionError
+    from groundbench.sources.fetch import FetchSettings
+    if not model: fail(f"{provider}: give --model (the API's model name)")
+    if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    cls = API_COLLECTORS[provider]
+    more = {"fetch": FetchSettings(allow_private=allow_private)} if cls is GeminiCollector else {}
+    c = cls(model, base_url=base_url, api_key_env=api_key_env, max_retries=2, **more)
+    if not os.environ.get(c.key_env): say_error(f"{c.key_env} is not set: the API will likely refuse")
+    try: r = api_check(c, out, prompt or HARMLESS_PROMPT)
+    except CollectionError as e: fail(f"{e}", 1)
+    typer.echo(f"{provider}: asked {model}, answered by {r['model_answered'] or '(not said)'}; searches: "
+               f"{'; '.join(r['search'].get('queries') or []) or '(none reported)'}")
+    cits = pd.DataFrame(r["citations"], columns=["index", "url", "given_as", "title"])
+    cits = cits.assign(given_as=[g if g != u else "" for g, u in zip(cits.given_as, cits.url)])
+    typer.echo(printable(cits.to_string(index=False, max_colwidth=120)))
+    segs = pd.DataFrame(r["segments"], columns=["start", "end", "citations", "uncited", "text"])
+    typer.echo(printable(segs.assign(text=segs.text.str.slice(0, 70)).to_string(index=False)))
+    bad = sum(not x["final"] for x in r["redirects"])
+    typer.echo(f"{len(r['citations'])} citations, {len(r['segments'])} segments, {len(r['listed_not_cited'])} sources "
+               f"listed but not cited, {len(r['redirects'])} redirect links ({bad} unresolved); {out}/doctor.json")
+    if not r["citations"]:
+        fail("no citation came back" + (" although the API searched (sources missing)" if r["sources_missing"]
+                                         else ""), 1)
+
 # %% ../nbs/91_cli_tools.ipynb #d0c70002
 @app.command("doctor")
 def doctor_cmd(
         assistant: str = typer.Argument(
-            ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
+            ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...); or an "
+                      "API provider (gemini-api, claude-api, grok-api, openai-responses, perplexity-api): one harmless "
+                      "prompt, and what came back"),
         profile_dir: Optional[Path] = typer.Option(None, help="the signed-in Chrome profile (groundbench login)"),
         model: Optional[str] = typer.Option(None, help="the model to pick (default: the page's own)"),
         config: Optional[Path] = typer.Option(None, help="a UI configuration YAML other than the bundled one"),
         base_url: Optional[str] = typer.Option(
             None, help="another site in place of the start URL's host (local fixtures)"),
         out: Path = typer.Option(Path("doctor-out"), help="folder for page.html, page.png and doctor.json"),
-        headed: bool = typer.Option(False, "--headed", help="show the browser window")):
-    "Check an assistant's page against its configuration, step by step; exit 1 when a required step fails."
+        headed: bool = typer.Option(False, "--headed", help="show the browser window"),
+        prompt: Optional[str] = typer.Option(None, help="API mode: the prompt (default: a harmless question)"),
+        api_key_env: Optional[str] = typer.Option(None, help="API mode: the key's variable (default per provider)"),
+        allow_private: bool = typer.Option(False, "--allow-private",
+                                           help="API mode: redirect links may lead to private addresses (fixtures)")):
+    """Check an assistant's page against its configuration, step by step (exit 1 when a required step fails); for an
+    API provider, send one prompt and show the citations, their spans and resolved links (exit 1 on an error or when
+    no citation came back)."""
+    from groundbench.collect.api_search import API_COLLECTORS
+    if assistant in API_COLLECTORS:
+        return doctor_api(assistant, model, base_url, out, prompt, api_key_env, allow_private)
     from groundbench.collect.page import load_ui_config
     from groundbench.collect.flows import doctor, doctor_table
     from groundbench.collect.assistants import browser_assistants

@@ -116,6 +116,9 @@ class Conversation:
     segment_rule: str = ""
     # reasoning tokens the answer spent, where an API reports them (-1: not reported)
     reasoning_tokens: int = -1
+    # the API says it searched but returned no sources (e.g. Gemini without groundingMetadata): not an answer
+    # without sources
+    sources_missing: bool = False
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 

@@ -15,11 +15,12 @@ from typing import Sequence
 import pandas as pd
 
 from .budget import model_price, prices_from_settings
-from .estimate_steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs
+from .estimate_collect import api_assistants_of, collection_costs
+from .estimate_steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs, prompts_to_collect
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage, stage_parameters
 
 # %% auto #0
-__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'format_estimate', 'write_estimate']
+__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'collection_lines', 'format_estimate', 'write_estimate']
 
 # %% ../nbs/88_estimate.ipynb #e5a10013
 @dataclass
@@ -31,6 +32,8 @@ class Estimate:
     tokens: str
     notes: tuple
     cost_note: str = ""
+    collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 88_estimate_collect)
+    collection_notes: tuple = ()
 
 # %% ../nbs/88_estimate.ipynb #25e6cba0
 def _shares(text: str) -> dict:
@@ -102,17 +105,39 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns
                  if c.startswith(("calls", "prompt", "completion"))})
     t = t.round({c: 6 for c in t.columns if c.startswith(("cost", "gpu"))})
-    return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note)
+    coll, cnotes = None, []
+    if COLLECT in stages and (assistants := api_assistants_of(params(COLLECT))):
+        pids = [p.prompt_id for p in prompts_to_collect(params, settings, run_dir)]
+        coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
+    return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
+                    tuple(cnotes))
 
 # %% ../nbs/88_estimate.ipynb #e5a10015
 def _n(x, d=0) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{d}f}"
 
+# %% ../nbs/88_estimate.ipynb #d0ff53de
+def collection_lines(e: Estimate) -> list[str]:
+    "The API collection's part of the printed estimate: a line per assistant and the total (none without one)."
+    c = e.collection
+    if c is None or c.empty: return []
+    money = lambda x: "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"${x:,.2f}"
+    lines = ["collection through the assistants' APIs (per answer: measured on archived answers, else assumed):"]
+    for r in c.itertuples():
+        lines.append(f"  {r.provider} {r.model}: {r.answers_to_collect:,} answers to collect ({r.archived} archived; "
+                     f"{r.basis}), {_n(r.input_tokens_per_answer)} in + {_n(r.output_tokens_per_answer)} out tokens "
+                     f"and {_n(r.searches_per_answer, 1)} searches an answer; tokens {money(r.cost_tokens_usd)} + "
+                     f"searches {money(r.cost_search_usd)} (${r.fee_usd_per_1k:g} per 1,000 {r.fee_unit or '-'}, "
+                     f"{r.fee_checked or 'no fee row'}) = {money(r.cost_usd)}")
+    total = c.cost_usd.dropna().sum()
+    lines.append(f"  total: {money(total)}" + (" (some parts unpriced: see the notes)" if e.collection_notes else ""))
+    return lines + [f"  {n}" for n in e.collection_notes]
+
 # %% ../nbs/88_estimate.ipynb #c36fec55
 def format_estimate(e: Estimate) -> str:
     "The estimate as text: one line per step, totals, then what it assumed."
-    t = e.table
-    if t.empty: return f"Estimate for {e.model} ({e.backend}): no LLM step among these stages"
+    t, tail = e.table, collection_lines(e)
+    if t.empty: return "\n".join([f"Estimate for {e.model} ({e.backend}): no LLM step among these stages", *tail])
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
     head = (f"{'stage':<17} {'step':<21} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
             f"{'calls (low-expected-high)':>27} {'prompt tok':>11} {'completion tok (exp, range)':>30}"
@@ -138,7 +163,7 @@ def format_estimate(e: Estimate) -> str:
                            if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
     lines.append(
         "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
-    return "\n".join(lines)
+    return "\n".join(lines + tail)
 
 # %% ../nbs/88_estimate.ipynb #f29617f0
 def write_estimate(e: Estimate, folder: str | Path) -> Path:
@@ -146,6 +171,8 @@ def write_estimate(e: Estimate, folder: str | Path) -> Path:
     from groundbench.core import write_json, write_table
     folder = Path(folder)
     write_table(e.table, folder / "estimate.csv")
+    if e.collection is not None and not e.collection.empty:
+        write_table(e.collection, folder / "estimate_collection.csv")
     write_json({"model": e.model, "backend": e.backend, "tokens": e.tokens, "notes": list(e.notes),
                 "cost_note": e.cost_note}, folder / "estimate.json")
     return folder / "estimate.csv"

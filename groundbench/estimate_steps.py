@@ -32,7 +32,7 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
            'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs',
-           'plan_inputs']
+           'prompts_to_collect', 'plan_inputs']
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
@@ -298,6 +298,24 @@ def _sources_of(convs, texts: dict, assume_fetched: bool) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["conversation_id", "citation_index", "url", "text"])
     return df.assign(valid=df.text.str.strip().ne(""))
 
+# %% ../nbs/87_estimate_steps.ipynb #63a0b0ec
+def prompts_to_collect(params, settings: dict, run_dir: Path | None) -> list[Prompt]:
+    """The prompts a browser or API collection will ask, sampled as 20_collect samples them: its `prompts_path`, else
+    the run's 10_claims prompts, else the prompts 10_claims will make from its files."""
+    from groundbench.collect.stage import sample_by_group
+    p = params(COLLECT)
+    pp = p.get("prompts_path")
+    pp = (Path(pp) if Path(pp).is_absolute()
+          else project_root() / pp) if pp else (run_dir / CLAIMS / "prompts.parquet" if run_dir else None)
+    if pp and pp.exists(): prompts = read_records(pp, Prompt)
+    elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
+    else:  # the prompts 10_claims will make
+        p10 = params(CLAIMS)
+        prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"),
+                                     settings)
+    return sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0),
+                           int(p.get("sample_seed") or 0))
+
 # %% ../nbs/87_estimate_steps.ipynb #2a3bdc20
 def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | None) -> Inputs:
     "The conversations and sources of the run (see above)."
@@ -325,17 +343,7 @@ def plan_inputs(stages: Sequence[str], params, settings: dict, run_dir: Path | N
                 inp.convs += sample_by_group(imp.conversations, lambda c: c.provider, n, seed)
                 notes.append("conversations: your tables, imported as 20_collect imports them")
     elif COLLECT in stages:
-        pp = p.get("prompts_path")
-        pp = (Path(pp) if Path(pp).is_absolute()
-              else project_root() / pp) if pp else (run_dir / CLAIMS / "prompts.parquet" if run_dir else None)
-        if pp and pp.exists(): prompts = read_records(pp, Prompt)
-        elif p.get("prompts_path"): raise FileNotFoundError(f"{pp}: no prompt table (parameter prompts_path)")
-        else:  # the prompts 10_claims will make
-            p10 = params(CLAIMS)
-            prompts = prompts_from_files(p10.get("claims_path"), p10.get("templates_path"), p10.get("questions_path"),
-                                         settings)
-        inp.n_prompts = len(sample_by_group(prompts, lambda x: (x.topic, x.role), int(p.get("sample") or 0),
-                                            int(p.get("sample_seed") or 0)))
+        inp.n_prompts = len(prompts_to_collect(params, settings, run_dir))
         notes.append(
             f"conversations: {inp.n_prompts} answers to collect ({p.get('source')}): their length is not known before "
             f"the run")

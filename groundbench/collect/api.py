@@ -12,7 +12,6 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 from typing import Sequence
 
 import httpx
@@ -27,7 +26,7 @@ from ..backends import post_with_retries
 
 # %% auto #0
 __all__ = ['API_COLLECTORS', 'API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
-           'parse_chat_completion', 'parse_perplexity', 'APICollector', 'OpenAIResponsesCollector',
+           'parse_chat_completion', 'parse_perplexity', 'search_info', 'APICollector', 'OpenAIResponsesCollector',
            'PerplexityCollector']
 
 # %% ../../nbs/26_collect_api.ipynb #8487d15a
@@ -129,9 +128,21 @@ def parse_perplexity(data: dict) -> ParsedAnswer:
     "Parse a Perplexity Sonar chat completion."
     return parse_chat_completion(data, "perplexity-api")
 
-# %% ../../nbs/26_collect_api.ipynb #1fa58740
+# %% ../../nbs/26_collect_api.ipynb #1b67080a
+def search_info(data: dict) -> dict:
+    """What an OpenAI-style answer says of its search: the queries it ran (Responses `web_search_call` items), the
+    results it listed (Perplexity `search_results`), and its usage as the API reports it (token counts and any tool or
+    cost fields, kept whole)."""
+    queries = []
+    for item in data.get("output") or []:
+        act = item.get("action") or {} if item.get("type") == "web_search_call" else {}
+        queries += [q for q in [act.get("query"), *(act.get("queries") or [])] if q]
+    return {"queries": queries, "results_listed": len(data.get("search_results") or []),
+            "usage": data.get("usage") or {}}
+
+# %% ../../nbs/26_collect_api.ipynb #3898de69
 class APICollector:
-    "Base of the API collectors: payload, endpoint, parser."
+    "Base of the API collectors: endpoint, headers, payload, parser, and what the record keeps of the search."
     provider, path, key_env, default_base = ("openai-chat", "/chat/completions", "OPENAI_API_KEY",
                                              "https://api.openai.com/v1")
 
@@ -143,35 +154,43 @@ class APICollector:
                                                                                         backoff_s, delay_s,
                                                                                         options or {})
 
+    def url(self) -> str: return self.base_url + self.path
+    def headers(self, key: str) -> dict: return {"Authorization": f"Bearer {key}"} if key else {}
     def payload(self, prompt: str) -> dict:
         return {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.options}
-
     def parse(self, data: dict) -> ParsedAnswer: return parse_chat_completion(data, self.provider)
+    def search(self, data: dict) -> dict: return search_info(data)
+    def exchange(self, client: httpx.Client, prompt: str, headers: dict) -> tuple[httpx.Response, bytes, dict | list]:
+        "One prompt's request (retried on transient errors): the last response, the bytes to archive and their JSON."
+        resp = post_with_retries(client, self.url(), self.payload(prompt), headers, self.max_retries, self.backoff_s)
+        return resp, resp.content, (resp.json() if resp.status_code == 200 else {})
+    def finish(self, parsed: ParsedAnswer) -> tuple[ParsedAnswer, dict]:
+        "The parsed answer as archived, and what else the record keeps (e.g. Gemini's resolved redirect links)."
+        return parsed, {}
 
     def collect(self, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
         "Collect every prompt not yet archived; returns all archived conversations of these prompts."
-        key = os.environ.get(self.key_env, "")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers = self.headers(os.environ.get(self.key_env, ""))
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         with httpx.Client(timeout=self.timeout_s) as client:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
                 started = now_iso()
-                try:
-                    resp = post_with_retries(client, self.base_url + self.path, self.payload(p.text), headers,
-                                             self.max_retries, self.backoff_s)
+                try: resp, raw, data = self.exchange(client, p.text, headers)
                 except httpx.TransportError as e:
                     raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
+                except ValueError as e:
+                    msg = f"{self.provider}: prompt {p.prompt_id}: the answer is not JSON: {e}"
+                    raise CollectionError(msg) from None
                 if resp.status_code != 200:
                     raise CollectionError(
                         f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
-                raw = resp.content
-                parsed = self.parse(json.loads(raw))
+                parsed, extra = self.finish(self.parse(data))
                 archive.save_record(self.provider, p.prompt_id,
                                     {"provider": self.provider, "model": parsed.model_shown or self.model,
-                                     "prompt_id": p.prompt_id,
-                                                                 "prompt_text": p.text,
-                    "response": archive.put(raw, "json"), "parsed": to_plain(parsed), "started_at": started,
-                                                                 "collected_at": now_iso(), "source": "api"})
+                                     "prompt_id": p.prompt_id, "prompt_text": p.text,
+                                     "response": archive.put(raw, "json"), "parsed": to_plain(parsed),
+                                     "search": self.search(data), **extra, "started_at": started,
+                                     "collected_at": now_iso(), "source": "api"})
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
         return [conversation_from_record(json.loads(archive.record_path(self.provider,
                                                                         p.prompt_id).read_text())) for p in prompts]

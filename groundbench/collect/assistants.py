@@ -59,7 +59,7 @@ def _parse_page_file(provider: str, html: Path | None, config: Path | None) -> P
 # %% ../../nbs/23_collect_assistants.ipynb #12216213
 def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
     "An API's archived JSON response, parsed by that API's parser."
-    from groundbench.collect.api import API_PARSERS
+    from groundbench.collect.api_search import API_PARSERS
     if not json_file: raise RecordError(f"--provider {provider} reads an API response: give --json FILE")
     raw = _read_file(Path(json_file), "--json")
     try: data = json.loads(raw.decode("utf-8-sig"))
@@ -67,7 +67,7 @@ def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
     except json.JSONDecodeError as e:
         raise RecordError(f"{json_file}: not valid JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError: raise RecordError(f"{json_file}: JSON nested too deeply") from None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) and not (provider == "claude-api" and isinstance(data, list)):  # a paused turn
         raise RecordError(
             f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
     try: return API_PARSERS[provider](data)
@@ -78,8 +78,8 @@ def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
 def parse_archived(provider: str, html: str | Path | None = None, json_file: str | Path | None = None,
                    config: str | Path | None = None) -> ParsedAnswer:
     """An archived answer parsed offline: `html` for a browser assistant (`config`: a UI YAML other than its own),
-    `json_file` for an API provider (`collect.api.API_PARSERS`)."""
-    from groundbench.collect.api import API_PARSERS
+    `json_file` for an API provider (`collect.api_search.API_PARSERS`)."""
+    from groundbench.collect.api_search import API_PARSERS
     if provider in browser_assistants(): return _parse_page_file(provider, html, config)
     if provider in API_PARSERS: return _parse_api_file(provider, json_file)
     raise RecordError(f"unknown provider {provider!r}: use one of {', '.join([*browser_assistants(), *API_PARSERS])}")

@@ -117,7 +117,8 @@ def span_segments(text: str, spans: Sequence[tuple[int, int, Sequence[int]]], n_
     for a, b in gaps:
         for sent in _sentences(text[a:b]):
             k = text.find(sent, a)
-            if sent.strip(" ,;:") and k >= 0: segs.append(Segment(sent, every, k, k + len(sent), uncited=True))
+            if any(ch.isalnum() for ch in sent) and k >= 0:   # a gap of punctuation alone is no segment
+                segs.append(Segment(sent, every, k, k + len(sent), uncited=True))
     return tuple(sorted(segs, key=lambda s: (s.start, s.end)))
 
 # %% ../../nbs/21_collect_base.ipynb #7a1860d2
@@ -141,6 +142,7 @@ class ParsedAnswer:
     renderer: str = ""              # which of the page's answer renderers was parsed
     model_answered: str = ""        # the model the page says answered (it may differ from the one asked for)
     reasoning_tokens: int = -1      # reasoning tokens the answer spent, where an API reports them (-1: not reported)
+    sources_missing: bool = False   # the API says it searched, but its answer came without source metadata
 
     def to_json(self) -> str:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
@@ -263,4 +265,5 @@ def conversation_from_record(rec: dict) -> Conversation:
                         p.get("thinking", False), p.get("refused", False), panel, rec.get("collected_at", ""),
                         rec.get("source", ""), rejected_urls=tuple(p.get("rejected_urls", ())),
                         unresolved_pills=int(p.get("unresolved_pills", 0)),
-                        reasoning_tokens=int(p.get("reasoning_tokens", -1)))
+                        reasoning_tokens=int(p.get("reasoning_tokens", -1)),
+                        sources_missing=bool(p.get("sources_missing", False)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .api import API_COLLECTORS
+from .api_search import API_COLLECTORS, GeminiCollector, api_assistants_with_keys
 from .base import Archive
 from .assistants import browser_assistants
 from .browser import BrowserCollector
@@ -23,18 +23,19 @@ from .table import import_tables as import_answer_tables, write_import
 from ..core import (Conversation, Prompt, load_settings, now_iso, project_root, read_records,
                              resolve_path, write_json, write_jsonl, write_table)
 from ..runfolder import Run, StageRecord
+from ..sources.fetch import FetchSettings
 from ..stages import CLAIMS, COLLECT, StageOutput
 
 # %% auto #0
 __all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts', 'from_expertqa', 'from_tables',
-           'from_assistant', 'run']
+           'from_assistant', 'from_api_assistants', 'run']
 
 # %% ../../nbs/20_collect.ipynb #ca207703
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None,
                    api_key_env: str | None = None,
                    profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None,
                    on_model_mismatch: str = "record",
-                   options: dict | None = None, remote_url: str | None = None):
+                   options: dict | None = None, remote_url: str | None = None, allow_private: bool | list = False):
     "The collector for `source` and `provider`."
     if source == "browser":
         if provider not in browser_assistants():
@@ -46,8 +47,9 @@ def make_collector(source: str, provider: str, model: str = "", base_url: str | 
         if provider not in API_COLLECTORS:
             raise ValueError(f"provider {provider!r}: API collectors are {', '.join(API_COLLECTORS)}")
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
-        return API_COLLECTORS[provider](model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0,
-                                        options=options)
+        cls = API_COLLECTORS[provider]
+        more = {"fetch": FetchSettings(allow_private=allow_private)} if cls is GeminiCollector else {}
+        return cls(model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options, **more)
     raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
 
 # %% ../../nbs/20_collect.ipynb #7eb36650
@@ -84,12 +86,13 @@ def _spread_order(keys: list) -> list:
 # %% ../../nbs/20_collect.ipynb #4020e07a
 def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     """Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected
-    links, refusals, thinking."""
+    links, refusals, thinking, answers whose API searched but sent no sources."""
     rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations),
              "segments": len(c.segments),
              "uncited_segments": sum(s.uncited for s in c.segments), "panel_only_sources": len(c.uncited_panel_sources),
              "rejected_links": len(c.rejected_urls), "unresolved_pills": c.unresolved_pills, "refused": int(c.refused),
-             "thinking": int(c.thinking), "words": len(c.answer_text.split())} for c in convs]
+             "thinking": int(c.thinking), "sources_missing": int(c.sources_missing),
+             "words": len(c.answer_text.split())} for c in convs]
     if not rows: return pd.DataFrame(columns=["provider", "model", "conversations"])
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)
@@ -144,8 +147,32 @@ def from_assistant(r: Run, st: StageRecord, source: str, provider: str, model: s
                    out / "workers" / f"worker-{worker}-of-{workers}.json")
     st.count(worker=f"{worker}/{workers}", archived_before=archived_before, collected_now=len(mine) - archived_before,
              model_mismatches=sum(bool(x.get("model_mismatch")) for x in recs),
+             redirects_unresolved=sum(int(x.get("redirects_unresolved", 0)) for x in recs),
              renderers=dict(pd.Series([x.get("renderer") or "" for x in recs],
                                       dtype=object).value_counts()) if recs else {})
+    return convs, prompts
+
+# %% ../../nbs/20_collect.ipynb #08d22a32
+def from_api_assistants(r: Run, st: StageRecord, assistants: list, base_url: str | None, prompts_path: str | None,
+                        sample: int, seed: int, worker: int, workers: int, delay_s: float | None,
+                        allow_private: bool | list) -> tuple[list[Conversation], list[Prompt]]:
+    """The answers of every API assistant of `assistants` whose key is in the environment (the others are named and
+    left out), one after the other, each resumable from the archive; the counts per assistant."""
+    keep, left = api_assistants_with_keys(assistants)
+    for line in left: print(line)
+    if not keep: raise ValueError("api_assistants: no assistant's API key is in the environment (" + "; ".join(left)
+                                  + ")")
+    convs, prompts, per = [], [], {}
+    for a in keep:
+        c, prompts = from_assistant(r, st, "api", a["provider"], a["model"], prompts_path, sample, seed, worker,
+                                    workers, base_url=a.get("base_url") or base_url, api_key_env=a.get("api_key_env"),
+                                    delay_s=delay_s, options=a.get("options"), allow_private=allow_private)
+        per[f"{a['provider']} {a['model']}"] = {k: st.counts[k] for k in ("archived_before", "collected_now",
+                                                                          "redirects_unresolved")}
+        convs += c
+    st.count(api_assistants=per, api_assistants_left_out=left, archived_before=sum(v["archived_before"]
+                                                                                   for v in per.values()),
+             **{k: sum(v[k] for v in per.values()) for k in ("collected_now", "redirects_unresolved")})
     return convs, prompts
 
 # %% ../../nbs/20_collect.ipynb #197fc5fb
@@ -155,6 +182,7 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
         delay_s: float | None = None, expertqa_path: str | None = None, expertqa_systems: list | None = None,
         on_model_mismatch: str = "record", api_options: dict | None = None, remote_url: str | None = None,
         worker: int = 0, workers: int = 1, import_tables: list | None = None, skip_bad_rows: bool = False,
+        api_assistants: list | None = None, allow_private: bool | list = False,
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 20_collect on the run in `run_dir`: conversations from ExpertQA, answer tables, a browser assistant or
     an API (the parameters cell above says what each parameter does); `source` a list: the answers of each (ExpertQA
@@ -165,12 +193,14 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
     params = dict(source=source, provider=provider, model=model, prompts_path=prompts_path, sample=sample,
                   sample_seed=sample_seed, base_url=base_url, api_key_env=api_key_env, profile_dir=profile_dir,
                   headless=headless, delay_s=delay_s, import_tables=import_tables, skip_bad_rows=skip_bad_rows,
-                  remote_url=remote_url, worker=worker, workers=workers)
+                  remote_url=remote_url, worker=worker, workers=workers, api_assistants=api_assistants,
+                  allow_private=allow_private)
     if not (isinstance(workers, int) and workers >= 1 and isinstance(worker, int) and 0 <= worker < workers):
         raise ValueError(f"worker {worker!r} of workers {workers!r}: give workers >= 1 and 0 <= worker < workers")
     sources = [source] if isinstance(source, str) else list(source or [])
     if len(sources) != 1 and (not sources or set(sources) - {"expertqa", "table"} or len(set(sources)) < len(sources)):
         raise ValueError(f"source {source!r}: one source, or a list of expertqa and table (each once)")
+    if api_assistants and sources != ["api"]: raise ValueError(f"api_assistants: give source api, not {source!r}")
     if workers > 1 and sources[0] not in ("browser", "api"):
         raise ValueError(f"workers {workers}: only browser and api collection is split")
     with r.stage(COLLECT, parameters=params) as st:
@@ -179,11 +209,14 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
             if kind == "expertqa":
                 c, p = from_expertqa(out, st, settings, expertqa_path, expertqa_systems, sample, sample_seed)
             elif kind == "table": c, p = from_tables(out, st, import_tables, skip_bad_rows, sample, sample_seed)
+            elif kind == "api" and api_assistants:
+                c, p = from_api_assistants(r, st, api_assistants, base_url, prompts_path, sample, sample_seed, worker,
+                                           workers, delay_s, allow_private)
             else:
                 c, p = from_assistant(r, st, kind, provider, model, prompts_path, sample, sample_seed, worker, workers,
                                       base_url=base_url, api_key_env=api_key_env, profile_dir=profile_dir,
                                       headless=headless, delay_s=delay_s, on_model_mismatch=on_model_mismatch,
-                                      options=api_options, remote_url=remote_url)
+                                      options=api_options, remote_url=remote_url, allow_private=allow_private)
             convs, prompts = convs + c, prompts + p
         prompts = list({p.prompt_id: p for p in prompts}.values())
         counts = conversation_counts(convs)
@@ -193,5 +226,6 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
             write_table(counts, out / "conversation_counts.csv")
         st.count(conversations=len(convs), prompts=len(prompts), citations=int(counts.citations.sum()),
                  segments=int(counts.segments.sum()),
-                 unresolved_pills=int(counts.unresolved_pills.sum()) if "unresolved_pills" in counts else 0)
+                 unresolved_pills=int(counts.unresolved_pills.sum()) if "unresolved_pills" in counts else 0,
+                 sources_missing=int(counts.sources_missing.sum()) if "sources_missing" in counts else 0)
     return StageOutput.since(out, started, counts)
