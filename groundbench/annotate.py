@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,9 +25,9 @@ from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS
 from .validation_pairs import agreement, confusion
 
 # %% auto #0
-__all__ = ['LABELS', 'ITEM_COLUMNS', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'LabelStore', 'shared_sample',
-           'item_html', 'Annotator', 'load_labels', 'krippendorff_alpha', 'annotator_agreement', 'consensus',
-           'judge_agreement', 'export_pairs']
+__all__ = ['LABELS', 'ITEM_COLUMNS', 'GROUNDEDNESS_TASK', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'item_html',
+           'Task', 'LabelStore', 'shared_sample', 'Annotator', 'load_labels', 'krippendorff_alpha',
+           'annotator_agreement', 'consensus', 'judge_agreement', 'export_pairs']
 
 # %% ../nbs/72_annotate.ipynb #fef1a035
 LABELS = ("Supported", "Contradicted", "Unverifiable")
@@ -75,21 +77,52 @@ def sample_items(items: pd.DataFrame, n: int, seed: int = 0, by: tuple[str, ...]
         i += 1
     return items.loc[order[:n or len(items)]].reset_index(drop=True)
 
+# %% ../nbs/72_annotate.ipynb #87551507
+def item_html(row, show_judge: bool = False) -> str:
+    "One item as a person judges it: the sentence, the unit, each evidence chunk with its page and credibility."
+    e = html.escape
+    ev = "".join(f"<li><a href='{e(x['url'], quote=True)}' target='_blank' rel='noopener noreferrer'>[{x['citation']}] "
+                 f"{e(x['url'])}</a> <i>({e(x['credibility'] or 'unrated')})</i><blockquote>{e(x['chunk'])}"
+                 "</blockquote></li>" for x in json.loads(row.evidence))
+    judge = f"<p><b>Judge:</b> {e(row.judge_label)}</p>" if show_judge else ""
+    return (f"<p><b>Sentence:</b> {e(row.sentence)}</p><p style='font-size:1.15em'><b>Unit:</b> "
+            f"{e(row.decontextualised or row.unit)}</p><p><b>Evidence</b> ({e(row.assistant)}, scope "
+            f"{e(row.scope)}):</p><ol style='list-style:none;padding-left:0'>{ev}</ol>{judge}")
+
+# %% ../nbs/72_annotate.ipynb #77672978
+@dataclass(frozen=True)
+class Task:
+    """What people label: the items of a run, the labels they may give, how an item is shown, the text recorded as
+    shown, how the sample is drawn, and the folder of the labels (under the run)."""
+    name: str
+    labels: tuple
+    folder: str
+    items: Callable
+    html: Callable
+    shown: Callable
+    sample: Callable = sample_items
+
+GROUNDEDNESS_TASK = Task("groundedness", LABELS, "labels", groundedness_items, item_html,
+                         lambda r: r.decontextualised or r.unit)
+
 # %% ../nbs/72_annotate.ipynb #13f6713d
 LABEL_COLUMNS = ["item_id", "label", "note", "labelled_at", "shown"]
 
 class LabelStore:
-    "One annotator's labels of a run (`runs/<id>/labels/<annotator>.csv`), written atomically after each label."
-    def __init__(self, run_dir: str | Path, annotator: str):
+    """One annotator's labels of a run (`runs/<id>/labels/<annotator>.csv`; another task's in its own folder, e.g.
+    `labels/sourcebench/`), written atomically after each label."""
+    def __init__(self, run_dir: str | Path, annotator: str, task: Task | None = None):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", str(annotator)):
             raise RecordError(f"annotator {annotator!r}: letters, digits, '_', '.', '-' (it names a file)")
-        self.annotator, self.path = annotator, Path(run_dir) / "labels" / f"{annotator}.csv"
+        self.task = task or GROUNDEDNESS_TASK
+        self.annotator, self.path = annotator, Path(run_dir) / self.task.folder / f"{annotator}.csv"
         self.table = (pd.read_csv(self.path, dtype=str, keep_default_na=False) if self.path.exists()
                       else pd.DataFrame(columns=LABEL_COLUMNS))
 
     def add(self, item_id: str, label: str, note: str = "", shown: str = "", replace: bool = False):
-        "Record `label` (one of LABELS, or `skip`) for `item_id`; a second label for an item needs `replace=True`."
-        if label not in (*LABELS, "skip"): raise ValueError(f"label {label!r}: use {', '.join(LABELS)} or skip")
+        "Record `label` (one of the task's labels, or `skip`) for `item_id`; a second label needs `replace=True`."
+        if label not in (*self.task.labels, "skip"):
+            raise ValueError(f"label {label!r}: use {', '.join(self.task.labels)} or skip")
         old = self.table[self.table.item_id == item_id]
         if len(old) and not replace:
             raise RecordError(f"{self.path}: item {item_id} is already labelled {old.label.iloc[0]!r} "
@@ -104,42 +137,35 @@ class LabelStore:
         return next((i for i in sample.item_id if i not in done), None)
 
 # %% ../nbs/72_annotate.ipynb #227fff84
-def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: int = 0) -> pd.DataFrame:
-    "The run's labelling sample, in order: drawn once (`labels/sample.csv`, `n`, `seed`), then the same for everyone."
-    sf = Path(run_dir) / "labels" / "sample.csv"
+def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: int = 0,
+                  task: Task | None = None) -> pd.DataFrame:
+    """The run's labelling sample of a task, in order: drawn once (`labels/sample.csv`, `n`, `seed`), then the same for
+    everyone."""
+    task = task or GROUNDEDNESS_TASK
+    sf = Path(run_dir) / task.folder / "sample.csv"
     if sf.exists(): ids = pd.read_csv(sf, dtype=str).item_id.tolist()
     else:
-        ids = sample_items(items, n, seed).item_id.tolist()
+        ids = task.sample(items, n, seed).item_id.tolist()
         write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
     it = items.set_index("item_id", drop=False)
     return it.loc[[i for i in ids if i in it.index]].reset_index(drop=True)
 
-# %% ../nbs/72_annotate.ipynb #87551507
-def item_html(row, show_judge: bool = False) -> str:
-    "One item as a person judges it: the sentence, the unit, each evidence chunk with its page and credibility."
-    e = html.escape
-    ev = "".join(f"<li><a href='{e(x['url'], quote=True)}' target='_blank' rel='noopener noreferrer'>[{x['citation']}] "
-                 f"{e(x['url'])}</a> <i>({e(x['credibility'] or 'unrated')})</i><blockquote>{e(x['chunk'])}"
-                 "</blockquote></li>" for x in json.loads(row.evidence))
-    judge = f"<p><b>Judge:</b> {e(row.judge_label)}</p>" if show_judge else ""
-    return (f"<p><b>Sentence:</b> {e(row.sentence)}</p><p style='font-size:1.15em'><b>Unit:</b> "
-            f"{e(row.decontextualised or row.unit)}</p><p><b>Evidence</b> ({e(row.assistant)}, scope "
-            f"{e(row.scope)}):</p><ol style='list-style:none;padding-left:0'>{ev}</ol>{judge}")
-
 # %% ../nbs/72_annotate.ipynb #d6fc0dae
 class Annotator:
     """The labelling view (ipywidgets): one item of the run's shared sample at a time, a button per label, a note,
-    back and forward; every label is written to `labels/<annotator>.csv` at once."""
-    def __init__(self, run_dir: str | Path, annotator: str, n: int = 20, seed: int = 0, show_judge: bool = False):
+    back and forward; every label is written to `labels/<annotator>.csv` (another task: its folder) at once."""
+    def __init__(self, run_dir: str | Path, annotator: str, n: int = 20, seed: int = 0, show_judge: bool = False,
+                 task: Task | None = None):
         import ipywidgets as w
-        self.store, self.show_judge = LabelStore(run_dir, annotator), show_judge
-        self.sample = shared_sample(run_dir, groundedness_items(run_dir), n, seed)
+        self.task = task or GROUNDEDNESS_TASK
+        self.store, self.show_judge = LabelStore(run_dir, annotator, self.task), show_judge
+        self.sample = shared_sample(run_dir, self.task.items(run_dir), n, seed, self.task)
         nxt = self.store.next_item(self.sample)
         self.pos = len(self.sample) - 1 if nxt is None else list(self.sample.item_id).index(nxt)
         self.status, self.body, self.said = w.HTML(), w.HTML(), w.HTML()
         self.note = w.Text(placeholder="a note (optional)", layout=w.Layout(width="60%"))
         self.buttons = [w.Button(description=l, button_style={"Supported": "success", "Contradicted": "danger"}.get(
-            l, "")) for l in (*LABELS, "skip")]
+            l, "")) for l in (*self.task.labels, "skip")]
         self.back, self.forward = w.Button(description="< back"), w.Button(description="forward >")
         for b in self.buttons: b.on_click(lambda b: self.label(b.description))
         self.back.on_click(lambda _: self.go(-1)); self.forward.on_click(lambda _: self.go(1))
@@ -159,7 +185,7 @@ def show(self: Annotator):
     self.status.value = (f"<b>{html.escape(self.store.annotator)}</b>: item {self.pos + 1} of {len(self.sample)}, "
                          f"{len(done)} labelled" + (f"; this one: <b>{given.iloc[0]}</b>" if len(given) else "")
                          + (" <b>(all labelled)</b>" if len(done) == len(self.sample) else ""))
-    self.body.value = item_html(row, self.show_judge)
+    self.body.value = self.task.html(row, self.show_judge)
 
 @patch
 def go(self: Annotator, step: int):
@@ -171,7 +197,7 @@ def label(self: Annotator, label: str):
     "Record `label` (and the note) for the current item, say so, and move to the next item not labelled."
     row = self.sample.iloc[self.pos]
     old = self.store.table[self.store.table.item_id == row.item_id].label
-    self.store.add(row.item_id, label, self.note.value, shown=row.decontextualised or row.unit, replace=True)
+    self.store.add(row.item_id, label, self.note.value, shown=self.task.shown(row), replace=True)
     changed = f" (changed from {old.iloc[0]})" if len(old) and old.iloc[0] != label else ""
     self.said.value = f"{row.item_id}: {label}{changed} saved in {self.store.path.name}"
     self.note.value = ""
@@ -185,14 +211,15 @@ def _ipython_display_(self: Annotator):
     display(self.view)
 
 # %% ../nbs/72_annotate.ipynb #5ed0ed51
-def load_labels(run_dir: str | Path) -> pd.DataFrame:
-    "Every annotator's labels of the run, long: annotator, item_id, label (`skip` left out)."
-    files = sorted((Path(run_dir) / "labels").glob("*.csv"))
+def load_labels(run_dir: str | Path, task: Task | None = None) -> pd.DataFrame:
+    "Every annotator's labels of the run for a task, long: annotator, item_id, label (`skip` left out)."
+    task = task or GROUNDEDNESS_TASK
+    files = sorted((Path(run_dir) / task.folder).glob("*.csv"))
     frames = [pd.read_csv(f, dtype=str, keep_default_na=False).assign(annotator=f.stem) for f in files
-              if f.stem not in ("sample",) and not f.stem.startswith("agreement")]
+              if f.stem not in ("sample", "pairs") and not f.stem.startswith("agreement")]
     if not frames: return pd.DataFrame(columns=["annotator", "item_id", "label"])
     df = pd.concat(frames, ignore_index=True)
-    return df[df.label.isin(LABELS)][["annotator", "item_id", "label"]].reset_index(drop=True)
+    return df[df.label.isin(task.labels)][["annotator", "item_id", "label"]].reset_index(drop=True)
 
 # %% ../nbs/72_annotate.ipynb #c803c31f
 def krippendorff_alpha(wide: pd.DataFrame) -> float:

@@ -309,9 +309,15 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
 
 # %% ../nbs/91_cli_tools.ipynb #c57d813b
 def _item_text(row, shown: int, total: int, done: int, show_judge: bool) -> str:
+    head = f"item {shown} of {total} ({done} labelled): {row.item_id} ({row.assistant}"
+    if "metric" in row:   # a page's metric (SourceBench)
+        lines = [head + ")", f"page: {row.url} (dated {row.date})", f"cited for: {row.query}",
+                 f"{row.metric}: {row.rubric}", "text (start):", "  " + (row.excerpt[:800] or "(no text)")]
+        if show_judge: lines.append(f"judge: {row.judge_label}")
+        return "\n".join(lines)
     ev = json.loads(row.evidence)
-    lines = [f"item {shown} of {total} ({done} labelled): {row.item_id} ({row.assistant}, scope {row.scope})",
-             f"sentence: {row.sentence}", f"unit: {row.decontextualised or row.unit}", "evidence:"]
+    lines = [head + f", scope {row.scope})", f"sentence: {row.sentence}", f"unit: {row.decontextualised or row.unit}",
+             "evidence:"]
     lines += [f"  [{e['citation']}] {e['url']} ({e['credibility'] or 'unrated'})\n      {e['chunk'][:600]}" for e in ev]
     if show_judge: lines.append(f"judge: {row.judge_label}")
     return "\n".join(lines)
@@ -326,51 +332,59 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
                  item: Optional[str] = typer.Option(None, "--item", help="the item to label (default: the next)"),
                  note: str = typer.Option("", "--note", help="a free-text note with the label"),
                  replace: bool = typer.Option(False, "--replace", help="change a label already given"),
-                 show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's label too")):
+                 show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's label too"),
+                 task: str = typer.Option("groundedness", "--task", help="groundedness (units: Supported ...) or "
+                                          "sourcebench (pages: 1-5 per metric; --n counts pages)")):
     "Label a run's judged units one at a time: show the next item; with --label, record it and show the next."
-    from groundbench.annotate import LabelStore, groundedness_items, shared_sample
+    from groundbench.annotate import LabelStore, shared_sample
+    from groundbench.annotate_agreement import TASKS
+    if task not in TASKS: fail(f"--task {task}: use {' or '.join(TASKS)}")
+    t = TASKS[task]
     try:
-        sample = shared_sample(run_dir, groundedness_items(run_dir), n, seed).set_index("item_id", drop=False)
-        ids, store, sf = list(sample.index), LabelStore(run_dir, annotator), run_dir / "labels" / "sample.csv"
+        sample = shared_sample(run_dir, t.items(run_dir), n, seed, t).set_index("item_id", drop=False)
+        ids, store, sf = list(sample.index), LabelStore(run_dir, annotator, t), run_dir / t.folder / "sample.csv"
         if label is not None:
             target = item or store.next_item(sample)
             if target is None: fail("every item of the sample is labelled (give --item and --replace to change one)")
             if target not in sample.index: fail(f"--item {target}: not in {sf}")
-            store.add(target, label, note, shown=sample.loc[target, "unit"], replace=replace)
-            typer.echo(f"{target}: {label} (labels/{annotator}.csv)")
+            store.add(target, label, note, shown=t.shown(sample.loc[target]), replace=replace)
+            typer.echo(f"{target}: {label} ({t.folder}/{annotator}.csv)")
     except (RecordError, ValueError) as e: fail(e)
     nxt = store.next_item(sample)
     if nxt is None:
         typer.echo(f"all {len(sample)} items of the sample are labelled; next: groundbench agreement {run_dir}"); return
     typer.echo(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), len(set(store.table.item_id)
                                                                                  & set(sample.index)), show_judge))
-    typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator} --label "
-               "Supported|Contradicted|Unverifiable|skip")
+    typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator}"
+               + (f" --task {task}" if task != "groundedness" else "") + f" --label {'|'.join(t.labels)}|skip")
 
 # %% ../nbs/91_cli_tools.ipynb #d7f0b6d6
 @app.command("agreement")
 def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
                   n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals")):
-    """Agreement between a run's annotators and of its judge with them; the tables and a pairs file for
-    validate-judge go to labels/."""
-    from groundbench.annotate import annotator_agreement, export_pairs, groundedness_items, judge_agreement, load_labels
+    """Agreement between a run's annotators and of its judges with them (groundedness: kappa, the judge beside two
+    baselines; page quality: MAE per metric); the tables and a pairs file for validate-judge go to labels/."""
+    from groundbench.annotate_agreement import agreement_outputs
+    from groundbench.embed import embedder_from_settings
     from groundbench.runfolder import Run
-    try:
-        items, labels = groundedness_items(run_dir), load_labels(run_dir)
-        if labels.empty: fail(f"{run_dir}: no labels in labels/ (groundbench annotate {run_dir} --annotator NAME)")
-        out = run_dir / "labels"
-        pairs, per_label = annotator_agreement(labels)
-        judge, conf = judge_agreement(items, labels, n_boot)
+    try: r = agreement_outputs(run_dir, n_boot, embedder_from_settings(load_settings()))
     except (RecordError, ValueError) as e: fail(e)
-    if len(pairs):
-        write_table(pairs, out / "agreement_annotators.csv"); write_table(per_label, out / "agreement_labels.csv")
-        typer.echo("Between annotators (Cohen's kappa per pair; Krippendorff's alpha over all):\n"
-                   + pairs.to_string(index=False) + "\n\n" + per_label.to_string(index=False) + "\n")
-    write_table(judge, out / "agreement_judge.csv")
-    write_table(pd.concat(conf, names=["against", "human"]).reset_index(), out / "agreement_confusion.csv")
     smoke = " (SMOKE RUN: the bundled small model is the judge)" if Run(run_dir).is_smoke else ""
-    typer.echo(f"The judge against each annotator and their consensus{smoke}:\n" + judge.to_string(index=False))
-    typer.echo(f"pairs for validate-judge: {export_pairs(items, labels, out / 'pairs.csv')}")
+    show = lambda t: t.to_string(index=False, float_format=lambda x: f"{x:.3f}")
+    if len(r.get("annotators", ())):
+        typer.echo("Between annotators (Cohen's kappa per pair; Krippendorff's alpha over all):\n"
+                   + show(r["annotators"]) + "\n\n" + show(r["labels"]) + "\n")
+    if "judge" in r:
+        typer.echo(f"The judge against each annotator and their consensus{smoke}:\n" + show(r["judge"]) + "\n")
+    if "baselines" in r:
+        typer.echo("The judge beside two baselines on the same test rows (supported or not; the baselines' thresholds "
+                   "chosen on the dev rows):\n" + show(r["baselines"]) + "\n")
+    elif "baselines_note" in r: typer.echo(r["baselines_note"])
+    if "page_quality" in r:
+        typer.echo(f"Page quality (SourceBench): mean absolute error per metric, as seed 001's Table 3{smoke}:\n"
+                   + show(r["page_quality"][["against", "method", "CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC",
+                                             "Avg"]]))
+    if "pairs_file" in r: typer.echo(f"pairs for validate-judge: {r['pairs_file']}")
 
 # %% ../nbs/91_cli_tools.ipynb #c60a8404
 COMMANDS = ("validate-judge", "validate-sourcebench", "parse", "login", "doctor", "credibility", "fetch", "annotate",

@@ -28,7 +28,7 @@ from .tables import Output, figure_layout_problems, write_output
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
 
 # %% auto #0
-__all__ = ['PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs', 'paper_assistant',
+__all__ = ['AGREEMENT_ITEMS', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs', 'paper_assistant',
            'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set',
            'compare_sides', 'report_items', 'write_report', 'run']
 
@@ -78,6 +78,7 @@ class RunOutputs:
     # estimate-vs-actual per run and LLM step (estimate.csv beside the manifest)
     estimates: pd.DataFrame | None = None
     notes: list = field(default_factory=list)     # files that could not be read and were left out, with why
+    agreement: dict = field(default_factory=dict)  # people's labels: labels/agreement_*.csv per table, + run_id
 
     @property
     def smoke(self) -> bool:
@@ -93,10 +94,26 @@ class RunOutputs:
 def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
+# %% ../nbs/80_report.ipynb #5a44f137
+AGREEMENT_ITEMS = (
+    ("agreement_annotators", "agreement_annotators.csv",
+     "People: agreement between the annotators of the run's labelled units (Cohen's kappa per pair, Krippendorff's "
+     "alpha over all)"),
+    ("agreement_judge", "agreement_judge.csv",
+     "The groundedness judge against each annotator and their consensus (accuracy, macro-F1, Cohen's kappa with a 95% "
+     "bootstrap interval over items)"),
+    ("agreement_baselines", "agreement_baselines.csv",
+     "The groundedness judge beside two non-LLM baselines (word overlap, embedding cosine) on the same test rows of "
+     "the people's labels (supported or not; the baselines' thresholds chosen on the dev rows)"),
+    ("agreement_page_quality", "sourcebench/agreement_page_quality.csv",
+     "SourceBench: the judge's mean absolute error per metric against the people's scores, beside the constant "
+     "baseline and between annotators (seed 001's Table 3)"))
+
 # %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans, notes = [], [], [], [], [], [], [], [], [], {}, []
+    agr: dict[str, list] = {}
     for d in map(Path, run_dirs):
         c20 = d / COLLECT / "conversations.jsonl"
         if not c20.exists():
@@ -121,6 +138,8 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
             auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
         if (f := d / CREDIBILITY / "rules_effect.csv").exists():
             effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        for name, rel, _ in AGREEMENT_ITEMS:   # written by `groundbench agreement`
+            if (f := d / "labels" / rel).exists(): agr.setdefault(name, []).append(pd.read_csv(f).assign(run_id=rid))
     allc = pd.concat(convs, ignore_index=True)
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
@@ -129,7 +148,7 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
         return df[[k in keep for k in zip(df.run_id, df.conversation_id)]].reset_index(drop=True)
     return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)),
                       _stack(sbs), _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans,
-                      len(allc) - len(conversations), _stack(ests), notes)
+                      len(allc) - len(conversations), _stack(ests), notes, {k: _stack(v) for k, v in agr.items()})
 
 # %% ../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -400,6 +419,12 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         missing.append(
             "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
             "estimates)")
+    for name, _, title in AGREEMENT_ITEMS:
+        if (t := o.agreement.get(name)) is not None:
+            items.append(Output(name, title, t, smoke=sm and name != "agreement_annotators"))
+    if not o.agreement:
+        missing.append("People's labels: none in these runs (groundbench annotate RUN --annotator NAME, then "
+                       "groundbench agreement RUN)")
     for k, (a, b) in enumerate(compare, 1):
         cmp = compare_sides(o, a, b, n_boot)
         items.append(Output(f"comparison_{k}",

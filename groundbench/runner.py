@@ -279,6 +279,11 @@ def run_summary(run: Run) -> str:
     if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
         lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
                      f"{c.get('model_mismatches', 0)} answers by another model than asked")
+    if isinstance(c, dict) and (c.get("sources_missing") or c.get("redirects_unresolved") or
+                                c.get("api_assistants_left_out")):
+        lines.append(f"  collection: {c.get('sources_missing', 0)} answers searched but came without sources "
+                     f"(sources_missing), {c.get('redirects_unresolved', 0)} redirect links unresolved; left out: "
+                     + ("; ".join(map(printable, c.get("api_assistants_left_out") or [])) or "none"))
     if (f := STAGES[CREDIBILITY].folder(run.dir) / "corrections.csv").exists():
         import pandas as pd
         from groundbench.credibility.audit import corrections_headline

@@ -33,7 +33,7 @@ SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05")), ("Claims", ("
             ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
             ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
             ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")),
-            ("Validation", ("70", "71", "72")),
+            ("Validation", ("70", "71", "72", "73")),
             ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("87", "88")),
             ("Running a study", ("89", "90", "91"))]
 # figures of the report a stage notebook describes

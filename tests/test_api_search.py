@@ -178,7 +178,7 @@ def test_doctor_api_mode_shows_spans_and_resolved_links(server, tmp_path):
 def test_today_collects_five_api_assistants_into_one_report(server, tmp_path):
     keys = {k: "test-key" for k in ("OPENAI_API_KEY", "PERPLEXITY_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
                                     "XAI_API_KEY")}
-    groundbench("run", ROOT / "papermill_params" / "today.yaml", "--runs-dir", tmp_path / "runs", "--no-estimate",
+    r = groundbench("run", ROOT / "papermill_params" / "today.yaml", "--runs-dir", tmp_path / "runs", "--no-estimate",
                 "--stages", "10_claims,20_collect,30_sources,40_credibility,68_profile,80_report",
                 "--param", f"base_url={server}/v1", "--param", "allow_private=true", "--param", "sample=2",
                 "--param", "fetch=false", check=True, env=keys, timeout=900)
@@ -191,6 +191,8 @@ def test_today_collects_five_api_assistants_into_one_report(server, tmp_path):
     assert set(m["api_assistants"]) == {"openai-responses gpt-5", "perplexity-api sonar", "gemini-api gemini-2.5-flash",
                                         "claude-api claude-sonnet-4-5", "grok-api grok-4.3"}
     assert m["redirects_unresolved"] == 2 and m["api_assistants_left_out"] == []
+    assert "0 answers searched but came without sources (sources_missing), 2 redirect links unresolved; left out: none" \
+        in r.stdout + r.stderr
     t1 = pd.read_csv(run / "40_credibility" / "table_1.csv")
     for n in names: assert any(n in str(c) for c in t1.columns), (n, list(t1.columns))
     profile = pd.read_csv(run / "68_profile" / "profile.csv")
