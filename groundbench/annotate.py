@@ -169,8 +169,15 @@ class Annotator:
         self.back, self.forward = w.Button(description="< back"), w.Button(description="forward >")
         for b in self.buttons: b.on_click(lambda b: self.label(b.description))
         self.back.on_click(lambda _: self.go(-1)); self.forward.on_click(lambda _: self.go(1))
-        self.view = w.VBox([self.status, self.body, w.HBox(self.buttons), self.note, w.HBox([self.back, self.forward]),
+        keys = ", ".join(f"{k} {l}" for k, l in enumerate(self.task.labels, 1))
+        self.item = w.VBox([self.status, self.body])
+        hint = w.HTML(f"<small>Keys, with the pointer over the item: {keys}, 0 skip, &larr; back, &rarr; forward"
+                      "</small>")
+        self.view = w.VBox([self.item, w.HBox(self.buttons), self.note, w.HBox([self.back, self.forward]), hint,
                             self.said])
+        from ipyevents import Event   # keys go to the view, never to JupyterLab's shortcuts
+        self.keys = Event(source=self.item, watched_events=["keydown"], prevent_default_action=True)
+        self.keys.on_dom_event(lambda e: self.key(e.get("key", "")))
         self.show()
 
 # %% ../nbs/72_annotate.ipynb #ecd9762d
@@ -186,6 +193,14 @@ def show(self: Annotator):
                          f"{len(done)} labelled" + (f"; this one: <b>{given.iloc[0]}</b>" if len(given) else "")
                          + (" <b>(all labelled)</b>" if len(done) == len(self.sample) else ""))
     self.body.value = self.task.html(row, self.show_judge)
+
+@patch
+def key(self: Annotator, key: str):
+    "A key pressed over the item: 1.. the task's labels in order, 0 skip, the left and right arrows back and forward."
+    labels = self.task.labels
+    if key.isdigit() and 1 <= int(key) <= len(labels): self.label(labels[int(key) - 1])
+    elif key == "0": self.label("skip")
+    elif key in ("ArrowLeft", "ArrowRight"): self.go(-1 if key == "ArrowLeft" else 1)
 
 @patch
 def go(self: Annotator, step: int):

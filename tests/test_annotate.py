@@ -74,6 +74,7 @@ def wait_text(driver, text, timeout=90):
 
 def test_five_items_labelled_by_clicking_in_jupyterlab_and_resumed_after_a_reload(tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from groundbench.collect.browser import make_driver
     root = tmp_path / "lab"
     run = judged_run(root / "lab-run")
@@ -102,6 +103,18 @@ def test_five_items_labelled_by_clicking_in_jupyterlab_and_resumed_after_a_reloa
             driver.get(url)                             # reloaded: the same view comes back where it was
             run_cell(driver)
             wait_text(driver, "ann: item 5 of 5, 5 labelled")
+            # keys: with the pointer over the item, 1 is the first label (the skipped item becomes Supported), and the
+            # left arrow goes back; JupyterLab's own shortcuts (1 would turn a cell into a heading) never see them
+            from selenium.webdriver.common.action_chains import ActionChains
+            item = driver.find_element(By.XPATH, "//*[contains(text(), 'item 5 of 5')]")
+            ActionChains(driver).move_to_element(item).perform()
+            ActionChains(driver).send_keys("1").perform()
+            wait_text(driver, "(changed from skip)")
+            got = pd.read_csv(run / "labels" / "ann.csv", dtype=str, keep_default_na=False)
+            assert got.set_index("item_id").label[sample[4]] == "Supported"
+            ActionChains(driver).send_keys(Keys.ARROW_LEFT).perform()
+            wait_text(driver, "ann: item 4 of 5")
+            assert driver.find_elements(By.CSS_SELECTOR, ".jp-MarkdownCell") == []     # the code cell stayed code
             assert (SHOTS / "annotate-jupyterlab.png").stat().st_size > 20_000
         finally:
             if driver is not None: driver.quit()
