@@ -4,6 +4,7 @@ the kappa between them (computed by hand below), the judge against them, the jud
 SourceBench judge's mean absolute error per metric."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from conftest import groundbench
 from test_annotate import judged_run
@@ -23,6 +24,7 @@ def scored_pages(d):
                 d / "30_sources" / "sources.parquet")
 
 
+@pytest.mark.chromium
 def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
     run = judged_run(tmp_path / "run")
     scored_pages(run)
@@ -70,3 +72,19 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
                   "mean absolute error per metric against the people"):
         assert title in page
     assert (run / "report" / "agreement_page_quality.csv").exists()
+    # as a person sees it: the section in headless Chromium, a screenshot left in _screenshots/
+    from selenium.webdriver.common.by import By
+    from conftest import ROOT
+    from groundbench.collect.browser import make_driver
+    d = make_driver(None, headless=True, window=(1300, 1000))
+    try:
+        d.get((run / "report" / "index.html").as_uri())
+        el = d.find_element(By.XPATH, "//*[contains(text(), 'People: agreement between the annotators')]")
+        d.execute_script("arguments[0].scrollIntoView()", el)
+        assert el.is_displayed()
+        rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "table tr") if r.text.startswith("a / b")]
+        assert rows and "0.6" in rows[0]
+        (ROOT / "_screenshots").mkdir(exist_ok=True)
+        d.save_screenshot(str(ROOT / "_screenshots" / "report-agreement.png"))
+    finally:
+        d.quit()
