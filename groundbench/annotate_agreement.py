@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .annotate import (GROUNDEDNESS_TASK, Task, annotator_agreement, consensus, export_pairs,
+from .annotate import (GROUNDEDNESS_TASK, Task, annotator_agreement, export_pairs,
                                   judge_agreement, load_labels, sample_items)
 from .core import RecordError, write_table
 from .sourcebench import FIELDS, METRICS, judge_agreement as sourcebench_mae

@@ -2,13 +2,11 @@
 documented response shapes (tests/fixtures/api_search/README.md says which facts each follows). The remote APIs cannot
 be reached here: this server stands in for them, and for Google's grounding redirector, at the HTTP boundary."""
 import json
-import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import ROOT, groundbench
 from groundbench.collect.api_search import ClaudeCollector, GeminiCollector, GrokCollector
