@@ -23,8 +23,10 @@ def test_two_remote_workers_split_the_prompts_and_survive_a_kill(tmp_path):
     from groundbench.collect.stage import sample_by_group, worker_of
     from groundbench.core import Prompt, read_records
     port = free_port()
+    # its own process group: the browsers it starts go with it (the killed worker's session is never closed by the
+    # worker, and chromedriver leaves that Chromium running when it is stopped; it was once found orphaned after CI)
     driver_server = subprocess.Popen([os.environ.get("GROUNDBENCH_CHROMEDRIVER", CHROMEDRIVER), f"--port={port}"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     env = {**os.environ, "GROUNDBENCH_REMOTE_CHROMIUM": os.environ.get("GROUNDBENCH_CHROMIUM", "/usr/bin/chromium")}
     try:
         for _ in range(100):
@@ -71,5 +73,10 @@ def test_two_remote_workers_split_the_prompts_and_survive_a_kill(tmp_path):
         assert len(convs) == n and all(len(c["citations"]) == 3 for c in convs)
         assert (runs / "r/notebooks/20_collect.worker-0-of-2.ipynb").exists() and (runs / "r/notebooks/20_collect.ipynb").exists()
     finally:
-        driver_server.terminate()
+        for sig in (signal.SIGTERM, signal.SIGKILL):   # chromedriver and every browser of its sessions
+            try: os.killpg(driver_server.pid, sig)
+            except ProcessLookupError: break
+            time.sleep(1)
         driver_server.wait(10)
+        left = subprocess.run(["pgrep", "-g", str(driver_server.pid)], capture_output=True, text=True).stdout.split()
+        assert left == [], f"processes of the WebDriver server's group still running: {left}"
