@@ -94,6 +94,8 @@ def is_grounding_redirect(url: str) -> bool:
     try: return urlsplit(url).path.startswith("/grounding-api-redirect/")
     except ValueError: return False
 
+
+# %% ../../nbs/26_collect_api_search.ipynb #a585aea9
 def resolve_redirects(urls: Sequence[str], cfg: FetchSettings | None = None,
                       resolve=_default_resolve) -> list[dict]:
     """One row per distinct redirect link: `redirect`, `final` (the source's URL; "" when unresolved), `status` and
