@@ -158,14 +158,13 @@ def login_cmd(assistant: str = typer.Argument(
 def doctor_api(provider: str, model: str | None, base_url: str | None, out: Path, prompt: str | None,
                api_key_env: str | None, allow_private: bool):
     "`groundbench doctor` for an API provider: one prompt, and what came back, printed and in out/doctor.json."
-    from groundbench.collect.api_search import API_COLLECTORS, GeminiCollector, HARMLESS_PROMPT, api_check
+    from groundbench.collect.api_search import HARMLESS_PROMPT, api_check
     from groundbench.collect.base import CollectionError
-    from groundbench.sources.fetch import FetchSettings
+    from groundbench.collect.stage import make_collector
     if not model: fail(f"{provider}: give --model (the API's model name)")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
-    cls = API_COLLECTORS[provider]
-    more = {"fetch": FetchSettings(allow_private=allow_private)} if cls is GeminiCollector else {}
-    c = cls(model, base_url=base_url, api_key_env=api_key_env, max_retries=2, **more)
+    c = make_collector("api", provider, model, base_url=base_url, api_key_env=api_key_env, allow_private=allow_private)
+    c.max_retries = 2
     if not os.environ.get(c.key_env): say_error(f"{c.key_env} is not set: the API will likely refuse")
     try: r = api_check(c, out, prompt or HARMLESS_PROMPT)
     except CollectionError as e: fail(f"{e}", 1)

@@ -40,18 +40,23 @@ def _trim(text: str, a: int, b: int) -> tuple[int, int]:
     while b > a and text[b - 1].isspace(): b -= 1
     return a, b
 
+def _not_cited(listed: Sequence[tuple[str, str]], cited: CitationList) -> tuple[tuple[Citation, ...], list[str]]:
+    "The listed (url, title) sources that `cited` does not hold, numbered from 1, and the listed links not citable."
+    extra, urls = CitationList(), {c.url for c in cited.items}
+    for url, title in listed: extra.add(url, title)
+    return tuple(Citation(k, c.url, c.title) for k, c in enumerate((c for c in extra.items if c.url not in urls),
+                                                                  1)), extra.rejected
+
 def _answer(provider: str, text: str, cl: CitationList, spans: list, listed: Sequence[tuple[str, str]] = (),
             **kw) -> ParsedAnswer:
     """A ParsedAnswer from exact (start, end, citation indices) spans: one segment per supported span (white space at
     its ends left out), the rest of the text as uncited segments; `listed` (url, title): sources the API listed, of
     which those the answer never cites are kept apart (`uncited_panel_sources`)."""
     spans = [(a, b, ix) for a, b, ix in ((*_trim(text, a, b), ix) for a, b, ix in spans) if a < b and ix]
-    cited, extra = {c.url for c in cl.items}, CitationList()
-    for url, title in listed: extra.add(url, title)
-    panel = [Citation(k, c.url, c.title) for k, c in enumerate((c for c in extra.items if c.url not in cited), 1)]
+    panel, bad = _not_cited(listed, cl)
     return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)),
-                        refused=kw.pop("refused", False) or is_refusal(text), uncited_panel_sources=tuple(panel),
-                        rejected_urls=tuple(cl.rejected + extra.rejected), **kw)
+                        refused=kw.pop("refused", False) or is_refusal(text), uncited_panel_sources=panel,
+                        rejected_urls=tuple(cl.rejected + bad), **kw)
 
 # %% ../../nbs/26_collect_api_search.ipynb #37f3810d
 def _gemini_span(part: str, seg: dict) -> tuple[int, int]:
@@ -122,9 +127,7 @@ def apply_redirects(p: ParsedAnswer, rows: Sequence[dict]) -> ParsedAnswer:
     segs = tuple(dataclasses.replace(s, citation_indices=tuple(sorted({new[i] for i in s.citation_indices
                                                                        if new.get(i)})))
                  for s in p.segments)
-    cited, extra = {c.url for c in cl.items}, CitationList()
-    for c in p.uncited_panel_sources: extra.add(final.get(c.url, c.url), c.title)
-    panel = tuple(Citation(k, c.url, c.title) for k, c in enumerate((c for c in extra.items if c.url not in cited), 1))
+    panel, _ = _not_cited([(final.get(c.url, c.url), c.title) for c in p.uncited_panel_sources], cl)
     return dataclasses.replace(p, citations=tuple(cl.items), segments=segs, uncited_panel_sources=panel)
 
 # %% ../../nbs/26_collect_api_search.ipynb #b1b14bc3
@@ -190,10 +193,10 @@ def parse_grok(data: dict) -> ParsedAnswer:
             anns += [{**a, "start_index": a["start_index"] + off, "end_index": a["end_index"] + off} for a in fixed]
             texts.append(t); off += len(t)
     p = parse_openai_text("grok-api", "".join(texts), anns)
-    cited = {c.url for c in p.citations}
-    extra = CitationList()
-    for u in data.get("citations") or []: extra.add(u if isinstance(u, str) else (u or {}).get("url", ""))
-    panel = tuple(Citation(k, c.url, c.title) for k, c in enumerate((c for c in extra.items if c.url not in cited), 1))
+    cited = CitationList()
+    for c in p.citations: cited.add(c.url, c.title)
+    panel, _ = _not_cited([(u if isinstance(u, str) else (u or {}).get("url", ""), "")
+                           for u in data.get("citations") or []], cited)
     u = data.get("usage") or {}
     rt = (u.get("output_tokens_details") or {}).get("reasoning_tokens")
     return dataclasses.replace(p, uncited_panel_sources=panel, model_shown=data.get("model", ""),
