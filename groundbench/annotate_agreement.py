@@ -93,22 +93,21 @@ TASKS = {t.name: t for t in (GROUNDEDNESS_TASK, SOURCEBENCH_TASK)}
 def page_quality_agreement(items: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """MAE per metric and on average of the judge and the constant baseline against each annotator ("people" = their
     mean per item when there are several), and of each pair of annotators against each other."""
+    wide = lambda d: d.pivot_table(index="page_id", columns="metric", values="score").reindex(columns=list(METRICS))
     lab = labels.assign(score=labels.label.astype(float), metric=labels.item_id.str.split(":").str[1],
                         page_id=labels.item_id.str.split(":").str[0])
-    judged = items.assign(score=pd.to_numeric(items.judge_label, errors="coerce"))
-    wide_judge = judged.pivot_table(index="page_id", columns="metric", values="score").reindex(columns=list(METRICS))
+    wide_judge = wide(items.assign(score=pd.to_numeric(items.judge_label, errors="coerce")))
     sides = {a: g for a, g in lab.groupby("annotator")}
     if len(sides) > 1: sides["people"] = lab.groupby(["page_id", "metric"], as_index=False).score.mean()
     rows = []
     for name, g in sides.items():
-        human = g.pivot_table(index="page_id", columns="metric", values="score").reindex(columns=list(METRICS))
+        human = wide(g)
         t = sourcebench_mae(human.reset_index(drop=True), wide_judge.reindex(human.index).reset_index(drop=True))
         rows += [{"against": name, **r} for r in t.to_dict("records")]
     names = [a for a in sides if a != "people"]
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            ha, hb = (sides[x].pivot_table(index="page_id", columns="metric", values="score")
-                      .reindex(columns=list(METRICS)) for x in (a, b))
+            ha, hb = wide(sides[a]), wide(sides[b])
             both = ha.index.intersection(hb.index)
             t = sourcebench_mae(ha.loc[both].reset_index(drop=True), hb.loc[both].reset_index(drop=True))
             rows.append({"against": f"{a} vs {b}", **t.iloc[0].to_dict(), "method": "annotator"})
