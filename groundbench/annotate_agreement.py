@@ -18,6 +18,7 @@ import pandas as pd
 from .annotate import (GROUNDEDNESS_TASK, Task, annotator_agreement, export_pairs,
                                   judge_agreement, load_labels, sample_items)
 from .core import RecordError, write_table
+from .runfolder import AGREEMENT_FILES
 from .sourcebench import FIELDS, METRICS, judge_agreement as sourcebench_mae
 from .stages import SOURCEBENCH, SOURCES
 
@@ -147,13 +148,12 @@ def agreement_outputs(run_dir: str | Path, n_boot: int = 1000, embedder=None, se
         if embedder is not None:
             try: res["baselines"] = baseline_agreement(items, g, embedder, n_boot, seed)
             except (ValueError, RecordError) as e: res["baselines_note"] = f"no baselines: {e}"
-        for k in ("annotators", "labels", "judge", "confusion", "baselines"):
-            if k in res and len(res[k]): write_table(res[k], out / f"agreement_{k}.csv")
         res["pairs_file"] = export_pairs(items, g, out / "pairs.csv")
     s = load_labels(run_dir, SOURCEBENCH_TASK)
     if len(s):
         res["page_quality"] = page_quality_agreement(SOURCEBENCH_TASK.items(run_dir), s)
-        write_table(res["page_quality"], out / "sourcebench" / "agreement_page_quality.csv")
+    for k, rel in AGREEMENT_FILES.items():
+        if k in res and len(res[k]): write_table(res[k], out / rel)
     if not res:
         raise RecordError(f"{run_dir}: no labels in labels/ or labels/sourcebench/ (groundbench annotate {run_dir} "
                           "--annotator NAME)")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, project_root, read_records, write_text
-from .runfolder import Run
+from .runfolder import AGREEMENT_FILES, Run
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
@@ -95,17 +95,17 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 # %% ../nbs/80_report.ipynb #5a44f137
-AGREEMENT_ITEMS = (
-    ("agreement_annotators", "agreement_annotators.csv",
+AGREEMENT_ITEMS = (  # the report's titles of the tables `groundbench agreement` writes (runfolder.AGREEMENT_FILES)
+    ("annotators",
      "People: agreement between the annotators of the run's labelled units (Cohen's kappa per pair, Krippendorff's "
      "alpha over all)"),
-    ("agreement_judge", "agreement_judge.csv",
+    ("judge",
      "The groundedness judge against each annotator and their consensus (accuracy, macro-F1, Cohen's kappa with a 95% "
      "bootstrap interval over items)"),
-    ("agreement_baselines", "agreement_baselines.csv",
+    ("baselines",
      "The groundedness judge beside two non-LLM baselines (word overlap, embedding cosine) on the same test rows of "
      "the people's labels (supported or not; the baselines' thresholds chosen on the dev rows)"),
-    ("agreement_page_quality", "sourcebench/agreement_page_quality.csv",
+    ("page_quality",
      "SourceBench: the judge's mean absolute error per metric against the people's scores, beside the constant "
      "baseline and between annotators (seed 001's Table 3)"))
 
@@ -138,8 +138,9 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
             auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
         if (f := d / CREDIBILITY / "rules_effect.csv").exists():
             effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
-        for name, rel, _ in AGREEMENT_ITEMS:   # written by `groundbench agreement`
-            if (f := d / "labels" / rel).exists(): agr.setdefault(name, []).append(pd.read_csv(f).assign(run_id=rid))
+        for k, _ in AGREEMENT_ITEMS:   # written by `groundbench agreement`
+            if (f := d / "labels" / AGREEMENT_FILES[k]).exists():
+                agr.setdefault(f"agreement_{k}", []).append(pd.read_csv(f).assign(run_id=rid))
     allc = pd.concat(convs, ignore_index=True)
     conversations = allc.drop_duplicates("conversation_id", keep="first").reset_index(drop=True)
     keep = set(zip(conversations.run_id, conversations.conversation_id))
@@ -419,8 +420,8 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         missing.append(
             "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
             "estimates)")
-    for name, _, title in AGREEMENT_ITEMS:
-        if (t := o.agreement.get(name)) is not None:
+    for k, title in AGREEMENT_ITEMS:
+        if (t := o.agreement.get(name := f"agreement_{k}")) is not None:
             items.append(Output(name, title, t, smoke=sm and name != "agreement_annotators"))
     if not o.agreement:
         missing.append("People's labels: none in these runs (groundbench annotate RUN --annotator NAME, then "

@@ -25,8 +25,8 @@ from fastcore.basics import patch
 from .core import RecordError, load_settings, now_iso, project_root, resolve_path, to_plain, write_json
 
 # %% auto #0
-__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'git_state', 'package_versions', 'environment_info', 'Run', 'StageRecord',
-           'stage_usage']
+__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info', 'Run',
+           'StageRecord', 'stage_usage']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -63,6 +63,12 @@ def environment_info() -> dict:
 
 # %% ../nbs/00_runfolder.ipynb #e98b4741
 PROGRESS_FILE = "progress.json"  # in a run folder while a stage makes model calls (llm writes it, the runner reads it)
+
+# %% ../nbs/00_runfolder.ipynb #840ca79d
+AGREEMENT_FILES = {  # the tables `groundbench agreement` writes under a run's labels/ (notebook 73), which the report reads
+    "annotators": "agreement_annotators.csv", "labels": "agreement_labels.csv", "judge": "agreement_judge.csv",
+    "confusion": "agreement_confusion.csv", "baselines": "agreement_baselines.csv",
+    "page_quality": "sourcebench/agreement_page_quality.csv"}
 
 # %% ../nbs/00_runfolder.ipynb #2b2cbff4
 class Run:

@@ -22,8 +22,8 @@ from fastcore.basics import patch
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
 from .runfolder import PROGRESS_FILE, Run, stage_usage
-from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, private_kernel, stage,
-                                stage_parameters)
+from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, import_papermill,
+                                private_kernel, stage, stage_parameters)
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
@@ -200,7 +200,7 @@ class SharedKernel:
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
                shared: SharedKernel | None, clean: bool, quiet: bool = False):
     "Execute one stage notebook with papermill (in `shared`, its namespace cleaned first when `clean`)."
-    import papermill
+    papermill = import_papermill()
     from nbclient.exceptions import DeadKernelError
     params = {k: v for k, v in spec.parameters.items() if k in declared}
     params["run_dir"] = str(run.dir.resolve())

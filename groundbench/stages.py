@@ -20,7 +20,7 @@ from .core import RecordError, project_root
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
            'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters', 'default_kernel',
-           'private_kernel', 'execute_notebook']
+           'private_kernel', 'import_papermill', 'execute_notebook']
 
 # %% ../nbs/04_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
@@ -172,13 +172,24 @@ def private_kernel(name: str | None = None, cwd: str | Path | None = None):
             if km.has_kernel: km.shutdown_kernel(now=True)
         finally: shutil.rmtree(folder, ignore_errors=True)  # also when the kernel had died already
 
+# %% ../nbs/04_stages.ipynb #849bfbbd
+def import_papermill():
+    "papermill, with jsonschema imported without its `iri` format checks (see above); returns the module."
+    import sys
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # an import of it now fails, and jsonschema leaves that format out
+        try: import jsonschema._format  # noqa: F401
+        finally: del sys.modules["rfc3987_syntax"]
+    import papermill
+    return papermill
+
 # %% ../nbs/04_stages.ipynb #0b39ef3b
 def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None,
                      km=None, **kw):
     """papermill's `execute_notebook` in a `private_kernel` started in `cwd`, or in the running kernel `km` (a shared
     one); `kw`: parameters, log_output ..."""
     import contextlib
-    import papermill
+    papermill = import_papermill()
     with contextlib.nullcontext(km) if km is not None else private_kernel(kernel, cwd) as k:
         return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=k.kernel_name,
                                           km=k, **{"progress_bar": False, **kw})

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -71,13 +72,51 @@ def jupyterlab(root: Path, settings_dir: Path):
         except subprocess.TimeoutExpired: lab.kill()
 
 
-def groundbench(*args, cwd=ROOT, check=False, timeout=600, env=None):
-    """Run the installed `groundbench` command; returns the CompletedProcess."""
+# One store of the bundled model's answers per test run (backends.AnswerStore), in a folder the first process of the
+# run makes (pytest-xdist's controller, or pytest alone) and its workers find in GROUNDBENCH_TEST_ANSWERS. It is given
+# only to the runs tests make through `groundbench(...)`: a request two of them make is computed once. Tests of the
+# model itself (in process) and runs killed on purpose never see it, and compute every answer.
+ANSWERS_ENV = "GROUNDBENCH_TEST_ANSWERS"
+
+
+def pytest_configure(config):
+    if os.environ.get(ANSWERS_ENV): return                     # a worker: the controller made the store
+    folder = Path(tempfile.mkdtemp(prefix="groundbench-answers-"))
+    os.environ[ANSWERS_ENV] = str(folder / "answers.sqlite")  # inherited by pytest-xdist's workers
+    config._groundbench_answers = folder
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    "What the answer store spared: answers computed, answers served again, and the model's seconds they took."
+    if getattr(config, "_groundbench_answers", None) is None or not (path := Path(os.environ[ANSWERS_ENV])).exists():
+        return
+    from groundbench.backends import AnswerStore
+    s = AnswerStore(path).summary()
+    terminalreporter.write_line(f"answer store: {s['computed']} answers computed, {s['served']} served again to "
+                                f"runs that asked the same ({s['seconds_spared']} s of model work spared)")
+
+
+def pytest_unconfigure(config):
+    if (folder := getattr(config, "_groundbench_answers", None)) is not None: shutil.rmtree(folder, ignore_errors=True)
+
+
+def groundbench(*args, cwd=ROOT, check=False, timeout=600, env=None, store=True):
+    """Run the installed `groundbench` command; returns the CompletedProcess. `store`: the run's in-process model
+    answers from the test run's answer store where another run asked the same (False: computes every answer)."""
+    shared = {"GROUNDBENCH_ANSWER_STORE": os.environ[ANSWERS_ENV] if store else ""}
     p = subprocess.run([str(BIN / "groundbench"), *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                       timeout=timeout, env={**os.environ, **(env or {})})
+                       timeout=timeout, env={**os.environ, **shared, **(env or {})})
     if check and p.returncode != 0:
         raise AssertionError(f"groundbench {' '.join(map(str, args))} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
+
+
+def reparse_archived(archive, record, provider: str, folder: Path) -> dict:
+    """`groundbench parse --provider P --json FILE` on the raw API response an archive keeps for `record`: what a person
+    re-parsing an archived answer gets (tests compare it with the segments parsed at collection)."""
+    f = folder / f"{record['prompt_id']}-{provider}.json"
+    f.write_bytes(archive.read(record["response"]))
+    return json.loads(groundbench("parse", "--provider", provider, "--json", f, check=True).stdout)
 
 
 def _missing(component: str) -> str | None:

@@ -5,7 +5,7 @@
 #   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py); no code line over 120 characters (ruff)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
-# Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests; pytest runs on two workers.
+# Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests; pytest runs on three workers.
 # Run after setup.sh:  bash setup.sh && bash tests/run.sh          (extra arguments go to pytest)
 # A part:  .venv/bin/python -m pytest -m "not slow"     (all but the end-to-end runs: a few minutes)
 #          .venv/bin/python -m pytest tests/test_credibility.py -k paper
@@ -46,10 +46,12 @@ GROUNDBENCH_LLAMA_THREADS=1 nbdev-test --n-workers 2 --timing
 echo "nbdev-test: $((SECONDS - start)) s"
 
 echo "== pytest"
-# two workers (pytest-xdist), each test file on one worker (module fixtures and the shared small demo made once), files
-# in collection order (conftest puts the longest, test_demo.py, first; xdist would otherwise order files by test count);
-# one llama.cpp thread per process, as for nbdev-test
-GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder \
+# three workers on two cores (pytest-xdist): the browser tests spend most of their time waiting for pages, so a third
+# worker keeps both cores busy (measured: 11 min 34 s against 13 min 12 s with two, the same tests, the cores 91% busy);
+# each test file on one worker (module fixtures and the shared small demo made once), files in collection order
+# (conftest puts the longest, test_demo.py, first; xdist would otherwise order files by test count); one llama.cpp
+# thread per process, as for nbdev-test
+GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 3 --dist loadfile --no-loadscope-reorder \
   -m "not serial" "$@"
 # then, alone, the tests whose bounds are measured on the whole machine (exit 5: none selected by the arguments)
 python -m pytest -q -p no:cacheprovider -m serial "$@" || [ $? -eq 5 ]

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pandas as pd
 import pytest
 
-from conftest import ROOT, groundbench
+from conftest import ROOT, groundbench, reparse_archived
 from groundbench.collect.api_search import ClaudeCollector, GeminiCollector, GrokCollector
 from groundbench.collect.base import Archive, CollectionError
 from groundbench.core import Prompt
@@ -133,10 +133,7 @@ def test_claude_cited_blocks_pause_turn_and_retry_after(server, tmp_path, monkey
     paused = ar.records("claude-api")[1]
     assert paused["search"]["turns"] == 2 and paused["search"]["queries"] == ["vacunas ARNm alteran ADN"]
     assert paused["search"]["cited_text"][0]["cited_text"] == "Las vacunas de ARNm no modifican el ADN."
-    f = tmp_path / "paused.json"
-    f.write_bytes(ar.read(paused["response"]))
-    out = json.loads(groundbench("parse", "--provider", "claude-api", "--json", f, check=True).stdout)
-    assert out["segments"] == paused["parsed"]["segments"]
+    assert reparse_archived(ar, paused, "claude-api", tmp_path)["segments"] == paused["parsed"]["segments"]
 
 
 def test_grok_links_and_an_error_that_stops(server, tmp_path, monkeypatch):

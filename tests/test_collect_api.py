@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import groundbench
+from conftest import reparse_archived
 from groundbench.collect.api import OpenAIResponsesCollector, PerplexityCollector
 from groundbench.collect.base import Archive, CollectionError
 from groundbench.core import Prompt
@@ -94,10 +94,7 @@ def test_openai_responses_collector(api_server, tmp_path, monkeypatch):
     assert len(API.seen) == n
     # the archived response re-parses to the same record
     rec = ar.records("openai-responses")[0]
-    f = tmp_path / "resp.json"
-    f.write_bytes(ar.read(rec["response"]))
-    out = json.loads(groundbench("parse", "--provider", "openai-responses", "--json", f, check=True).stdout)
-    assert out["segments"] == rec["parsed"]["segments"]
+    assert reparse_archived(ar, rec, "openai-responses", tmp_path)["segments"] == rec["parsed"]["segments"]
 
 
 def test_perplexity_sonar_collector(api_server, tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 """The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
 test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with its
-own caches, is killed with SIGKILL at a random moment (seeded: the moment is printed, so a failure can be replayed) after
-its first model call, then rerun to the end. The groundedness stage of the same shared run is checked, and rerun on a
+own caches holding A's answers of every stage but one drawn at random, is killed with SIGKILL in that stage, a random
+fraction of a second after a random one of its model calls (seeded: the seed, stage and call are printed, and
+GROUNDBENCH_KILL_SEED replays them), then rerun to the end, computing what it lacks. The groundedness stage of the same shared run is checked, and rerun on a
 copy without a model call (all tests of the shared run live in this file: pytest-xdist's loadfile keeps them on one
 worker, so the run is made once).
 
@@ -62,23 +63,29 @@ def check_estimate(run, manifest, exact):
             assert (r.calls, r.prompt_tokens) == (r.calls_low, r.prompt_tokens_expected), (r.stage, r.step)
 
 
-def seed_half(manifest, db_a, db_b, half):
-    """Copy into b's empty cache run a's answers of one half of the run: "first" (question rewrites and groundedness:
-    b's model calls and the kill then fall in SourceBench, SourceCheckup or validation) or "second" (those three: the
-    kill falls in the claims or groundedness stage). The cache keeps a's answers in the order they were made, so the
-    first half is the first rows, as many as the manifest's calls of stages up to groundedness. Returns the rows copied."""
-    first = sum(v.get("calls", 0) for name, st in manifest["stages"].items() if name <= "50_groundedness"
-                for e in st["history"] for k, v in e["llm"].items() if k != "embedding")
+def stage_calls(manifest):
+    "The model calls of each stage of a straight run, in run order (the order its cache keeps their answers in)."
+    return [(name, sum(v.get("calls", 0) for e in st["history"] for k, v in e["llm"].items() if k != "embedding"))
+            for name, st in sorted(manifest["stages"].items())]
+
+
+def seed_all_but(manifest, db_a, db_b, stage):
+    """Copy into b's empty cache run a's answers of every stage but `stage`: b's model calls, and its kill, then fall in
+    that stage, while every other stage still runs all its work but the model's. The cache keeps a's answers in the
+    order they were made, stage by stage, so the stage's answers are the rows after those of the stages before it.
+    Returns the rows copied and the calls left to b."""
+    calls = stage_calls(manifest)
+    start, m = sum(n for name, n in calls if name < stage), dict(calls)[stage]
     db_b.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(db_a) as a, sqlite3.connect(db_b) as b:
         rows = a.execute("select * from completions order by rowid").fetchall()
-        part = rows[:first] if half == "first" else rows[first:]
+        part = rows[:start] + rows[start + m:]
         cols = [r[1] for r in a.execute("pragma table_info(completions)")]
         schema = a.execute("select sql from sqlite_master where name = 'completions'").fetchone()[0]
         b.execute(schema)
         b.executemany(f"insert into completions ({','.join(cols)}) values ({','.join('?' * len(cols))})", part)
-    assert 0 < len(part) < len(rows), (half, first, len(rows))
-    return len(part)
+    assert len(part) + m == len(rows), (stage, start, m, len(rows))
+    return len(part), m
 
 
 @pytest.mark.slow
@@ -92,22 +99,24 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     check_estimate(runs_a / "a", ma, exact=True)
 
     b, db_b = small_demo_spec(tmp_path, "b")
-    rng = random.Random(int(os.environ.get("GROUNDBENCH_KILL_SEED") or time.time_ns()) % 1000)
-    half, delay = rng.choice(("first", "second")), rng.uniform(0, 30)
-    seeded = seed_half(ma, db_a, db_b, half)
-    print(f"run b starts with the answers of run a's {half} half of the model calls ({seeded}); "
-          f"killing it {delay:.1f} s after its first model call")
+    seed = int(os.environ.get("GROUNDBENCH_KILL_SEED") or time.time_ns() % 1000)
+    rng = random.Random(seed)
+    stage = rng.choice([name for name, n in stage_calls(ma) if n >= 2])   # a stage with a call after the kill
+    seeded, m = seed_all_but(ma, db_a, db_b, stage)
+    k, delay = rng.randint(1, m - 1), rng.uniform(0, 1)
+    print(f"GROUNDBENCH_KILL_SEED={seed}: run b starts with run a's answers of every stage but {stage} ({seeded}) and "
+          f"is killed {delay:.2f} s after the answer of its model call {k} of {m} there is cached")
     proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 900
-    while time.time() < deadline and proc.poll() is None and cached(db_b) == 0: time.sleep(0.2)
+    while time.time() < deadline and proc.poll() is None and cached(db_b) < seeded + k: time.sleep(0.05)
     time.sleep(delay)
     assert proc.poll() is None, "run b finished before it could be killed: raise the sample sizes"
     os.killpg(proc.pid, signal.SIGKILL); proc.wait()
     before = cached(db_b)
     mfile = runs / "b" / "manifest.json"
     left = json.loads(mfile.read_text()) if mfile.exists() else {}  # what the killed run recorded
-    groundbench("run", b, "--runs-dir", runs, check=True, timeout=1800)
+    groundbench("run", b, "--runs-dir", runs, check=True, timeout=1800, store=False)  # computes what it lacks
     mb = json.loads((runs / "b" / "manifest.json").read_text())
     assert before + model_calls(mb, left) == calls_a, (before, model_calls(mb, left), calls_a)
 

@@ -18,11 +18,11 @@ from ..core import Conversation, Prompt
 from ..tables import Output, pm
 
 # %% auto #0
-__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'LABEL_ORDER', 'LABEL_COLORS',
-           'CATEGORY_ORDER', 'assistant_name', 'citation_table', 'conversation_table', 'agresti_coull',
-           'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1',
-           'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2',
-           'figure_9', 'table_3_sides', 'credibility_outputs']
+__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'TABLE_2_SOURCES_MISSING',
+           'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'assistant_name', 'citation_table', 'conversation_table',
+           'agresti_coull', 'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates',
+           'table_1', 'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13',
+           'figure_2', 'figure_9', 'table_3_sides', 'credibility_outputs']
 
 # %% ../../nbs/42_credibility_metrics.ipynb #f9cdde55
 def assistant_name(c: Conversation) -> str:
@@ -51,15 +51,16 @@ def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rat
 
 # %% ../../nbs/42_credibility_metrics.ipynb #47354108
 def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt]) -> pd.DataFrame:
-    "One row per conversation: assistant, topic, role, thinking, refused, words, citations."
+    """One row per conversation: assistant, topic, role, thinking, refused, words, citations, and whether an API said
+    it searched but sent no sources (`sources_missing`)."""
     pr = {p.prompt_id: p for p in prompts}
     return pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
                           "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
                           "role": pr[c.prompt_id].role if c.prompt_id in pr else "", "thinking": c.thinking,
-                          "refused": c.refused, "words": len(c.answer_text.split()), "citations": len(c.citations)}
-                         for c in convs],
+                          "refused": c.refused, "words": len(c.answer_text.split()), "citations": len(c.citations),
+                          "sources_missing": c.sources_missing} for c in convs],
                         columns=["conversation_id", "assistant", "topic", "role", "thinking", "refused", "words",
-                                 "citations"])
+                                 "citations", "sources_missing"])
 
 # %% ../../nbs/42_credibility_metrics.ipynb #fb1cd7a3
 def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -207,6 +208,9 @@ TABLE_2_ROWS = {"conversations": "Conversations", "total_sources": "Total source
                 "chats_citing_fc_pct": "Chats citing ≥1 FC domains (%)",
                 "chats_with_disinfo_pct": "Chats w/ disinfo (%)",
                 "social_media_citations_pct": "Social media citations (%)"}
+# a row the paper has no need of, printed when an API said it searched but sent no sources for some answers: the rows
+# per chat above count those answers as answers without sources
+TABLE_2_SOURCES_MISSING = {"sources_missing": "Answers searched, sources missing"}
 
 def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
     "Table 2's numbers per assistant: citation volume, responses, fact-checking and disinformation exposure."
@@ -222,12 +226,14 @@ def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
                      "chats_citing_fc_pct": 100 * c[c.category == "fact_checker"].conversation_id.nunique() / len(cv),
                      "chats_with_disinfo_pct":
                          100 * c[c.category == "disinformation"].conversation_id.nunique() / len(cv),
-                     "social_media_citations_pct": 100 * (c.category == "social_media").sum() / n})
-    return pd.DataFrame(rows, columns=["assistant", *TABLE_2_ROWS])
+                     "social_media_citations_pct": 100 * (c.category == "social_media").sum() / n,
+                     "sources_missing": int(cv.sources_missing.sum()) if "sources_missing" in cv else 0})
+    return pd.DataFrame(rows, columns=["assistant", *TABLE_2_ROWS, *TABLE_2_SOURCES_MISSING])
 
 # %% ../../nbs/42_credibility_metrics.ipynb #b814e321
 def _t2fmt(metric: str, v: float) -> str:
-    if metric in ("conversations", "total_sources", "unique_domains", "refused_responses"): return f"{int(v):,}"
+    if metric in ("conversations", "total_sources", "unique_domains", "refused_responses", "sources_missing"):
+        return f"{int(v):,}"
     if metric in ("avg_sources_per_chat", "avg_response_words"): return f"{v:,.0f}"
     if metric == "chats_with_disinfo_pct": return f"{round(v, 1):g}"   # the paper prints 14, 15, 3.5, 4
     return f"{v:.1f}"
@@ -236,8 +242,9 @@ def _t2fmt(metric: str, v: float) -> str:
 def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
     "Table 2 as the paper prints it: one row per measure, one column per assistant."
     v = table_2_values(cit, conv).set_index("assistant")
-    return pd.DataFrame({a: [_t2fmt(m, v.loc[a, m]) for m in TABLE_2_ROWS] for a in v.index},
-                        index=pd.Index(list(TABLE_2_ROWS.values()), name="Measure")).reset_index()
+    rows = {**TABLE_2_ROWS, **(TABLE_2_SOURCES_MISSING if v.sources_missing.any() else {})}
+    return pd.DataFrame({a: [_t2fmt(m, v.loc[a, m]) for m in rows] for a in v.index},
+                        index=pd.Index(list(rows.values()), name="Measure")).reset_index()
 
 # %% ../../nbs/42_credibility_metrics.ipynb #2f499d37
 def table_3(cit: pd.DataFrame, n_boot: int = 2000,
