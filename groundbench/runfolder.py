@@ -65,7 +65,7 @@ def environment_info() -> dict:
 PROGRESS_FILE = "progress.json"  # in a run folder while a stage makes model calls (llm writes it, the runner reads it)
 
 # %% ../nbs/00_runfolder.ipynb #840ca79d
-AGREEMENT_FILES = {  # the tables `groundbench agreement` writes under a run's labels/ (notebook 73); the report reads them
+AGREEMENT_FILES = {  # tables `groundbench agreement` writes under a run's labels/ (notebook 73), read by the report
     "annotators": "agreement_annotators.csv", "labels": "agreement_labels.csv", "judge": "agreement_judge.csv",
     "confusion": "agreement_confusion.csv", "baselines": "agreement_baselines.csv",
     "page_quality": "sourcebench/agreement_page_quality.csv"}
