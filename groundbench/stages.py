@@ -20,7 +20,7 @@ from .core import RecordError, project_root
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
            'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters', 'default_kernel',
-           'private_kernel', 'import_papermill', 'execute_notebook']
+           'private_kernel', 'quiet_jsonschema', 'import_papermill', 'execute_notebook']
 
 # %% ../nbs/04_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
@@ -172,14 +172,19 @@ def private_kernel(name: str | None = None, cwd: str | Path | None = None):
             if km.has_kernel: km.shutdown_kernel(now=True)
         finally: shutil.rmtree(folder, ignore_errors=True)  # also when the kernel had died already
 
-# %% ../nbs/04_stages.ipynb #849bfbbd
-def import_papermill():
-    "papermill, with jsonschema imported without its `iri` format checks (see above); returns the module."
+# %% ../nbs/04_stages.ipynb #c022fbd5
+def quiet_jsonschema():
+    "Import jsonschema, the first time in this process without its `iri` format checks (see above)."
     import sys
     if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
         sys.modules["rfc3987_syntax"] = None  # an import of it now fails, and jsonschema leaves that format out
         try: import jsonschema._format  # noqa: F401
         finally: del sys.modules["rfc3987_syntax"]
+
+# %% ../nbs/04_stages.ipynb #0fedeac6
+def import_papermill():
+    "papermill, its notebooks read and validated with `quiet_jsonschema`'s jsonschema; returns the module."
+    quiet_jsonschema()
     import papermill
     return papermill
 

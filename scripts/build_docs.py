@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import re
 import shutil
@@ -76,10 +77,22 @@ def processors():
     return procs
 
 
+@functools.cache
+def markdown_exporter():
+    "nbconvert's Markdown exporter that drops inputs tagged remove_input; made once (its templates compile once)."
+    from groundbench.stages import quiet_jsonschema
+    quiet_jsonschema()   # nbformat validates with jsonschema: without the 1.3 s of IRI parsers it would build
+    from nbconvert import MarkdownExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+    exp = MarkdownExporter()
+    exp.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), enabled=True)
+    return exp
+
+
 def notebook_markdown(path: Path, img_dir: Path) -> tuple[str, str]:
     "(title, Markdown) of one processed notebook; its images written to img_dir."
+    exp = markdown_exporter()
     from fastcore.nbio import read_nb
-    from nbconvert import MarkdownExporter
     from nbdev.process import NBProcessor
     import nbformat
     nb = read_nb(path)
@@ -105,9 +118,6 @@ def notebook_markdown(path: Path, img_dir: Path) -> tuple[str, str]:
                 if o.get("output_type") != "stream": o.setdefault("metadata", {})
         raw["cells"].append(d)
     node = nbformat.reads(json.dumps(raw), as_version=4)     # rejoins multi-line strings as nbformat reads a file
-    from nbconvert.preprocessors import TagRemovePreprocessor
-    exp = MarkdownExporter()
-    exp.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), enabled=True)
     body, res = exp.from_notebook_node(node, resources={"output_files_dir": f"img/{path.stem}"})
     for name, data in (res.get("outputs") or {}).items():
         (img_dir.parent / name).parent.mkdir(parents=True, exist_ok=True)
