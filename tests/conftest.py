@@ -189,8 +189,11 @@ def isolated_settings(tmp_path):
 
 
 # The main job, small: the demo's stages, models and answers (the shortest of 24), one conversation, page and claim per
-# system where the demo has more: a model call in every LLM step (question rewrite, extraction, decontextualisation,
-# judge, SourceBench's three, SourceCheckup, validation's two), about 90 s of model time on 2 cores. The demo's imported
+# system where the demo has more: 28 model calls in the claims, groundedness, SourceBench and validation stages (question
+# rewrite; extraction, VERIFY's three steps, FActScore's two; SourceBench's three; validation's judge and SourceCheckup),
+# about 130 s of model time on one core. On its one conversation the smoke model's units need no decontextualisation
+# and find no evidence to judge, and SourceCheckup's own stage makes no call: the full demo makes those calls
+# (benchmarks/bench_demo.py), and the same steps run in validation and in tests of their own. The demo's imported
 # ChatGPT Search and Perplexity answers (credibility only, no model) are left out here: tests/test_import_table.py runs
 # ExpertQA and a table in one run.
 SMALL_DEMO = {"source": "expertqa", "question_rewrite_sample": 2, "sample": 24, "max_conversations": 1, "max_pages": 1,
