@@ -1,8 +1,8 @@
 """The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
 test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with its
-own caches holding A's answers of every stage but one drawn at random, is killed with SIGKILL in that stage, a random
-fraction of a second after a random one of its model calls (seeded: the seed, stage and call are printed, and
-GROUNDBENCH_KILL_SEED replays them), then rerun to the end, computing what it lacks. The groundedness stage of the same shared run is checked, and rerun on a
+own caches holding A's answers of every model call but up to three consecutive calls of a stage, all drawn at random, is
+killed with SIGKILL in that stage, a random fraction of a second after a random one of those calls (seeded: the seed,
+stage and calls are printed, and GROUNDBENCH_KILL_SEED replays them), then rerun to the end, computing what it lacks. The groundedness stage of the same shared run is checked, and rerun on a
 copy without a model call (all tests of the shared run live in this file: pytest-xdist's loadfile keeps them on one
 worker, so the run is made once).
 
@@ -69,23 +69,22 @@ def stage_calls(manifest):
             for name, st in sorted(manifest["stages"].items())]
 
 
-def seed_all_but(manifest, db_a, db_b, stage):
-    """Copy into b's empty cache run a's answers of every stage but `stage`: b's model calls, and its kill, then fall in
-    that stage, while every other stage still runs all its work but the model's. The cache keeps a's answers in the
-    order they were made, stage by stage, so the stage's answers are the rows after those of the stages before it.
-    Returns the rows copied and the calls left to b."""
-    calls = stage_calls(manifest)
-    start, m = sum(n for name, n in calls if name < stage), dict(calls)[stage]
+def seed_all_but(manifest, db_a, db_b, stage, first, n):
+    """Copy into b's empty cache run a's answers of every model call but `n` consecutive calls of `stage` from its call
+    `first` (0-based) on: b's model calls, and its kill, then fall in that stage, while every stage still runs all its
+    work but the model's. The cache keeps a's answers in the order they were made, stage by stage, so the stage's
+    answers are the rows after those of the stages before it. Returns the rows copied."""
+    start = sum(k for name, k in stage_calls(manifest) if name < stage) + first
     db_b.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(db_a) as a, sqlite3.connect(db_b) as b:
         rows = a.execute("select * from completions order by rowid").fetchall()
-        part = rows[:start] + rows[start + m:]
+        part = rows[:start] + rows[start + n:]
         cols = [r[1] for r in a.execute("pragma table_info(completions)")]
         schema = a.execute("select sql from sqlite_master where name = 'completions'").fetchone()[0]
         b.execute(schema)
         b.executemany(f"insert into completions ({','.join(cols)}) values ({','.join('?' * len(cols))})", part)
-    assert len(part) + m == len(rows), (stage, start, m, len(rows))
-    return len(part), m
+    assert len(part) + n == len(rows) and first + n <= dict(stage_calls(manifest))[stage], (stage, first, n, len(rows))
+    return len(part)
 
 
 @pytest.mark.slow
@@ -101,11 +100,15 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     b, db_b = small_demo_spec(tmp_path, "b")
     seed = int(os.environ.get("GROUNDBENCH_KILL_SEED") or time.time_ns() % 1000)
     rng = random.Random(seed)
-    stage = rng.choice([name for name, n in stage_calls(ma) if n >= 2])   # a stage with a call after the kill
-    seeded, m = seed_all_but(ma, db_a, db_b, stage)
+    calls = dict(stage_calls(ma))
+    stage = rng.choice([name for name, n in calls.items() if n >= 2])   # a stage with a call after the kill
+    m = min(3, calls[stage])                                             # b computes m of its calls, from call `first`
+    first = rng.randint(0, calls[stage] - m)
+    seeded = seed_all_but(ma, db_a, db_b, stage, first, m)
     k, delay = rng.randint(1, m - 1), rng.uniform(0, 1)
-    print(f"GROUNDBENCH_KILL_SEED={seed}: run b starts with run a's answers of every stage but {stage} ({seeded}) and "
-          f"is killed {delay:.2f} s after the answer of its model call {k} of {m} there is cached")
+    print(f"GROUNDBENCH_KILL_SEED={seed}: run b starts with run a's answers of every call but calls {first + 1}-"
+          f"{first + m} of {calls[stage]} in {stage} ({seeded} answers) and is killed {delay:.2f} s after the answer of "
+          f"call {first + k} is cached")
     proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 900
