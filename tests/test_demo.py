@@ -19,6 +19,7 @@ import subprocess
 import time
 
 import pandas as pd
+import psutil
 import pytest
 import yaml
 
@@ -115,7 +116,12 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     while time.time() < deadline and proc.poll() is None and cached(db_b) < seeded + k: time.sleep(0.05)
     time.sleep(delay)
     assert proc.poll() is None, "run b finished before it could be killed: raise the sample sizes"
+    kids = psutil.Process(proc.pid).children(recursive=True)   # its Jupyter kernel: in a session of its own
     os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+    # ipykernel's parent poller ends the orphaned kernel within about a second, time enough to finish a short call and
+    # record its stage (seen once): what the killed run left is read when nothing of it runs any more
+    _, alive = psutil.wait_procs(kids, timeout=15)
+    assert not alive, f"processes of the killed run still running 15 s after it was killed: {alive}"
     before = cached(db_b)
     mfile = runs / "b" / "manifest.json"
     left = json.loads(mfile.read_text()) if mfile.exists() else {}  # what the killed run recorded
