@@ -161,9 +161,13 @@ class AnswerStore:
                                             "COALESCE(SUM(served * seconds), 0) FROM answers").fetchone()
         return {"computed": n, "served": served, "seconds_spared": round(spared, 1)}
 
+_STORES: dict[str, AnswerStore] = {}
+
 def answer_store() -> AnswerStore | None:
-    "The store `GROUNDBENCH_ANSWER_STORE` names, or None (always None in a study)."
-    return AnswerStore(p) if (p := os.environ.get(ANSWER_STORE_ENV)) else None
+    "The store `GROUNDBENCH_ANSWER_STORE` names, opened once per process, or None (always None in a study)."
+    if not (p := os.environ.get(ANSWER_STORE_ENV)): return None
+    if p not in _STORES: _STORES[p] = AnswerStore(p)
+    return _STORES[p]
 
 # %% ../nbs/01_llm_backends.ipynb #655fee75
 class LlamaCppBackend(Backend):

@@ -81,7 +81,7 @@ def processors():
 def markdown_exporter():
     "nbconvert's Markdown exporter that drops inputs tagged remove_input; made once (its templates compile once)."
     from groundbench.stages import quiet_jsonschema
-    quiet_jsonschema()   # nbformat validates with jsonschema: without the 1.3 s of IRI parsers it would build
+    quiet_jsonschema()   # nbformat's jsonschema, without the IRI parsers it would build at import (1.3 s)
     from nbconvert import MarkdownExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
     exp = MarkdownExporter()
