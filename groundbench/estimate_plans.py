@@ -123,9 +123,9 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                     "credibility split)", judge_prompt)]
     if "factscore" in methods:
         demos = factscore_demos()
-        per_word = sum(len(f) for _, f in demos) / sum(len(s.split()) for s, _ in demos)
+        per_word = sum(len(f) for f in demos.values()) / sum(len(s.split()) for s in demos)
         if sel is not None:
-            jobs = [s for c in sel if not c.refused for _, s in factscore_sentences(c)]
+            jobs = [s for c in sel for _, s in factscore_sentences(c)]   # abstention detection off, as shipped
             reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos),
                              max_tokens=output_tokens("factscore_facts", ctx.llm),
                              grammar=FACT_GRAMMAR) for s in jobs]

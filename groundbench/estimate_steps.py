@@ -23,23 +23,26 @@ from .claims import prompts_from_files
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
-from .groundedness.judge import judge_max_tokens
 from .groundedness.methods import OUTPUT_TOKENS
-from .groundedness.units import extract_units
+from .groundedness.units import PAPER, extract_units
 from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, repair_request,
                              with_schema)
 
 # %% auto #0
-__all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate', 'PromptCounter',
-           'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs',
-           'prompts_to_collect', 'plan_inputs']
+__all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate',
+           'PromptCounter', 'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units',
+           'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
-MAX_TOKENS = {"question_rewrite": 160, "extract_units": 384, "decontextualise": 200, "judge": judge_max_tokens(),
+# every step's output budget as the paper variants run it (VERIFY's 2,048 for ours and VERIFY; a lenient run asks for
+# less, so its figures stay below these bounds)
+MAX_TOKENS = {"question_rewrite": 160, **{k: PAPER.budget for k in ("extract_units", "decontextualise", "judge",
+                                                                      "verify_decontextualise", "verify_judge")},
               **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": 150,
-              **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_decontextualise": 200,
-              "verify_judge": judge_max_tokens(), "factscore_verify": 32}
+              **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_extract": PAPER.budget}
+# extractions asked again once with twice the budget when cut (then, lenient, one repair): up to 3 calls and 4 budgets
+CUT_RETRIED = ("extract_units", "verify_extract", "factscore_facts")
 PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise",
            "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
@@ -211,8 +214,9 @@ def built_step(self: Context, stage: str, step: str, requests: Sequence[ChatRequ
     # a repair request: the request again, plus its bad answer (at most max_tokens) and the error with the schema
     r0 = todo[0] if todo else None
     extra = (self.counter.count(repair_request(r0, "", "e")) - self.counter.count(r0) + mt) if r0 else 0
-    row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN, 2 * len(todo),
-                       NAN, 2 * pt + len(todo) * extra, len(todo), NAN, 2 * len(todo) * mt, mt,
+    k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+    row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN,
+                       k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN, k[1] * len(todo) * mt, mt,
                        "; ".join(x for x in (note, how) if x))
     cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
     self._expect(stage, step, len(todo), row, None, cached_cc)
@@ -225,9 +229,10 @@ def estimated_step(self: Context, stage: str, step: str, basis: str, requests: f
                    prompt_per_call: float | None = None) -> StepEstimate:
     "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
     mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
-    row = StepEstimate(stage, step, basis, requests, calls_high=2 * high if high is not None else NAN, max_tokens=mt,
+    k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+    row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN, max_tokens=mt,
                        note=note)
-    if high is not None: row.completion_high = row.calls_high * mt
+    if high is not None: row.completion_high = k[1] * high * mt
     measured = self.history.per_call(stage, step, "prompt_tokens")
     self._expect(stage, step, requests, row, measured if measured is not None else prompt_per_call)
     if measured is None and prompt_per_call is not None:

@@ -13,6 +13,7 @@ import json
 import re
 import sqlite3
 import time
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -25,10 +26,10 @@ from .budget import Budget, BudgetExceeded, budget_from_settings
 from .core import load_settings, now_iso, resolve_path, stable_id, write_json
 
 # %% auto #0
-__all__ = ['BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
-           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'merge_caches', 'LLM',
-           'Structured', 'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed',
-           'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
+__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest',
+           'Completion', 'Backend', 'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache',
+           'merge_caches', 'LLM', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema', 'complete_json',
+           'complete_parsed', 'complete_retried', 'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class ChatRequest:
     def schema_dict(self) -> dict | None: return json.loads(self.schema) if self.schema else None
 
 # %% ../nbs/01_llm.ipynb #a8827989
+CUT_REASONS = ("length", "max_tokens")   # OpenAI, llama.cpp and vLLM say length; Anthropic-style APIs max_tokens
+
 @dataclass(frozen=True)
 class Completion:
     "A model's answer to one request with its token usage; `cached` when served from the disk cache."
@@ -62,6 +65,11 @@ class Completion:
     completion_tokens: int = 0
     finish_reason: str = ""
     cached: bool = False
+
+    @property
+    def cut(self) -> bool:
+        "True when the answer ended at its output limit (`finish_reason` length; max_tokens where a backend says so)."
+        return self.finish_reason in CUT_REASONS
 
 # %% ../nbs/01_llm.ipynb #5ded2d2a
 class Backend:
@@ -103,8 +111,8 @@ class MockBackend(Backend):
         self.batches: list[int] = []
     def generate(self, requests):
         self.batches.append(len(requests))
-        return [Completion(t := self.respond(r), sum(len(c.split()) for _, c in r.messages), len(t.split()),
-                           "stop") for r in requests]
+        return [Completion(t := self.respond(r), sum(len(c.split()) for _, c in r.messages), n := len(t.split()),
+                           "length" if n >= r.max_tokens else "stop") for r in requests]
 
 register_backend("mock", MockBackend)
 
@@ -235,8 +243,12 @@ def _merge_one(db, p: Path, src, tables: Sequence[str]) -> dict:
 
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:
+    """A step's counters: requests, calls made, cache hits, duplicates sent once, tokens, seconds, parse statuses, and
+    outputs cut at their token limit (`cut_at_limit`, every answer the step used, cached ones too), of which asked again
+    with twice the budget (`cut_retried`) and still cut, kept and marked (`cut_kept`)."""
     return {"requests": 0, "calls": 0, "cache_hits": 0, "deduplicated": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "seconds": 0.0, "parse_ok": 0, "parse_repaired": 0, "parse_failed": 0}
+            "seconds": 0.0, "parse_ok": 0, "parse_repaired": 0, "parse_failed": 0, "cut_at_limit": 0,
+            "cut_retried": 0, "cut_kept": 0}
 
 # %% ../nbs/01_llm.ipynb #bde28a9f
 class LLM:
@@ -311,7 +323,9 @@ def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
         if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
     bar.close()
     st["seconds"] = round(st["seconds"], 3)
-    return [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
+    out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
+    st["cut_at_limit"] += sum(o.cut for o in out)
+    return out
 
 # %% ../nbs/01_llm.ipynb #39fc10ce
 @patch
@@ -325,11 +339,13 @@ def _stop(self: LLM, stop: tuple, step: str, blocked: int):
 # %% ../nbs/01_llm.ipynb #9834bd1d
 @dataclass(frozen=True)
 class Structured:
-    "A validated JSON answer (`value`), or None with `parse_status='failed'` and the error."
+    """A read answer (`value`), or None with `parse_status='failed'` and the error; `cut` when the answer read ended at
+    its token limit (kept and marked: its last items may be missing)."""
     value: dict | None
     parse_status: str
     text: str
     error: str = ""
+    cut: bool = False
 
 # %% ../nbs/01_llm.ipynb #2f968c04
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
@@ -371,25 +387,70 @@ def complete_json(llm: LLM, requests: Sequence[ChatRequest], model: type[pydanti
                            progress=progress)
 
 # %% ../nbs/01_llm.ipynb #0198f584
+def _retry_cut(llm: LLM, requests: list[ChatRequest], outs: list[Completion], step: str,
+               progress: bool) -> list[Completion]:
+    "Answers cut at their limit asked again once with twice the budget; the second answer is kept, cut or not."
+    cut = [i for i, o in enumerate(outs) if o.cut]
+    if not cut: return outs
+    again = llm.complete([dataclasses.replace(requests[i], max_tokens=2 * requests[i].max_tokens) for i in cut], step,
+                         progress)
+    st, outs = llm.step_stats(step), list(outs)
+    st["cut_retried"] += len(cut)
+    st["cut_kept"] += sum(o.cut for o in again)
+    for i, o in zip(cut, again): outs[i] = o
+    return outs
+
+# %% ../nbs/01_llm.ipynb #56e988c9
 def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[str], tuple[object, str]],
-                    step: str = "default", hint: str = "", progress: bool = True) -> list[Structured]:
+                    step: str = "default", hint: str = "", progress: bool = True,
+                    retry_cut: bool = False) -> list[Structured]:
     """Answers in a text format read by `parse` (text -> (value or None, error)), with one batched repair round that
-    shows the model its answer, the error and `hint` (a JSON request: its schema); `complete_json` is its JSON case."""
-    outs = llm.complete(list(requests), step, progress)
+    shows the model its answer, the error and `hint` (a JSON request: its schema); `complete_json` is its JSON case.
+    `retry_cut` (extractions): an answer cut at its token limit is asked again once with twice the budget first."""
+    requests = list(requests)
+    outs = llm.complete(requests, step, progress)
+    if retry_cut: outs = _retry_cut(llm, requests, outs, step, progress)
     parsed = [parse(o.text) for o in outs]
     bad = [i for i, (v, _) in enumerate(parsed) if v is None]
     fixed = {}
     if bad:
         rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1], hint) for i in bad], step, progress)
-        fixed = {i: (o.text, parse(o.text)) for i, o in zip(bad, rep)}
+        fixed = {i: (o.text, parse(o.text), o.cut) for i, o in zip(bad, rep)}
     st, res = llm.step_stats(step), []
     for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
-        if v is not None: res.append(Structured(v, "ok", o.text)); st["parse_ok"] += 1
+        if v is not None: res.append(Structured(v, "ok", o.text, cut=o.cut)); st["parse_ok"] += 1
         elif fixed[i][1][0] is not None:
-            res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0])); st["parse_repaired"] += 1
+            res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0], cut=fixed[i][2]))
+            st["parse_repaired"] += 1
         else:
-            res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}"))
+            res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}", fixed[i][2]))
             st["parse_failed"] += 1
+    return res
+
+# %% ../nbs/01_llm.ipynb #19b111c8
+def complete_retried(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[str], tuple[object, str]],
+                     step: str = "default", attempts: int = 11, retry_temperature: float = 0.5,
+                     progress: bool = True, retry_cut: bool = False) -> list[Structured]:
+    """Answers read by `parse` the way VERIFY's code reads them: an unreadable answer is asked again with the same
+    prompt (no repair message), up to `attempts` calls in all, each retry sampled at `retry_temperature` with its own
+    seed (attempt k: seed + k, so retries are reproducible and cached); never read: failed. VERIFY samples every call
+    at 0.5; the first call here keeps the run's temperature. `retry_cut`: as `complete_parsed`'s."""
+    requests = list(requests)
+    outs = llm.complete(requests, step, progress)
+    if retry_cut: outs = _retry_cut(llm, requests, outs, step, progress)
+    got = [parse(o.text) for o in outs]
+    tries = [1] * len(requests)
+    for k in range(1, max(attempts, 1)):
+        bad = [i for i, (v, _) in enumerate(got) if v is None]
+        if not bad: break
+        again = llm.complete([dataclasses.replace(requests[i], temperature=retry_temperature,
+                                                  seed=(requests[i].seed or 0) + k) for i in bad], step, progress)
+        for i, o in zip(bad, again): outs[i], got[i], tries[i] = o, parse(o.text), k + 1
+    st, res = llm.step_stats(step), []
+    for o, (v, err), n in zip(outs, got, tries):
+        status = "failed" if v is None else "ok" if n == 1 else "repaired"
+        st[f"parse_{status}"] += 1
+        res.append(Structured(v, status, o.text, "" if v is not None else f"{err} (after {n} calls)", o.cut))
     return res
 
 # %% ../nbs/01_llm.ipynb #6149fa93

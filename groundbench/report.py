@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, project_root, read_records, write_text
-from .runfolder import AGREEMENT_FILES, Run
+from .runfolder import AGREEMENT_FILES, Run, cut_outputs
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
@@ -420,6 +420,11 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         missing.append(
             "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
             "estimates)")
+    cuts = pd.DataFrame([{"run_id": rid, **c} for rid, m in o.manifests.items() for c in cut_outputs(m)])
+    if len(cuts):   # every step that asked the model, zeros included: a cut answer may have lost its last items
+        items.append(Output("outputs_cut", "Model outputs cut at their token limit, per run, stage and LLM step: "
+                            "cut_at_limit of the step's requests; extractions are asked again once with twice the "
+                            "budget (cut_retried), and an answer still cut is kept and marked (cut_kept)", cuts))
     for k, title in AGREEMENT_ITEMS:
         if (t := o.agreement.get(name := f"agreement_{k}")) is not None:
             items.append(Output(name, title, t, smoke=sm and name != "agreement_annotators"))

@@ -26,7 +26,7 @@ from .core import RecordError, load_settings, now_iso, project_root, resolve_pat
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info', 'Run',
-           'StageRecord', 'stage_usage']
+           'StageRecord', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -193,7 +193,7 @@ class StageRecord:
 # %% ../nbs/00_runfolder.ipynb #c2b00429
 def stage_usage(manifest: dict) -> list[dict]:
     """Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion
-    tokens (every step summed)."""
+    tokens, and model outputs cut at their token limit (every step summed)."""
     def num(x): return x if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
     stages = manifest.get("stages", {}) if isinstance(manifest, dict) else None
     if not isinstance(stages, dict):
@@ -207,5 +207,21 @@ def stage_usage(manifest: dict) -> list[dict]:
                          **{
             out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
                                                                     ("prompt_tokens", "prompt_tokens"),
-                                                                   ("completion_tokens", "completion_tokens"))}))
+                                                                   ("completion_tokens", "completion_tokens"),
+                                                                   ("cut_at_limit", "cut_at_limit"))}))
+    return rows
+
+# %% ../nbs/00_runfolder.ipynb #b428327a
+def cut_outputs(manifest: dict) -> list[dict]:
+    """Per stage and LLM step of a manifest's last executions, the model outputs that ended at their token limit
+    (`cut_at_limit`), of which asked again with twice the budget (`cut_retried`) and still cut, kept and marked
+    (`cut_kept`), beside the requests; steps that cut nothing included (a zero is a finding too)."""
+    rows = []
+    for u in stage_usage(manifest):
+        llm = ((manifest["stages"][u["stage"]] or {}).get("llm") or {})
+        for step, v in (llm.items() if isinstance(llm, dict) else ()):
+            if not isinstance(v, dict) or step == "embedding": continue
+            n = lambda k: int(v.get(k, 0)) if isinstance(v.get(k, 0), (int, float)) else 0
+            rows.append(dict(stage=u["stage"], step=str(step), requests=n("requests"), cut_at_limit=n("cut_at_limit"),
+                             cut_retried=n("cut_retried"), cut_kept=n("cut_kept")))
     return rows

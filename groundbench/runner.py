@@ -21,7 +21,7 @@ import yaml
 from fastcore.basics import patch
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
-from .runfolder import PROGRESS_FILE, Run, stage_usage
+from .runfolder import PROGRESS_FILE, Run, cut_outputs, stage_usage
 from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, import_papermill,
                                 private_kernel, stage, stage_parameters)
 
@@ -264,9 +264,17 @@ def run_summary(run: Run) -> str:
     m = run.manifest()
     smoke = "  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else ""
     lines = [f"run {printable(m.get('run_id'))} in {printable(run.dir)}" + smoke]
+    cuts = {}
+    for c in cut_outputs(m):
+        if c["requests"]: cuts.setdefault(c["stage"], []).append(c)
     for u in stage_usage(m):
         lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  "
                      f"llm calls {u['llm_calls']:>6}  cache hits {u['cache_hits']:>6}")
+        if u["stage"] in cuts:  # every step that asked the model, a zero included
+            lines.append("      cut at their token limit: " + "; ".join(
+                f"{printable(c['step'])} {c['cut_at_limit']} of {c['requests']}"
+                + (f" ({c['cut_retried']} asked again with twice the budget, {c['cut_kept']} still cut: kept, marked)"
+                   if c["cut_retried"] else "") for c in cuts[u["stage"]]))
     c = ((m.get("stages") or {}).get(COLLECT) or {}).get("counts") or {}
     ti = c.get("table_import") if isinstance(c, dict) else None
     if isinstance(ti, dict) and (ti.get("rows_rejected") or ti.get("urls_repaired") or ti.get("urls_dropped")):

@@ -17,11 +17,12 @@ import pydantic
 
 from ..core import Judgment, Unit
 from ..embed import Embedder, VectorIndex, chunk_text
-from ..llm import LLM, complete_json, complete_parsed, load_prompt, request
+from .units import PAPER, Variant
+from ..llm import LLM, complete_json, complete_parsed, complete_retried, load_prompt, request
 
 # %% auto #0
 __all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',
-           'judge_max_tokens', 'judge_reasoning_chars', 'judge_units']
+           'read_first_bracket', 'judge_max_tokens', 'judge_reasoning_chars', 'judge_units']
 
 # %% ../../nbs/52_groundedness_judge.ipynb #d50be524
 SCOPES = ("all", "credible", "non_credible")
@@ -81,12 +82,13 @@ class Verdict(pydantic.BaseModel):
 JUDGE_LABELS = ("Supported", "Contradicted", "Unverifiable")
 _LABEL = re.compile(r"\[\s*(supported|contradicted|unverifiable)\s*\]", re.I)
 
-def judge_grammar(reasoning_chars: int = 1500) -> str:
-    """GBNF of VERIFY's judgment: reasoning (knowledge points cited as [1], [2]) of at most `reasoning_chars`, then
-    [Label]."""
+def judge_grammar(reasoning_chars: int = 1500, numbered: bool = True) -> str:
+    """GBNF of VERIFY's judgment: reasoning of at most `reasoning_chars`, then [Label]. `numbered` (ours): the
+    reasoning may cite knowledge points as [1], [2]; otherwise (VERIFY's prompt) it holds no bracket, so the first
+    bracketed text is the label, as VERIFY reads it."""
     labels = " | ".join(f'"{l}"' for l in JUDGE_LABELS)
-    return (f'root ::= item{{0,{reasoning_chars}}} "[" ({labels}) "]"\n'
-            'item ::= [^\\[] | "[" [0-9] [0-9]? "]"')
+    item = 'item ::= [^\\[] | "[" [0-9] [0-9]? "]"' if numbered else 'item ::= [^\\[\\]]'
+    return f'root ::= item{{0,{reasoning_chars}}} "[" ({labels}) "]"\n' + item
 
 # %% ../../nbs/52_groundedness_judge.ipynb #113dc033
 def parse_bracket_label(text: str) -> tuple[dict | None, str]:
@@ -96,6 +98,18 @@ def parse_bracket_label(text: str) -> tuple[dict | None, str]:
     if not found: return None, "no final label in square brackets ([Supported], [Contradicted] or [Unverifiable])"
     m = found[-1]
     return {"label": m.group(1).capitalize(), "summary": text[:m.start()].strip()[:600], "relation": ""}, ""
+
+# %% ../../nbs/52_groundedness_judge.ipynb #cb4ed617
+def read_first_bracket(text: str) -> tuple[dict | None, str]:
+    """VERIFY's judgment read as its code reads it: the FIRST text in square brackets anywhere in the answer
+    (`utils.extract_first_square_brackets`), every character that is not a word character or a space removed, then
+    accepted only as exactly Supported, Contradicted or Unverifiable (case counts); else not read (VERIFY asks
+    again)."""
+    m = re.search(r"\[.*?\]", text, re.S)
+    label = re.sub(r"[^\w\s]", "", m.group(0)[1:-1]).strip() if m else ""
+    if label in JUDGE_LABELS: return {"label": label, "summary": text[:m.start()].strip()[:600], "relation": ""}, ""
+    return None, (f"the first bracketed text [{label[:40]}] is not exactly Supported, Contradicted or Unverifiable"
+                  if m else "no text in square brackets")
 
 # %% ../../nbs/52_groundedness_judge.ipynb #1756880d
 def judge_max_tokens(reasoning_chars: int = 1500) -> int:
@@ -114,11 +128,13 @@ def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
 # %% ../../nbs/52_groundedness_judge.ipynb #633ea135
 def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES,
                 prompt_version: int | None = None,
-                progress: bool = True, reasoning_chars: int | None = None, step: str = "judge") -> list[Judgment]:
-    """Judgments of every unit in every scope (one batched LLM step, named `step`); prompt v2 (the default) answers in
-    VERIFY's four steps and final bracketed label, its reasoning held to `reasoning_chars` where a grammar can; v1:
-    JSON."""
-    pt = load_prompt("judge", prompt_version)
+                progress: bool = True, reasoning_chars: int | None = None, step: str = "judge",
+                variant: Variant = PAPER, stats: dict | None = None) -> list[Judgment]:
+    """Judgments of every unit in every scope (one batched LLM step, named `step`) in VERIFY's four steps and final
+    bracketed label, its reasoning held to `reasoning_chars` where a grammar can; the prompt and the reading are the
+    `variant`'s (paper: VERIFY's prompt shape and reader, asked again as VERIFY does, an answer never read left out;
+    lenient: ours); prompt v1: JSON. `stats` counts the answers the other reader would read differently."""
+    pt = load_prompt("judge", prompt_version or variant.judge_prompt)
     model = llm.backend.describe().get("model", "")
     todo, out = [], {}
     for u in units:
@@ -127,16 +143,24 @@ def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequenc
             if not ev or not ev.chunks:
                 out[(u.unit_id, s)] = Judgment(u.unit_id, s, "Unverifiable", skipped="no evidence", model="")
             else: todo.append((u, s, ev))
-    text = pt.version >= 2
+    text, numbered = pt.version >= 2, pt.version == 2     # v3 (VERIFY's shape): knowledge points unnumbered
     reasoning_chars = reasoning_chars or judge_reasoning_chars(llm)
-    kw = dict(max_tokens=judge_max_tokens(reasoning_chars),
-              grammar=judge_grammar(reasoning_chars)) if text else dict(max_tokens=300)
-    reqs = [request(llm, pt.render(statement=u.decontextualised or u.text,
-                                   evidence="\n".join(f"[{i}] {c}" for i, c in enumerate(ev.chunks, 1))),
-                    **kw) for u, s, ev in todo]
-    got = (complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: [Supported], "
-                           "[Contradicted] or [Unverifiable].", progress) if text
-           else complete_json(llm, reqs, Verdict, step=step, progress=progress))
+    kw = dict(max_tokens=variant.budget or judge_max_tokens(reasoning_chars),
+              grammar=judge_grammar(reasoning_chars, numbered)) if text else dict(max_tokens=300)
+    knowledge = lambda ev: "\n".join(f"[{i}] {c}" if numbered else c for i, c in enumerate(ev.chunks, 1))
+    reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence=knowledge(ev)), **kw)
+            for u, s, ev in todo]
+    if text and variant.readers == "verify":
+        got = complete_retried(llm, reqs, read_first_bracket, step, variant.attempts * variant.pipeline_attempts,
+                               variant.retry_temperature, progress)
+    elif text:
+        got = complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: "
+                              "[Supported], [Contradicted] or [Unverifiable].", progress)
+    else: got = complete_json(llm, reqs, Verdict, step=step, progress=progress)
+    if text and stats is not None:   # the other reader on the same answers: what our correction would change
+        other = parse_bracket_label if variant.readers == "verify" else read_first_bracket
+        stats[f"{step}_read_differently"] = stats.get(f"{step}_read_differently", 0) + sum(
+            (r.value or {}).get("label") != (other(r.text)[0] or {}).get("label") for r in got)
     for (u, s, ev), r in zip(todo, got):
         v = r.value or {}
         out[(u.unit_id, s)] = Judgment(u.unit_id, s, v.get("label", ""), v.get("summary", ""), v.get("relation", ""),

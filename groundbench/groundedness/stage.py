@@ -19,7 +19,7 @@ from ..embed import Embedder, embedder_from_settings
 from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
 from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
-from .units import VERIFIED, decontextualise, extract_units
+from .units import VERIFIED, Variant, decontextualise, extract_units, variant_from_settings
 from ..llm import LLM, llm_from_settings
 from ..runfolder import Run
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
@@ -27,7 +27,7 @@ from ..tables import write_output, write_table_files
 
 # %% auto #0
 __all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
-           'comparison_methods', 'unit_label_shares', 'write_units_and_judgments', 'run']
+           'comparison_methods', 'run_ours', 'variant_table', 'unit_label_shares', 'write_units_and_judgments', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -76,14 +76,47 @@ METHOD_STEPS = {"verify": ("verify_extract", "verify_decontextualise", "verify_j
                 "factscore": ("factscore_facts", "factscore_verify")}
 
 def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
-                       topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict) -> dict:
+                       topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict,
+                       variant: Variant | None = None) -> dict:
     """The paper's comparison methods asked for, each its own pipeline over the same conversations and sources:
-    {method: (units, judgments)}."""
-    other = {}
+    {method: (units, judgments)}; VERIFY asks and reads as `variant` does (FActScore as its own code)."""
+    other, variant = {}, variant or variant_from_settings()
     if "verify" in methods:
-        other["verify"] = run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats=caps)
-    if "factscore" in methods: other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k)
+        other["verify"] = run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats=caps,
+                                     variant=variant)
+    if "factscore" in methods:
+        other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k, stats=caps)
     return other
+
+# %% ../../nbs/50_groundedness.ipynb #07af92cc
+def run_ours(convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder, top_k: int,
+             context_chars: int, reasoning_chars: int, caps: dict, variant: Variant) -> tuple:
+    """Our method as `variant` asks and reads: units of every segment, Fact and Claim decontextualised, evidence in
+    the three scopes, the judge; (units, decontextualisation statuses, judgments, evidence)."""
+    units = extract_units(convs, llm, context_chars, stats=caps, variant=variant)
+    units, dstatus = decontextualise(units, convs, llm, context_chars, stats=caps, variant=variant)
+    ours = [u for u in units if u.label in VERIFIED]
+    ev = retrieve(ours, chunks, emb, top_k, SCOPES)
+    return units, dstatus, judge_units(ours, ev, llm, SCOPES, reasoning_chars=reasoning_chars, variant=variant,
+                                       stats=caps), ev
+
+# %% ../../nbs/50_groundedness.ipynb #0fb86f84
+def variant_table(resp: dict[str, dict[str, pd.DataFrame]], meta: pd.DataFrame) -> pd.DataFrame:
+    """Per method, assistant and variant ({variant: {method: response scores}}, the run's own first): responses,
+    verified units, judgments left out, and the mean GS, CG, NCG, HS (percent for the rates), so that each
+    variant's figures stand beside the paper variant's."""
+    rows = []
+    for v, by_method in resp.items():
+        for m, r in by_method.items():
+            if not len(r): continue
+            d = r.merge(meta[["conversation_id", "assistant"]], on="conversation_id", how="left")
+            for a, g in d.groupby("assistant"):
+                rows.append({"method": m, "assistant": a, "variant": v, "responses": len(g),
+                             "verified": int(g.verified.sum()), "judge_failed": int(g.judge_failed.sum()),
+                             **{k.upper(): round(100 * g[k].mean(), 1) for k in ("gs", "cg", "ncg")},
+                             "HS": round(g.hs.mean(), 3)})
+    return pd.DataFrame(rows, columns=["method", "assistant", "variant", "responses", "verified", "judge_failed",
+                                       "GS", "CG", "NCG", "HS"])
 
 # %% ../../nbs/50_groundedness.ipynb #f489ff0e
 def unit_label_shares(units: list[Unit], meta: pd.DataFrame) -> pd.DataFrame:
@@ -128,11 +161,12 @@ def _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other
 
 # %% ../../nbs/50_groundedness.ipynb #a9d8f40b
 def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", failed_pages: str = "unverifiable",
-        methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None, n_boot: int = 1000,
+        methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None,
+        variant: str | None = None, compare_variants: list | None = None, n_boot: int = 1000,
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 50_groundedness on the run in `run_dir`: units, evidence and the judge by our method and by the paper's
-    comparison methods (`methods`, default all three), the response scores and the paper's tables and figure.
-    Shows Table 4's overall rows."""
+    comparison methods (`methods`, default all three), asked and read as `variant` does (other `compare_variants`
+    run beside it), the response scores and the paper's tables and figure. Shows Table 4's overall rows."""
     settings = load_settings(overrides=settings_overrides or {})
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(GROUNDEDNESS)
@@ -142,8 +176,11 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     methods = ["ours", "verify", "factscore"] if methods is None else list(methods)
     if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
         raise ValueError(f"{GROUNDEDNESS}: parameter methods={methods!r}: 'ours' and any of 'verify', 'factscore'")
+    v = variant_from_settings(settings, variant)
+    others = [variant_from_settings(settings, x) for x in (compare_variants or []) if x != v.name]
     params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
-                  top_k=top_k, context_tokens=context_tokens)
+                  top_k=top_k, context_tokens=context_tokens, variant=v.name,
+                  compare_variants=[x.name for x in others])
     with r.stage(GROUNDEDNESS, parameters=params) as st:
         convs_all, prompts, sources = groundedness_inputs(r.dir)
         convs = select_conversations(convs_all, sources, max_conversations, pick, failed_pages)
@@ -152,17 +189,13 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
         reasoning_chars = judge_reasoning_chars(llm, settings)   # VERIFY's four steps; a smoke model gets less room
         caps, pr = {}, {p.prompt_id: p for p in prompts}
-        units = extract_units(convs, llm, context_chars, stats=caps)
-        units, dstatus = decontextualise(units, convs, llm, context_chars, stats=caps)
         chunks = source_chunks(sources[sources.conversation_id.isin({c.conversation_id for c in convs})],
                                emb.chunk_chars)
+        units, dstatus, judgments, ev = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps, v)
         ours = [u for u in units if u.label in VERIFIED]
-        ev = retrieve(ours, chunks, emb, top_k, SCOPES)
-        judgments = judge_units(ours, ev, llm, SCOPES, reasoning_chars=reasoning_chars)
-        topics = {c.conversation_id: (pr[c.prompt_id].topic if c.prompt_id in pr and pr[c.prompt_id].topic
-                                      else c.prompt_text[:200]) for c in convs}
+        topics = {c.conversation_id: c.prompt_text for c in convs}   # FactBench's FActScore: the user prompt
         other = comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars, reasoning_chars,
-                                   caps)
+                                   caps, v)
         write_units_and_judgments(out, units, dstatus, judgments, ev, other)
         meta = pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
                               "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
@@ -178,11 +211,28 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         write_table_files(unit_label_shares(units, meta), out, "unit_labels",
                           "Unit labels per assistant (% of units), and the share not classified as Fact or Claim",
                           r.is_smoke)
+        by_variant = {v.name: {m: resp[m] for m in ("ours", "verify") if m in resp}}
+        for x in others:   # the same conversations again, asked and read as `x` does
+            xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, {}, x)
+            by_variant[x.name] = {"ours": response_scores(xu, xj, "ours", alpha)}
+            if "verify" in methods:
+                by_variant[x.name]["verify"] = response_scores(*run_verify(
+                    convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats={}, variant=x), "verify", alpha)
+        write_table_files(variant_table(by_variant, meta), out, "variants",
+                          f"Groundedness by variant, per method and assistant (overall means; GS, CG, NCG in %): "
+                          f"{v.name} (this run's tables) beside {', '.join(x.name for x in others) or 'no other'}",
+                          r.is_smoke)
         for step in ("extract_units", "decontextualise", "judge", *(s for m in other for s in METHOD_STEPS[m])):
             st.add_llm(step, llm.step_stats(step))   # every step of a method that ran, even with nothing to do
         st.add_llm("embedding", emb.stats)
         _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units,
                 ours, judgments, dstatus, context_chars, emb, top_k, chunks)
+        st.count(variant=v.name, compare_variants=[x.name for x in others],
+                 **{k: caps.get(k, 0) for k in ("judge_read_differently", "verify_judge_read_differently",
+                                                 "extract_segments_cut", "verify_responses_cut",
+                                                 "factscore_sentences", "factscore_sentences_without_facts",
+                                                 "factscore_sentences_cut")},
+                 factscore_responses_without_facts=(len(convs) - len(resp["factscore"])) if "factscore" in resp else 0)
     print("SMOKE RUN: bundled small model, not real judgments" if r.is_smoke else "")
     t4 = outputs[0].table
     return StageOutput.since(out, started, t4[t4.breakdown == "overall"])

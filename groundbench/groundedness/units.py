@@ -7,18 +7,21 @@ Docs: https://groundbench.github.io/groundbench/groundedness_units.html.md"""
 # %% ../../nbs/51_groundedness_units.ipynb #cb0760b3
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Literal, Sequence
 
 import pydantic
 
 from ..core import Conversation, Unit
-from ..llm import LLM, complete_json, complete_parsed, load_prompt, request, with_schema
+from ..llm import LLM, complete_json, complete_parsed, complete_retried, load_prompt, request, with_schema
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'DECONTEXT_GRAMMAR', 'UnitItem', 'UnitList', 'Decontextualised',
-           'answer_context', 'unit_grammar', 'parse_unit_lines', 'extract_tokens', 'text_format', 'extract_requests',
-           'extract_units', 'parse_code_block', 'decontext_requests', 'decontextualise']
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'DECONTEXT_GRAMMAR', 'UnitItem', 'Variant',
+           'variant_from_settings', 'UnitList', 'Decontextualised', 'answer_context', 'unit_grammar',
+           'parse_unit_lines', 'read_verify_units', 'extract_tokens', 'text_format', 'extract_requests',
+           'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -29,6 +32,42 @@ class UnitItem(pydantic.BaseModel):
     text: str = pydantic.Field(min_length=1, max_length=MAX_UNIT_CHARS)
     label: Literal["Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question",
                    "Other"]
+
+# %% ../../nbs/51_groundedness_units.ipynb #788e4121
+@dataclass(frozen=True)
+class Variant:
+    """How ours and VERIFY ask the model and read its answers: one named, switchable set (`[groundedness] variant`).
+    `readers`: "verify" reads as VERIFY's released code does (unit lines as `text_to_units`, the FIRST code block, the
+    FIRST bracketed text as an exact label), asks an unreadable answer again with the same prompt up to `attempts`
+    calls (the judge: `attempts` x `pipeline_attempts`, VERIFY's inner and pipeline loops), then leaves it out, counted;
+    "lenient" (ours) reads the last code block and the last label in any case and gives one repair round that shows
+    the model its answer. `judge_prompt`: the judge prompt's version (3: VERIFY's shape, no worked examples, knowledge
+    unnumbered; 2: ours, three worked examples, numbered knowledge). `budget`: output tokens of every call (VERIFY's
+    2,048), or None for our per-step budgets."""
+    name: str
+    readers: str
+    judge_prompt: int
+    budget: int | None
+    attempts: int = 11
+    pipeline_attempts: int = 3
+    retry_temperature: float = 0.5
+
+VARIANTS = {"paper": Variant("paper", "verify", 3, 2048),
+            "lenient": Variant("lenient", "lenient", 2, None)}
+PAPER = VARIANTS["paper"]
+
+# %% ../../nbs/51_groundedness_units.ipynb #46886ac4
+def variant_from_settings(settings: dict | None = None, name: str | None = None) -> Variant:
+    """The variant `name` (default: settings [groundedness] variant) with the settings' attempts and retry
+    temperature; an unknown name is an error that lists the known ones."""
+    from groundbench.core import load_settings
+    g = (settings or load_settings()).get("groundedness", {})
+    name = str(name or g.get("variant", "paper")).strip()
+    if name not in VARIANTS:
+        raise ValueError(f"groundedness variant {name!r}: use {' or '.join(map(repr, VARIANTS))}")
+    return dataclasses.replace(VARIANTS[name], attempts=int(g.get("verify_attempts", 11)),
+                               pipeline_attempts=int(g.get("verify_pipeline_attempts", 3)),
+                               retry_temperature=float(g.get("retry_temperature", 0.5)))
 
 # %% ../../nbs/51_groundedness_units.ipynb #28d77890
 class UnitList(pydantic.BaseModel):
@@ -87,16 +126,42 @@ def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[d
         if body.strip(): out.append({"text": body.strip()[:MAX_UNIT_CHARS], "label": lab})
     return (out, "") if out else (None, "every unit line is empty")
 
+# %% ../../nbs/51_groundedness_units.ipynb #220bd3bf
+def read_verify_units(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
+    """Unit lines read exactly as VERIFY's `text_to_units` reads them: every line stripped; a line starting with `- `
+    starts a unit, any other line (a preamble too) continues the current one; a unit is split at its last `": "`, and
+    one without `": "` is dropped. Types are matched without regard to case (VERIFY compares them lower-cased); an
+    unknown type is kept as written (never verified)."""
+    done, cur = [], []
+    def close():
+        full = "\n".join(cur).strip()
+        if ": " in full:
+            body, lab = full.rsplit(": ", 1)
+            done.append((body.strip(), lab.strip()))
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line.startswith("- "):
+            if cur: close()
+            cur = [line[2:].strip()]
+        else: cur.append(line.strip())
+    if cur: close()
+    canon = {l.lower(): l for l in labels}
+    out = [{"text": b[:MAX_UNIT_CHARS], "label": canon.get(l.lower(), l)} for b, l in done if b]
+    return (out, "") if out else (None, "no unit line read (a line '- <unit>: <type>')")
+
 # %% ../../nbs/51_groundedness_units.ipynb #472946a5
-def _unit_answer(text: str) -> tuple[dict | None, str]:
-    units, err = parse_unit_lines(text)
+def _wrap_units(read: tuple) -> tuple[dict | None, str]:
+    units, err = read
     return ({"units": units}, "") if units is not None else (None, err)
 
+def _unit_answer(text: str) -> tuple[dict | None, str]: return _wrap_units(parse_unit_lines(text))
+
 # %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
-def extract_tokens(llm: LLM) -> int:
-    """The extraction's output budget: 384 tokens (12 units of a sentence), 160 for the bundled smoke model, which
-    repeats its lines until the budget ends (the same code path in less time; JSON prompts (v1) keep 384)."""
-    return 160 if getattr(llm, "smoke", False) else 384
+def extract_tokens(llm: LLM, variant: Variant = PAPER) -> int:
+    """The extraction's output budget: the variant's (VERIFY's 2,048 tokens) or ours, 384 (12 units of a sentence);
+    96 for the bundled smoke model, which repeats its lines until the budget ends (the same code path in less time: a
+    cut answer is asked again with 192, and the cut is counted; JSON prompts (v1) keep 384)."""
+    return 96 if getattr(llm, "smoke", False) else variant.budget or 384
 
 # %% ../../nbs/51_groundedness_units.ipynb #9db2ce42
 def text_format(name: str, prompt_version: int | None) -> bool:
@@ -106,7 +171,7 @@ def text_format(name: str, prompt_version: int | None) -> bool:
 # %% ../../nbs/51_groundedness_units.ipynb #e62b58fd
 def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                      prompt_version: int | None = None,
-                     stats: dict | None = None) -> tuple[list, list]:
+                     stats: dict | None = None, variant: Variant = PAPER) -> tuple[list, list]:
     """The extraction jobs (conversation, segment index, segment) and their requests, as sent (JSON schema for v1, the
     unit-line grammar for v2): one per segment (what the estimate counts)."""
     pt = load_prompt("extract_units", prompt_version)
@@ -117,19 +182,23 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, sentence=s.text),
-                            max_tokens=extract_tokens(llm) if grammar else 384,
+                            max_tokens=extract_tokens(llm, variant) if grammar else 384,
                             grammar=grammar))
     return jobs, (reqs if grammar else with_schema(reqs, UnitList))
 
 # %% ../../nbs/51_groundedness_units.ipynb #c9983122
 def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                   prompt_version: int | None = None,
-                  progress: bool = True, stats: dict | None = None) -> list[Unit]:
-    "Units of every segment of every conversation (one batched LLM step); truncations and caps counted into `stats`."
-    jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats)
-    if text_format("extract_units", prompt_version):
+                  progress: bool = True, stats: dict | None = None, variant: Variant = PAPER) -> list[Unit]:
+    """Units of every segment of every conversation (one batched LLM step; an answer cut at its token limit asked
+    again once with twice the budget), read as `variant` reads them; truncations and caps counted into `stats`."""
+    jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats, variant)
+    if text_format("extract_units", prompt_version) and variant.readers == "verify":   # VERIFY asks once
+        res = complete_retried(llm, reqs, lambda t: _wrap_units(read_verify_units(t)), "extract_units", 1,
+                               progress=progress, retry_cut=True)
+    elif text_format("extract_units", prompt_version):
         res = complete_parsed(llm, reqs, _unit_answer, "extract_units", "Write one line per unit: '- <unit>: <type>'.",
-                              progress)
+                              progress, retry_cut=True)
     else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
@@ -138,6 +207,7 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
         _count(stats, "extract_units_dropped_over_cap", max(0, len(items) - MAX_UNITS))
         items = items[:MAX_UNITS]
         _count(stats, "extract_segments_failed", r.value is None)
+        _count(stats, "extract_segments_cut", r.cut)     # still cut after the second ask: its last units may be missing
         for it in items:
             k = counter.get(c.conversation_id, 0); counter[c.conversation_id] = k + 1
             found = it["text"] in s.text
@@ -159,9 +229,21 @@ def parse_code_block(text: str) -> tuple[dict | None, str]:
     if len(blocks[-1]) > 600: return None, "the revised unit is over 600 characters"
     return {"decontextualised": blocks[-1]}, ""
 
+# %% ../../nbs/51_groundedness_units.ipynb #872c12e7
+_FIRST_BLOCK = re.compile(r"```(?:\w+\n)?(.*?)```", re.S)
+
+def read_first_code_block(text: str) -> tuple[dict | None, str]:
+    """The revised unit as VERIFY reads it (`utils.extract_first_code_block(..., ignore_language=True)`): the FIRST
+    fenced block, a language word and its newline dropped, spaces and newlines stripped at both ends; empty or none:
+    not read (VERIFY then asks again)."""
+    m = _FIRST_BLOCK.search(text)
+    body = m.group(1).strip(" \n") if m else ""
+    return ({"decontextualised": body}, "") if body else (None, "no code block with the revised unit")
+
 # %% ../../nbs/51_groundedness_units.ipynb #f7daabae
 def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
-                       prompt_version: int | None = None, stats: dict | None = None) -> tuple[list[Unit], list]:
+                       prompt_version: int | None = None, stats: dict | None = None,
+                       variant: Variant = PAPER) -> tuple[list[Unit], list]:
     "The Fact and Claim units and their decontextualisation requests (what the estimate counts)."
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
@@ -171,17 +253,22 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
     for u in todo:
         ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
         _count(stats, "decontext_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=200, grammar=grammar))
+        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or 200,
+                            grammar=grammar))
     return todo, (reqs if grammar else with_schema(reqs, Decontextualised))
 
 # %% ../../nbs/51_groundedness_units.ipynb #352a7406
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     prompt_version: int | None = None, progress: bool = True,
-                    stats: dict | None = None, step: str = "decontextualise") -> tuple[list[Unit], dict[str, str]]:
+                    stats: dict | None = None, step: str = "decontextualise",
+                    variant: Variant = PAPER) -> tuple[list[Unit], dict[str, str]]:
     """Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed:
     original kept)."""
-    todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats)
-    if text_format("decontextualise", prompt_version):
+    todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats, variant)
+    if text_format("decontextualise", prompt_version) and variant.readers == "verify":
+        got = complete_retried(llm, reqs, read_first_code_block, step, variant.attempts, variant.retry_temperature,
+                               progress)
+    elif text_format("decontextualise", prompt_version):
         got = complete_parsed(llm, reqs, parse_code_block, step,
                               "End with the revised unit alone in a code block (three backticks before and after).",
                               progress)
