@@ -174,7 +174,7 @@ def cache_merge_cmd(inputs: List[Path] = typer.Argument(
                     out: Path = typer.Option(..., "--out",
                                              help="the merged cache (created, or extended when it exists)")):
     "Merge caches made on several machines into one, exactly (same keys as the caches use)."
-    from groundbench.llm import merge_caches
+    from groundbench.cache_merge import merge_caches
     if out.is_dir(): fail(f"--out {out}: is a folder; give a file such as runs/.cache/llm.sqlite")
     try: r = merge_caches(inputs, out)
     except (OSError, ValueError, sqlite3.Error) as e: fail(e)

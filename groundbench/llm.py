@@ -26,10 +26,10 @@ from .budget import Budget, BudgetExceeded, budget_from_settings
 from .core import load_settings, now_iso, resolve_path, stable_id, write_json
 
 # %% auto #0
-__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'CACHE_TABLES', 'PROMPTS_DIR', 'ChatRequest',
-           'Completion', 'Backend', 'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache',
-           'merge_caches', 'LLM', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema', 'complete_json',
-           'complete_parsed', 'complete_retried', 'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
+__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
+           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'LLM', 'Structured',
+           'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried',
+           'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -164,82 +164,6 @@ class LLMCache:
                               c.finish_reason, now_iso()) for k, d, c in items])
         self.db.commit()
     def __len__(self): return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
-
-# %% ../nbs/01_llm.ipynb #c4c40002
-CACHE_TABLES = {"completions": ["key"], "vectors": ["model", "text_hash"]}
-
-def _cache_tables(db, where: str) -> list[str]:
-    "The cache tables of a SQLite file; one whose columns are not the groundbench cache's is refused."
-    names = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
-    tables = [t for (t,) in names if t in CACHE_TABLES]
-    for t in tables:
-        cols = [c[1] for c in db.execute(f"PRAGMA table_info({t})")]
-        if sorted(cols) != sorted(CACHE_COLUMNS[t]):
-            raise ValueError(f"{where}: table {t!r} has columns {cols}, not a groundbench cache's "
-                             f"{list(CACHE_COLUMNS[t])}")
-    return tables
-
-# %% ../nbs/01_llm.ipynb #f07b784e
-def merge_caches(inputs: Sequence[str | Path], out: str | Path) -> dict:
-    """Merge SQLite caches (LLM completions or embeddings) into `out` (created or extended); counts per table and input.
-    Every input is checked before anything is written (a foreign or corrupt file is named); each input is merged in one
-    transaction, so merges into one output at the same time wait for each other."""
-    out = Path(out)
-    inputs = [Path(p) for p in inputs]
-    for p in inputs:
-        if not p.is_file(): raise FileNotFoundError(f"{p}: no such cache file")
-        if out.exists() and p.resolve() == out.resolve():
-            raise ValueError(f"{p}: is the output; merge into another file")
-    srcs = {}
-    try:
-        for p in inputs:
-            try:
-                src = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60)
-                srcs[p] = (src, _cache_tables(src, str(p)))
-                if not srcs[p][1]: raise ValueError(f"{p}: not a groundbench cache (no completions or vectors table)")
-            except sqlite3.DatabaseError as e: raise ValueError(f"{p}: not a readable SQLite cache ({e})") from None
-        out.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(out, timeout=600, isolation_level=None)  # transactions by hand: one merge writes at a time
-        try:
-            try: db.execute("PRAGMA journal_mode=WAL"); _cache_tables(db, f"--out {out}")
-            except sqlite3.DatabaseError as e: raise ValueError(f"--out {out}: not a SQLite cache ({e})") from None
-            report: dict = {"out": str(out), "inputs": [_merge_one(db, p, *st) for p, st in srcs.items()]}
-            report["rows"] = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                              for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
-                              if t in CACHE_TABLES}
-        finally: db.close()
-    finally:
-        for src, _ in srcs.values(): src.close()
-    return report
-
-# %% ../nbs/01_llm.ipynb #563a80f8
-def _merge_one(db, p: Path, src, tables: Sequence[str]) -> dict:
-    "One input merged into `db` in one write transaction; its counts per table."
-    row = {"file": str(p)}
-    db.execute("BEGIN IMMEDIATE")  # concurrent merges into one output wait for each other instead of failing
-    try:
-        for t in tables:
-            db.execute(CACHE_SCHEMAS[t])
-            cols, keys = list(CACHE_COLUMNS[t]), CACHE_TABLES[t]
-            find = f"SELECT {', '.join(cols)} FROM {t} WHERE {' AND '.join(f'{k}=?' for k in keys)}"
-            added = shared = conflicts = 0
-            for r in src.execute(f"SELECT {', '.join(cols)} FROM {t}"):
-                have = db.execute(find, [r[cols.index(k)] for k in keys]).fetchone()
-                if have is None:
-                    db.execute(f"INSERT INTO {t} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", r)
-                    added += 1
-                else:
-                    same = all(have[i] == r[i] for i, c in enumerate(cols) if c != "created_at")
-                    shared += same; conflicts += not same
-            row[t] = {"rows": added + shared + conflicts, "added": added, "shared": shared,
-                      "conflicts_kept_first": conflicts}
-        db.execute("COMMIT")
-    except sqlite3.DatabaseError as e:
-        db.execute("ROLLBACK")
-        raise ValueError(f"{p}: could not be merged ({e}); nothing of it was written") from None
-    except BaseException:
-        db.execute("ROLLBACK"); raise
-    return row
 
 # %% ../nbs/01_llm.ipynb #26a63231
 def _new_stats() -> dict:

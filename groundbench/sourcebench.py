@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/sourcebench.html.md"""
 # %% ../nbs/60_sourcebench.ipynb #46918c02
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import date
@@ -19,15 +20,16 @@ import pydantic
 
 from .core import Conversation, Prompt, load_settings, read_records, write_table
 from .credibility.metrics import assistant_name
-from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .llm import LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request, with_schema
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'weighted_score', 'MetricScore',
-           'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget', 'score_pages', 'system_scores',
-           'human_scores', 'judge_agreement', 'sourcebench_prompts', 'sourcebench_pages', 'run']
+__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'VARIANT_NOTES',
+           'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget',
+           'read_scores_official', 'score_pages', 'system_scores', 'human_scores', 'judge_agreement',
+           'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -74,13 +76,18 @@ TECHNICAL_FAILURE = "[technical failure: the cited page could not be retrieved o
 
 SCORING = {
     "script": "as SourceBench's official scripts: a page without text gets no judge call and no scores, and the "
-           "weighted "
-                     "score counts a missing metric as 0",
-           "rubric": "as seed 001's rubric: a technical failure is judged and scores relevance 1; the weighted score "
-           "only over "
-                     "pages with all eight metrics"}
-MAX_TOKENS = {"content": 350, "metadata": 400, "layout": 150}
+              "weighted score counts a missing metric as 0",
+    "rubric": "as seed 001's rubric: a technical failure is judged and scores relevance 1; the weighted score only "
+              "over pages with all eight metrics"}
+# the official scoring script asks every call for up to 4,096 tokens (scoring.py); the schema holds each
+# justification to 400 characters, so no answer comes near it and none loses a metric to a cut (counted if one does)
+MAX_TOKENS = {"content": 4096, "metadata": 4096, "layout": 4096}
+# (pages scored, how a page without text is scored, how an answer is read) of each named variant
+VARIANTS = {"paper": ("official", "script", "official"),        # as WukLab/SourceBench's official pipeline
+            "failed_as_zero": ("cited", "script", "strict"),    # ours: every cited page counts, a failed one 0
+            "rubric": ("cited", "rubric", "strict")}            # seed 001's rubric for technical failures
 
+# %% ../nbs/60_sourcebench.ipynb #63eae76e
 def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
     """Characters of page text a judge call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len, else
     `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated
@@ -90,11 +97,53 @@ def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
     template = max(sum(len(c) for _, c in load_prompt(f"sourcebench_{k}").messages) for k in MAX_TOKENS) // 4
     return max(1000, 4 * (ctx - template - max(MAX_TOKENS.values()) - 200))
 
+# %% ../nbs/60_sourcebench.ipynb #cb0c59ce
+def _official_json(text: str) -> dict | None:
+    """The JSON object of an answer as scoring.py's `extract_json_from_response` finds it: the whole answer, else a
+    fenced block, else from the first brace to the last."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
+    braces = re.search(r"\{.*\}", text, re.S)
+    for body in (text.strip(), fenced.group(1) if fenced else None, braces.group(0) if braces else None):
+        if body is None: continue
+        try: v = json.loads(body)
+        except ValueError: continue
+        return v if isinstance(v, dict) else None
+    return None
+
+# %% ../nbs/60_sourcebench.ipynb #a66440ae
+def read_scores_official(text: str, fields: Sequence[str]) -> tuple[dict | None, str]:
+    """A judge's answer read as SourceBench's official scripts read it: the JSON object found by scoring.py (else not
+    read: the script asks once more), then per metric its `score` whatever it is, turned into a number as
+    compute_metrics.py's `safe_float` does (a number or numeric text; anything else: missing)."""
+    v = _official_json(text or "") if text and text.strip() else None
+    if not v: return None, "no JSON object in the answer"   # an empty object too: scoring.py asks again
+    def num(x):
+        if isinstance(x, bool): return None
+        if isinstance(x, (int, float)): return float(x)
+        try: return float(x.strip()) if isinstance(x, str) and x.strip() else None
+        except ValueError: return None
+    out = {}
+    for f in fields:
+        m = v.get(f) if isinstance(v.get(f), dict) else {}
+        out[f] = {"score": num(m.get("score")), "justification": str(m.get("justification") or "")}
+    return out, ""
+
+# %% ../nbs/60_sourcebench.ipynb #5b7a5301
+def _ask(llm: LLM, reqs: list, model: type[pydantic.BaseModel], step: str, reader: str, progress: bool) -> list:
+    "One call kind's answers, read officially (asked once more when unread, as scoring.py's MAX_RETRIES = 1) or strictly."
+    if reader == "strict": return complete_json(llm, reqs, model, step, progress)
+    if reader != "official": raise ValueError(f"sourcebench reader {reader!r}: use 'official' or 'strict'")
+    fields = tuple(model.model_fields)
+    return complete_retried(llm, with_schema(reqs, model), lambda t: read_scores_official(t, fields), step, 2,
+                            progress=progress)
+
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
-                progress: bool = True, scoring: str = "script") -> pd.DataFrame:
+                progress: bool = True, scoring: str = "script", reader: str = "official") -> pd.DataFrame:
     """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page
-    text up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way."""
+    text up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way,
+    each answer read as `reader` says: "official" as scoring.py (the JSON found, asked once more when there is none,
+    each score taken as a number whatever it is), "strict" (ours: validated against the schema, one repair round)."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
     text_chars = text_chars or page_budget(llm)
@@ -119,9 +168,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
           for i in judged]
     rl = [request(llm, pl.render(url=u[i], length=len(text[i]), text=t[i]),
                   max_tokens=MAX_TOKENS["layout"]) for i in judged]
-    res = {"content": complete_json(llm, rc, ContentScores, "sourcebench_content", progress),
-           "metadata": complete_json(llm, rm, MetadataScores, "sourcebench_metadata", progress),
-           "layout": complete_json(llm, rl, LayoutScores, "sourcebench_layout", progress)}
+    res = {call: _ask(llm, reqs, model, f"sourcebench_{call}", reader, progress) for call, reqs, model in
+           (("content", rc, ContentScores), ("metadata", rm, MetadataScores), ("layout", rl, LayoutScores))}
     out = pages.drop(columns=["text"]).copy()
     for call, rs in res.items():
         st = ["not scored"] * len(pages)
@@ -130,8 +178,15 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     for m, (call, field) in FIELDS.items():
         sc, why = [np.nan] * len(pages), [""] * len(pages)
         for i, r in zip(judged, res[call]):
-            if r.value: sc[i], why[i] = r.value[field]["score"], r.value[field]["justification"]
+            if r.value and r.value[field]["score"] is not None:
+                sc[i], why[i] = r.value[field]["score"], r.value[field]["justification"]
         out[m], out[f"{m}_why"] = sc, why
+    for call, rs in res.items():   # a metric an answer cut at its limit did not give: lost to the cut, counted
+        cut = [False] * len(pages)
+        for i, r in zip(judged, rs): cut[i] = r.cut
+        out[f"{call}_cut"] = cut
+    out["metrics_lost_to_cut"] = [sum(out.at[i, f"{c}_cut"] and out.at[i, m] != out.at[i, m]
+                                      for m, (c, _) in FIELDS.items()) for i in range(len(out))]
     out["technical_failure"] = failed
     if scoring == "rubric":   # the rubric: content relevance 1 for a technical failure, whatever the judge said
         out.loc[out.technical_failure, "CR"] = 1
@@ -143,20 +198,24 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["weighted_complete"] = [weighted_score(r) for r in rows]
     out["weighted"] = out.weighted_script if scoring == "script" else out.weighted_complete
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
-    out["current_date"], out["scoring"], out["text_chars"] = today, scoring, text_chars
+    out["current_date"], out["scoring"], out["reader"], out["text_chars"] = today, scoring, reader, text_chars
     return out
 
 # %% ../nbs/60_sourcebench.ipynb #7b5fa71a
 def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> pd.DataFrame:
-    "Mean of each metric and of the weighted score over a system's pages, with pages scored and pages missing a score."
+    """Mean of each metric and of the weighted score over a system's pages, with pages scored and pages missing a
+    score. `Avg` as compute_metrics.py computes it (each page's mean over the metrics it has, then the mean over the
+    pages that have one); `avg8` ours (each metric's mean over pages, then the mean of the eight)."""
     g = scores.groupby(list(by))
     t = g[list(METRICS) + ["weighted"]].mean().round(2)
     for c in ("weighted_script", "weighted_complete"):   # both weighted means, whichever the run reports as `weighted`
         if c in scores: t[c] = g[c].mean().round(2)
+    t["Avg"] = scores.assign(_page=scores[list(METRICS)].mean(axis=1)).groupby(list(by))._page.mean().round(2)
     t["avg8"] = g[list(METRICS)].mean().mean(axis=1).round(2)
     t["pages"] = g.size()
     if "technical_failure" in scores: t["pages_technical_failure"] = g.technical_failure.sum().astype(int)
     t["pages_missing_a_score"] = g.missing_metrics.apply(lambda s: int((s > 0).sum()))
+    if "metrics_lost_to_cut" in scores: t["metrics_lost_to_cut"] = g.metrics_lost_to_cut.sum().astype(int)
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum())
                                           if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()
@@ -218,21 +277,34 @@ def sourcebench_prompts(path: str | Path | None = None) -> list[Prompt]:
     return [Prompt(f"SB{r.query_id}", r.query_type, "user", 0, r.query) for r in q.itertuples()]
 
 # %% ../nbs/60_sourcebench.ipynb #a440343e
-def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: int = 0) -> tuple[pd.DataFrame, int]:
+def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: int = 0,
+                      selection: str = "official") -> tuple[pd.DataFrame, int, pd.DataFrame]:
     """The cited pages to score, one row per (conversation, URL) with the answer's query and type, the page's text
-    and metadata and whether it failed technically (no text or invalid); and the number of cited pages before the
-    cuts. The official script scores the top `sources_per_response` sources of a query: here the first cited ones;
-    `max_pages` keeps that many pages, one of them failed when there is one."""
+    and metadata and whether it failed technically; the number of distinct cited pages; and per response the pages
+    left out and why. `selection` "official" as SourceBench's pipeline: its collector keeps only pages answered with
+    HTTP 200 and at least 500 characters of text (`--scrape-min-chars 500`), then its scorer takes the first
+    `sources_per_response` of those; "cited": the first cited pages, failed ones included. `max_pages` keeps that
+    many pages (with "cited", one of them failed when there is one)."""
+    if selection not in ("official", "cited"):
+        raise ValueError(f"sourcebench page selection {selection!r}: use 'official' or 'cited'")
     convs = {c.conversation_id: c for c in read_records(run_dir / COLLECT / "conversations.jsonl", Conversation)}
     prompts = {p.prompt_id: p for p in read_records(run_dir / COLLECT / "prompts.parquet", Prompt)}
     src = pd.read_parquet(run_dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id", "url"])
-    has_text = src.text.fillna("").astype(str).str.strip().ne("")
-    src = src.assign(technical_failure=~(has_text & (src.valid.fillna(False).astype(bool) if "valid" in src
-                                                     else True)))
+    src = src.sort_values(["conversation_id", "citation_index"], kind="stable")
+    text = src.text.fillna("").astype(str)
+    valid = src.valid.fillna(False).astype(bool) if "valid" in src else text.str.strip().ne("")
+    src = src.assign(technical_failure=~(text.str.strip().ne("") & valid),
+                     under_500=valid & text.str.strip().ne("") & (text.str.len() < 500))
     n_cited = len(src)
-    if sources_per_response:
-        src = src.sort_values(["conversation_id", "citation_index"],
-                              kind="stable").groupby("conversation_id").head(sources_per_response)
+    kept = src[~src.technical_failure & ~src.under_500] if selection == "official" else src
+    if sources_per_response: kept = kept.groupby("conversation_id").head(sources_per_response)
+    left = src.assign(scored=src.index.isin(kept.index)).groupby("conversation_id").agg(
+        cited=("url", "size"), left_out_failed=("technical_failure", "sum"), left_out_under_500=("under_500", "sum"),
+        scored=("scored", "sum")).reset_index()
+    if selection == "cited": left[["left_out_failed", "left_out_under_500"]] = 0
+    left["left_out_over_limit"] = left.cited - left.scored - left.left_out_failed - left.left_out_under_500
+    left.insert(1, "assistant", [assistant_name(convs[c]) for c in left.conversation_id])
+    src = kept
     if max_pages: src = pd.concat([src[~src.technical_failure].head(max_pages - 1 if max_pages > 1 else 1),
                                    src[src.technical_failure].head(1 if max_pages > 1 else 0)])
     cid = src.conversation_id
@@ -245,44 +317,73 @@ def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: i
                                          for c in cid],
                           **{k: src[k].fillna("").values if k in src else ""
                              for k in ("published", "updated", "author", "site_name")}})
-    return pages, n_cited
+    return pages, n_cited, left
+
+# %% ../nbs/60_sourcebench.ipynb #3b8e17ac
+VARIANT_NOTES = {
+    "paper": "as SourceBench's official pipeline: pages answered with HTTP 200 and at least 500 characters of text, "
+             "the first 5 of those a response; answers read as scoring.py reads them",
+    "failed_as_zero": "ours: the first 5 cited pages, a page that failed (no text) not judged and weighted 0; "
+                      "answers validated against the schema",
+    "rubric": "seed 001's rubric: the first 5 cited pages, a failed page judged on a note and given relevance 1"}
+
+def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str, budget: int, st,
+                   primary: bool) -> pd.DataFrame:
+    """One variant's pages scored and summed up per assistant (with the pages it left out and why); the run's own
+    variant (`primary`) also writes its page scores, the pages left out, the by-query-type table and its counts."""
+    selection, scoring, reader = VARIANTS[name]
+    pages, n_cited, left = sourcebench_pages(r.dir, spr, max_pages, selection)
+    scores = score_pages(pages, llm, ref, budget, scoring=scoring, reader=reader)
+    lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit"]].sum()
+    t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
+    t.insert(1, "variant", name)
+    if primary:
+        write_table(scores, out / "page_scores.parquet")
+        write_table(left, out / "pages_left_out.csv")
+        write_table_files(system_scores(scores, ["assistant", "query_type"]), out, "sourcebench_by_query_type",
+                          f"SourceBench weighted score per assistant and query type (variant {name})", r.is_smoke)
+        st.count(pages=len(scores), pages_missing_a_score=int((scores.missing_metrics > 0).sum()),
+                 pages_technical_failure=int(scores.technical_failure.sum()),
+                 pages_text_truncated=int(scores.text_truncated.sum()), scoring=scoring, reader=reader,
+                 page_selection=selection, cited_pages_not_scored=n_cited - len(pages),
+                 **{k: int(left[k].sum()) for k in ("left_out_failed", "left_out_under_500", "left_out_over_limit")},
+                 metrics_lost_to_cut=int(scores.metrics_lost_to_cut.sum()))
+    return t
 
 # %% ../nbs/60_sourcebench.ipynb #be9fde2a
 def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0, text_chars: int | None = None,
-        scoring: str | None = None, sources_per_response: int | None = None,
+        variant: str | None = None, compare_variants: list | None = None, sources_per_response: int | None = None,
         settings_overrides: dict | None = None) -> StageOutput:
-    """Stage 60_sourcebench on the run in `run_dir`: each cited page (at most `sources_per_response` a response)
-    scored on SourceBench's eight metrics by the judge, and the scores per assistant and per query type (shown)."""
+    """Stage 60_sourcebench on the run in `run_dir`: each cited page the `variant` picks (at most
+    `sources_per_response` a response) scored on SourceBench's eight metrics by the judge, and the scores per
+    assistant and per query type (shown); `compare_variants` scored beside it (`sourcebench_variants`)."""
     settings = load_settings(overrides=settings_overrides or {})
     sbs, r, started = settings.get("sourcebench", {}), Run(run_dir), time.time()
     ref = current_date or sbs.get("reference_date") or "today"
     ref = date.today().isoformat() if ref == "today" else date.fromisoformat(str(ref)).isoformat()
-    scoring = scoring or sbs.get("scoring", "script")
+    names = [str(variant or sbs.get("variant", "paper"))]
+    names += [x for x in (compare_variants or []) if x not in names]
+    if bad := [x for x in names if x not in VARIANTS]:
+        raise ValueError(f"{SOURCEBENCH}: variant {bad[0]!r}: use one of {', '.join(VARIANTS)}")
     sources_per_response = int(sources_per_response if sources_per_response is not None
                                else sbs.get("sources_per_response", 5))
     out = r.stage_dir(SOURCEBENCH)
-    params = dict(current_date=ref, max_pages=max_pages, text_chars=text_chars, scoring=scoring,
-                  sources_per_response=sources_per_response)
+    params = dict(current_date=ref, max_pages=max_pages, text_chars=text_chars, variant=names[0],
+                  compare_variants=names[1:], sources_per_response=sources_per_response)
     with r.stage(SOURCEBENCH, parameters=params) as st:
-        pages, n_cited = sourcebench_pages(r.dir, sources_per_response, max_pages)
         llm = llm_from_settings(settings, r)
         budget = int(text_chars or page_budget(llm, int(sbs.get("context_tokens", 32768))))
-        scores = score_pages(pages, llm, ref, budget, scoring=scoring)
-        write_table(scores, out / "page_scores.parquet")
-        sys_t = system_scores(scores)
-        how = ("pages without text not judged, weighted 0 (the official scripts); weighted_complete: pages with all "
-               "eight metrics" if scoring == "script" else "failed pages judged, relevance 1 (seed 001's rubric); "
-               "weighted_script: as the official scripts")
-        write_table_files(sys_t, out, "sourcebench_scores",
-                          "SourceBench scores per assistant: mean of each metric (1-5) and of the "
-                          f"weighted page score (max 100); {how}; freshness as of {ref}; "
-                          f"at most {sources_per_response or 'all'} sources a response", r.is_smoke)
-        write_table_files(system_scores(scores, ["assistant", "query_type"]), out, "sourcebench_by_query_type",
-                          "SourceBench weighted score per assistant and query type", r.is_smoke)
+        tables = [_score_variant(r, out, name, sources_per_response, max_pages, llm, ref, budget, st, primary=k == 0)
+                  for k, name in enumerate(names)]
+        write_table_files(tables[0], out, "sourcebench_scores",
+                          "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
+                          f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "
+                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; freshness as of {ref}; at most "
+                          f"{sources_per_response or 'all'} sources a response", r.is_smoke)
+        write_table_files(pd.concat(tables, ignore_index=True), out, "sourcebench_variants",
+                          "SourceBench scores per assistant and variant: " + "; ".join(
+                              f"{n}: {VARIANT_NOTES[n]}" for n in names), r.is_smoke)
         for s in ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"):
             st.add_llm(s, llm.step_stats(s))
-        st.count(pages=len(scores), pages_missing_a_score=int((scores.missing_metrics > 0).sum()),
-                 reference_date=ref, pages_technical_failure=int(scores.technical_failure.sum()),
-                 pages_text_truncated=int(scores.text_truncated.sum()), text_chars=budget, scoring=scoring,
-                 sources_per_response=sources_per_response, cited_pages_not_scored=n_cited - len(pages))
-    return StageOutput.since(out, started, sys_t)
+        st.count(text_chars=budget, reference_date=ref, variant=names[0], sources_per_response=sources_per_response)
+    return StageOutput.since(out, started, tables[0])

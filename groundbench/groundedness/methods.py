@@ -29,7 +29,7 @@ __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE
            'output_tokens', 'verify_requests', 'verify_units', 'run_verify', 'factscore_demos', 'best_demos',
            'punkt_english', 'fix_sentence_splitter', 'factscore_split', 'factscore_skipped', 'factscore_sentences',
            'atomic_fact_prompt', 'read_fact_lines', 'parse_fact_lines', 'read_true_false', 'factscore_facts',
-           'factscore_prompt', 'factscore_verify', 'length_penalty', 'run_factscore']
+           'factscore_prompt', 'factscore_verify', 'run_factscore']
 
 # %% ../../nbs/54_groundedness_methods.ipynb #4759aea4
 VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -290,11 +290,6 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
         out[u.unit_id] = Judgment(u.unit_id, "all", "Supported" if read_true_false(o.text) else "Unverifiable",
                                   o.text[:600], "", "ok", "", model)
     return [out[u.unit_id] for u in facts if u.unit_id in out]
-
-# %% ../../nbs/54_groundedness_methods.ipynb #d5a76e26
-def length_penalty(n_facts: int, gamma: int = 10) -> float:
-    "FActScore's length penalty (`get_score(gamma=10)`): exp(1 - gamma / n) for n <= gamma facts, else 1."
-    return 1.0 if not gamma or n_facts > gamma else math.exp(1 - gamma / n_facts)
 
 # %% ../../nbs/54_groundedness_methods.ipynb #2da4366a
 def run_factscore(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, topics: dict, top_k: int = 5,

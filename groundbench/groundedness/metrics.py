@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ..core import Judgment, Unit
-from .methods import length_penalty
 
 # %% auto #0
-__all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'aggregate', 'breakdowns', 'paper_layout', 'figure_3',
-           'figure_3_box', 'view_table', 'groundedness_outputs']
+__all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'length_penalty', 'aggregate', 'breakdowns',
+           'paper_layout', 'figure_3', 'figure_3_box', 'view_table', 'groundedness_outputs']
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #a0a070fe
 # the units each method verifies
@@ -61,6 +60,11 @@ def response_scores(units: Sequence[Unit], judgments: Sequence[Judgment], method
         df["gs"] = df.gs * [length_penalty(int(n)) if n else np.nan for n in df.verified]
     df.insert(1, "method", method)
     return df
+
+# %% ../../nbs/53_groundedness_metrics.ipynb #40e045d0
+def length_penalty(n_facts: int, gamma: int = 10) -> float:
+    "FActScore's length penalty (`get_score(gamma=10)`): exp(1 - gamma / n) for n <= gamma facts, else 1."
+    return 1.0 if not gamma or n_facts > gamma else math.exp(1 - gamma / n_facts)
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #9621b66e
 def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
@@ -198,10 +202,10 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
                    + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
     others = [m for m in ("factscore", "verify") if m in resp and len(resp[m])]
     if others:
+        init = "factscore" in others and "init_score" in resp["factscore"]   # runs before FActScore's penalty: none
         views = {**resp, **({"factscore_init": resp["factscore"].assign(gs=resp["factscore"].init_score)}
-                            if "factscore" in others else {})}
-        cols = (*(("factscore", "factscore_init") if "factscore" in others else ()), *others[1 if "factscore" in others
-                                                                                           else 0:], "ours")
+                            if init else {})}
+        cols = (*others[:1], *(("factscore_init",) if init else ()), *others[1:], "ours")
         outs.append(Output("table_14",
                            "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION
                            + ("; FActScore as its code computes it, with the length penalty (gamma = 10: a response "

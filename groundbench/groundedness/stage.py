@@ -27,7 +27,8 @@ from ..tables import write_output, write_table_files
 
 # %% auto #0
 __all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
-           'comparison_methods', 'run_ours', 'variant_table', 'unit_label_shares', 'write_units_and_judgments', 'run']
+           'comparison_methods', 'run_ours', 'variant_table', 'variant_scores', 'variant_counts', 'unit_label_shares',
+           'write_units_and_judgments', 'write_scores', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -118,6 +119,27 @@ def variant_table(resp: dict[str, dict[str, pd.DataFrame]], meta: pd.DataFrame) 
     return pd.DataFrame(rows, columns=["method", "assistant", "variant", "responses", "verified", "judge_failed",
                                        "GS", "CG", "NCG", "HS"])
 
+# %% ../../nbs/50_groundedness.ipynb #adb71345
+def variant_scores(x: Variant, methods: list, convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
+                   top_k: int, context_chars: int, reasoning_chars: int, alpha: float) -> dict[str, pd.DataFrame]:
+    """Ours (and VERIFY, when it is one of `methods`) on the same conversations again, asked and read as `x` does:
+    {method: response scores}. Requests both variants make alike come from the cache."""
+    xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, {}, x)
+    out = {"ours": response_scores(xu, xj, "ours", alpha)}
+    if "verify" in methods:
+        out["verify"] = response_scores(*run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars,
+                                                    stats={}, variant=x), "verify", alpha)
+    return out
+
+# %% ../../nbs/50_groundedness.ipynb #105f080b
+def variant_counts(caps: dict, v: Variant, others: list, resp: dict, convs: list) -> dict:
+    """The manifest's counts of the variants and of what the paper's readers and FActScore left: answers the other
+    reader reads differently, extractions still cut, FActScore's sentences without facts and responses without any."""
+    keys = ("judge_read_differently", "verify_judge_read_differently", "extract_segments_cut", "verify_responses_cut",
+            "factscore_sentences", "factscore_sentences_without_facts", "factscore_sentences_cut")
+    return dict(variant=v.name, compare_variants=[x.name for x in others], **{k: caps.get(k, 0) for k in keys},
+                factscore_responses_without_facts=len(convs) - len(resp["factscore"]) if "factscore" in resp else 0)
+
 # %% ../../nbs/50_groundedness.ipynb #f489ff0e
 def unit_label_shares(units: list[Unit], meta: pd.DataFrame) -> pd.DataFrame:
     "Unit labels per assistant (% of units) and the share not classified as Fact or Claim (parse failures counted)."
@@ -139,6 +161,22 @@ def write_units_and_judgments(out: Path, units: list, dstatus: dict, judgments: 
     write_jsonl([{**dataclasses.asdict(j),
                   "evidence": dataclasses.asdict(ev[(j.unit_id, j.scope)]) if (j.unit_id, j.scope) in ev else None}
                  for j in judgments], out / "judgments.jsonl")
+
+# %% ../../nbs/50_groundedness.ipynb #31497516
+def write_scores(out: Path, units: list, judgments: list, other: dict, no_text: set, alpha: float, meta: pd.DataFrame,
+                 n_boot: int, smoke: bool) -> tuple[dict, list]:
+    """Every method's response scores (`response_scores.csv`), Tables 4, 14, 15, Figure 3 and the unit label shares;
+    ({method: response scores}, the outputs written)."""
+    resp = {"ours": response_scores(units, judgments, "ours", alpha),
+            **{m: response_scores(mu, mj, m, alpha) for m, (mu, mj) in other.items()}}
+    for x in resp.values():
+        if len(x): x["no_page_text"] = x.conversation_id.isin(no_text)  # every cited page failed: Unverifiable
+    write_table(pd.concat(resp.values(), ignore_index=True), out / "response_scores.csv")
+    outputs = groundedness_outputs(resp, meta, n_boot, smoke)
+    for o in outputs: write_output(o, out)
+    write_table_files(unit_label_shares(units, meta), out, "unit_labels",
+                      "Unit labels per assistant (% of units), and the share not classified as Fact or Claim", smoke)
+    return resp, outputs
 
 # %% ../../nbs/50_groundedness.ipynb #ad86f9cc
 def _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units, ours,
@@ -201,23 +239,10 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
                               "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
                               "role": pr[c.prompt_id].role if c.prompt_id in pr else ""} for c in convs])
         alpha = settings["groundedness"]["hallucination_alpha"]
-        resp = {"ours": response_scores(units, judgments, "ours", alpha),
-                **{m: response_scores(mu, mj, m, alpha) for m, (mu, mj) in other.items()}}
-        for x in resp.values():
-            if len(x): x["no_page_text"] = x.conversation_id.isin(no_text)  # every cited page failed: Unverifiable
-        write_table(pd.concat(resp.values(), ignore_index=True), out / "response_scores.csv")
-        outputs = groundedness_outputs(resp, meta, n_boot, r.is_smoke)
-        for o in outputs: write_output(o, out)
-        write_table_files(unit_label_shares(units, meta), out, "unit_labels",
-                          "Unit labels per assistant (% of units), and the share not classified as Fact or Claim",
-                          r.is_smoke)
-        by_variant = {v.name: {m: resp[m] for m in ("ours", "verify") if m in resp}}
-        for x in others:   # the same conversations again, asked and read as `x` does
-            xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, {}, x)
-            by_variant[x.name] = {"ours": response_scores(xu, xj, "ours", alpha)}
-            if "verify" in methods:
-                by_variant[x.name]["verify"] = response_scores(*run_verify(
-                    convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats={}, variant=x), "verify", alpha)
+        resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke)
+        by_variant = {v.name: {m: resp[m] for m in ("ours", "verify") if m in resp},
+                      **{x.name: variant_scores(x, methods, convs, chunks, llm, emb, top_k, context_chars,
+                                                reasoning_chars, alpha) for x in others}}
         write_table_files(variant_table(by_variant, meta), out, "variants",
                           f"Groundedness by variant, per method and assistant (overall means; GS, CG, NCG in %): "
                           f"{v.name} (this run's tables) beside {', '.join(x.name for x in others) or 'no other'}",
@@ -227,12 +252,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         st.add_llm("embedding", emb.stats)
         _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units,
                 ours, judgments, dstatus, context_chars, emb, top_k, chunks)
-        st.count(variant=v.name, compare_variants=[x.name for x in others],
-                 **{k: caps.get(k, 0) for k in ("judge_read_differently", "verify_judge_read_differently",
-                                                 "extract_segments_cut", "verify_responses_cut",
-                                                 "factscore_sentences", "factscore_sentences_without_facts",
-                                                 "factscore_sentences_cut")},
-                 factscore_responses_without_facts=(len(convs) - len(resp["factscore"])) if "factscore" in resp else 0)
+        st.count(**variant_counts(caps, v, others, resp, convs))
     print("SMOKE RUN: bundled small model, not real judgments" if r.is_smoke else "")
     t4 = outputs[0].table
     return StageOutput.since(out, started, t4[t4.breakdown == "overall"])
