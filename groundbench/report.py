@@ -18,19 +18,19 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, project_root, read_records, write_text
-from .runfolder import AGREEMENT_FILES, Run, cut_outputs
+from .runfolder import AGREEMENT_FILES, Run
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
 from .profile import build_profile, figure_profile, profile_table, rate_parts
-from .report_page import SMOKE_BANNER, render_html
+from .report_page import SMOKE_BANNER, render_html, usage_items
 from .tables import Output, figure_layout_problems, write_output
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
 
 # %% auto #0
-__all__ = ['AGREEMENT_ITEMS', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set',
-           'compare_sides', 'report_items', 'write_report', 'run']
+__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs',
+           'paper_assistant', 'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels',
+           'report_rule_set', 'compare_sides', 'report_items', 'write_report', 'run']
 
 # %% ../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -79,7 +79,7 @@ class RunOutputs:
     estimates: pd.DataFrame | None = None
     notes: list = field(default_factory=list)     # files that could not be read and were left out, with why
     agreement: dict = field(default_factory=dict)  # people's labels: labels/agreement_*.csv per table, + run_id
-    variants: pd.DataFrame | None = None          # 50_groundedness/variants.csv + run_id (each variant's figures)
+    variants: dict = field(default_factory=dict)  # each lens's figures per variant (VARIANT_FILES), + run_id
 
     @property
     def smoke(self) -> bool:
@@ -110,11 +110,18 @@ AGREEMENT_ITEMS = (  # the report's titles of the tables `groundbench agreement`
      "SourceBench: the judge's mean absolute error per metric against the people's scores, beside the constant "
      "baseline and between annotators (seed 001's Table 3)"))
 
+# %% ../nbs/80_report.ipynb #e01008ee
+VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file, the report's title)
+    "groundedness_variants": (GROUNDEDNESS, "variants.csv", "Groundedness by variant (overall means; GS, CG, NCG in %): "
+                              "paper as VERIFY's released code, lenient ours; Table 4 is the run's own variant's"),
+    "sourcebench_variants": (SOURCEBENCH, "sourcebench_variants.csv", "SourceBench by variant: paper as the official "
+                             "pipeline, failed_as_zero ours, rubric seed 001's; the SourceBench table is the run's own")}
+
 # %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans, notes = [], [], [], [], [], [], [], [], [], {}, []
-    variants = []
+    variants: dict[str, list] = {}
     agr: dict[str, list] = {}
     for d in map(Path, run_dirs):
         c20 = d / COLLECT / "conversations.jsonl"
@@ -133,7 +140,8 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
         convs.append(cv.assign(run_id=rid, collected_at=[c.collected_at or "" for c in cs]))
         if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
         if (f := d / GROUNDEDNESS / "response_scores.csv").exists(): resps.append(pd.read_csv(f).assign(run_id=rid))
-        if (f := d / GROUNDEDNESS / "variants.csv").exists(): variants.append(pd.read_csv(f).assign(run_id=rid))
+        for name, (stage, file, _) in VARIANT_FILES.items():
+            if (f := d / stage / file).exists(): variants.setdefault(name, []).append(pd.read_csv(f).assign(run_id=rid))
         if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
         if (f := d / SOURCECHECKUP / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
         if len(p := build_profile(d)): profs.append(p.assign(run_id=rid))
@@ -153,7 +161,7 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)),
                       _stack(sbs), _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans,
                       len(allc) - len(conversations), _stack(ests), notes, {k: _stack(v) for k, v in agr.items()},
-                      _stack(variants))
+                      {k: _stack(v) for k, v in variants.items()})
 
 # %% ../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -358,28 +366,6 @@ def _groundedness_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple
     else: missing.append("Table 4, Tables 14, 15 and Figure 3: no 50_groundedness outputs in these runs")
     return items, ground_rates
 
-# %% ../nbs/80_report.ipynb #2c269bdd
-def _usage_items(o: RunOutputs, missing: list) -> list[Output]:
-    "The estimate against what the runs spent, and every LLM step's outputs cut at their token limit."
-    items = []
-    if o.estimates is not None and len(o.estimates):
-        items.append(Output("estimate_vs_actual",
-                            "Estimate vs actual, per run and LLM step: calls and completion tokens against the "
-                            "ranges `groundbench run` printed before the run (low, expected, high), prompt tokens "
-                            "against the expected "
-                            "figure; within_range: both inside the ranges (n/a: the stage did not finish)",
-                            o.estimates))
-    else:
-        missing.append(
-            "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
-            "estimates)")
-    cuts = pd.DataFrame([{"run_id": rid, **c} for rid, m in o.manifests.items() for c in cut_outputs(m)])
-    if len(cuts):   # every step that asked the model, zeros included: a cut answer may have lost its last items
-        items.append(Output("outputs_cut", "Model outputs cut at their token limit, per run, stage and LLM step: "
-                            "cut_at_limit of the step's requests; extractions are asked again once with twice the "
-                            "budget (cut_retried), and an answer still cut is kept and marked (cut_kept)", cuts))
-    return items
-
 # %% ../nbs/80_report.ipynb #f5951eab
 def _profile_items(o: RunOutputs, cred_rates, ground_rates, missing: list[str]) -> list[Output]:
     "The profile table and figure (one row per assistant, stacked from the rates when an assistant spans runs)."
@@ -413,11 +399,8 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     items, cred_rates = _credibility_items(o, n_boot, missing)
     gitems, ground_rates = _groundedness_items(o, n_boot, missing)
     items += gitems + _profile_items(o, cred_rates, ground_rates, missing)
-    if o.variants is not None and o.variants.variant.nunique() > 1:   # a variant switched on beside the paper's
-        items.append(Output("groundedness_variants", "Groundedness by variant, per method and assistant (overall means; "
-                            "GS, CG, NCG in %): paper asks and reads as VERIFY's released code, lenient as ours (the "
-                            "last code block and label, a repair round, worked examples); the tables above are the "
-                            "run's own variant's", o.variants, smoke=sm))
+    items += [Output(name, VARIANT_FILES[name][2], t, smoke=sm) for name, t in o.variants.items()
+              if t is not None and t.variant.nunique() > 1]   # a variant switched on beside the run's own
     if o.sourcebench is not None:
         items.append(Output("sourcebench",
                             "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
@@ -440,7 +423,7 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         missing.append(
             "Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
                                 "Qwen Chat in the browser), so there is nothing to compare")
-    items += _usage_items(o, missing)
+    items += usage_items(o, missing)
     for k, title in AGREEMENT_ITEMS:
         if (t := o.agreement.get(name := f"agreement_{k}")) is not None:
             items.append(Output(name, title, t, smoke=sm and name != "agreement_annotators"))

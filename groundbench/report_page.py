@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .runfolder import stage_usage
-from .tables import html_table
+from .runfolder import cut_outputs, stage_usage
+from .tables import Output, html_table
 
 # %% auto #0
 __all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'table_terms', 'usage_table',
-           'short', 'toc_line', 'page_head', 'table_html', 'item_html', 'render_html']
+           'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'item_html', 'render_html']
 
 # %% ../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -57,6 +57,29 @@ def usage_table(manifests: dict) -> pd.DataFrame:
     "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
     return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid,
                          m in manifests.items() for u in stage_usage(m)])
+
+# %% ../nbs/81_report_page.ipynb #6d75e5ce
+def usage_items(o, missing: list) -> list:
+    """The estimate against what the runs spent, and every LLM step's outputs cut at their token limit, as report
+    items (`o`: the report's `RunOutputs`; a note added to `missing` for what is not there)."""
+    items = []
+    if o.estimates is not None and len(o.estimates):
+        items.append(Output("estimate_vs_actual",
+                            "Estimate vs actual, per run and LLM step: calls and completion tokens against the "
+                            "ranges `groundbench run` printed before the run (low, expected, high), prompt tokens "
+                            "against the expected "
+                            "figure; within_range: both inside the ranges (n/a: the stage did not finish)",
+                            o.estimates))
+    else:
+        missing.append(
+            "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "
+            "estimates)")
+    cuts = pd.DataFrame([{"run_id": rid, **c} for rid, m in o.manifests.items() for c in cut_outputs(m)])
+    if len(cuts):   # every step that asked the model, zeros included: a cut answer may have lost its last items
+        items.append(Output("outputs_cut", "Model outputs cut at their token limit, per run, stage and LLM step: "
+                            "cut_at_limit of the step's requests; extractions are asked again once with twice the "
+                            "budget (cut_retried), and an answer still cut is kept and marked (cut_kept)", cuts))
+    return items
 
 # %% ../nbs/81_report_page.ipynb #543978b4
 REPORT_CSS = """

@@ -137,6 +137,20 @@ def _ask(llm: LLM, reqs: list, model: type[pydantic.BaseModel], step: str, reade
     return complete_retried(llm, with_schema(reqs, model), lambda t: read_scores_official(t, fields), step, 2,
                             progress=progress)
 
+# %% ../nbs/60_sourcebench.ipynb #9dda35a8
+def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], shown: list[str],
+                   today: str) -> dict[str, list]:
+    "The three calls' requests of the judged pages: the page text as shown (`shown`), its whole length (`text`)."
+    pc, pm, pl = (load_prompt(f"sourcebench_{k}") for k in ("content", "metadata", "layout"))
+    day = [str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
+    q, u = pages["query"].tolist(), pages.url.tolist()
+    return {"content": [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=shown[i]),
+                                max_tokens=MAX_TOKENS["content"]) for i in judged],
+            "metadata": [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=shown[i]),
+                                 max_tokens=MAX_TOKENS["metadata"]) for i in judged],
+            "layout": [request(llm, pl.render(url=u[i], length=len(text[i]), text=shown[i]),
+                               max_tokens=MAX_TOKENS["layout"]) for i in judged]}
+
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
                 progress: bool = True, scoring: str = "script", reader: str = "official") -> pd.DataFrame:
@@ -147,8 +161,6 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
     text_chars = text_chars or page_budget(llm)
-    pc, pm, pl = (load_prompt("sourcebench_content"), load_prompt("sourcebench_metadata"),
-                  load_prompt("sourcebench_layout"))
     pages = pages.reset_index(drop=True)
     failed = (pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages
               else [False] * len(pages))
@@ -159,17 +171,9 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f,
             e in zip(pages.text.fillna(""), failed, errs)]
     t = [x[:text_chars] for x in text]
-    day = [str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
-    q, u = pages["query"].tolist(), pages.url.tolist()
-    rc = [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=t[i]),
-                  max_tokens=MAX_TOKENS["content"]) for i in judged]
-    rm = [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=t[i]),
-                  max_tokens=MAX_TOKENS["metadata"])
-          for i in judged]
-    rl = [request(llm, pl.render(url=u[i], length=len(text[i]), text=t[i]),
-                  max_tokens=MAX_TOKENS["layout"]) for i in judged]
-    res = {call: _ask(llm, reqs, model, f"sourcebench_{call}", reader, progress) for call, reqs, model in
-           (("content", rc, ContentScores), ("metadata", rm, MetadataScores), ("layout", rl, LayoutScores))}
+    reqs = _page_requests(llm, pages, judged, text, t, today)
+    res = {call: _ask(llm, reqs[call], model, f"sourcebench_{call}", reader, progress) for call, model in
+           (("content", ContentScores), ("metadata", MetadataScores), ("layout", LayoutScores))}
     out = pages.drop(columns=["text"]).copy()
     for call, rs in res.items():
         st = ["not scored"] * len(pages)

@@ -25,8 +25,8 @@ from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['STATEMENT_LABELS', 'Support', 'response_table', 'aggregate_support', 'support_table', 'judge_pairs', 'pick_responses',
-           'statements_of', 'run']
+__all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'Support', 'response_table', 'aggregate_support', 'support_table', 'source_budget',
+           'judge_pairs', 'pick_responses', 'statements_of', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -95,31 +95,53 @@ def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) 
     return pd.DataFrame(rows)
 
 # %% ../nbs/65_sourcecheckup.ipynb #626fbba1
+SOURCE_TEXT = {"whole": "the cited page's whole text, as SourceCheckup's code gives its verifier, cut only where the "
+                        "judge's context ends (cuts counted)",
+               "chunks": "ours: the page's `source_chunks` chunks closest to the statement (pages that short given "
+                         "whole)"}
+
+def source_budget(llm: LLM, context_tokens: int = 32768) -> int:
+    """Characters of page text a verifier call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len,
+    else `context_tokens`) less the prompt, a statement of 600 characters and the answer, at 4 characters a token."""
+    d = llm.backend.describe()
+    ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
+    prompt = sum(len(c) for _, c in load_prompt("sourcecheckup_support").messages) // 4 + 150
+    return max(1000, 4 * (ctx - prompt - 150 - 200))
+
+# %% ../nbs/65_sourcecheckup.ipynb #65b7dffa
+def _closest_chunks(u: Unit, text: str, embedder: Embedder, n: int) -> str:
+    "Our way: the page's `n` chunks closest to the statement, in page order, joined by an ellipsis line."
+    chunks = [c.text for c in chunk_text(text, getattr(embedder, "chunk_chars", 500))]
+    if len(chunks) > n:
+        idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]), n)[1][0]
+        chunks = [chunks[i] for i in sorted(idx)]
+    return "\n...\n".join(chunks)
+
+# %% ../nbs/65_sourcecheckup.ipynb #6c48f063
 def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, source_chunks: int = 8,
-                progress: bool = True) -> pd.DataFrame:
-    """One row per (statement, cited page of its response): supported, justification, parse status, chunks given and
-    available."""
-    pt = load_prompt("sourcecheckup_support")
+                progress: bool = True, source_text: str = "whole", budget: int | None = None) -> pd.DataFrame:
+    """One row per (statement, cited page of its response): supported, justification, parse status, and what the judge
+    saw of the page (`source_text`: "whole", as SourceCheckup's code, up to `budget` characters, else what the judge's
+    context allows; "chunks", ours: the `source_chunks` closest chunks), with the page's length and whether it was cut."""
+    if source_text not in SOURCE_TEXT: raise ValueError(f"sourcecheckup source_text {source_text!r}: use 'whole' or "
+                                                        "'chunks'")
+    pt, budget = load_prompt("sourcecheckup_support"), budget or source_budget(llm)
     rows, reqs = [], []
     by_conv = {k: g for k, g in sources.groupby("conversation_id")}
-    cols = ["unit_id", "citation_index", "supported", "justification", "parse_status", "chunks_given", "chunks_total"]
+    cols = ["unit_id", "citation_index", "supported", "justification", "parse_status", "chars_given", "chars_total",
+            "source_cut"]
     for u in statements:
         g = by_conv.get(u.conversation_id)
         if g is None: continue
         for s in g.itertuples():
             text = s.text if isinstance(s.text, str) and bool(getattr(s, "valid", True)) else ""
             if not text.strip():
-                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0))))
+                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0, False))))
                 continue
-            chunks = [c.text for c in chunk_text(text, getattr(embedder, "chunk_chars", 500))]
-            total = len(chunks)
-            if total > source_chunks:
-                idx = VectorIndex(embedder.encode(chunks)).search(embedder.encode([u.decontextualised or u.text]),
-                                                                  source_chunks)[1][0]
-                chunks = [chunks[i] for i in sorted(idx)]
-            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chunks_given": len(chunks),
-                         "chunks_total": total})
-            prompt = pt.render(statement=u.decontextualised or u.text, source="\n...\n".join(chunks))
+            shown = text[:budget] if source_text == "whole" else _closest_chunks(u, text, embedder, source_chunks)
+            rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chars_given": len(shown),
+                         "chars_total": len(text), "source_cut": len(shown) < len(text)})
+            prompt = pt.render(statement=u.decontextualised or u.text, source=shown)
             reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=150)))
     res = complete_json(llm, [r for _, r in reqs], Support, step="sourcecheckup", progress=progress)
     for (i, _), r in zip(reqs, res):
@@ -154,13 +176,16 @@ def statements_of(convs: list[Conversation], keep: set, units: list[Unit], sourc
 
 # %% ../nbs/65_sourcecheckup.ipynb #92c9cc8e
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
-        settings_overrides: dict | None = None) -> StageOutput:
+        source_text: str | None = None, settings_overrides: dict | None = None) -> StageOutput:
     """Stage 65_sourcecheckup on the run in `run_dir`: statement by statement, does any cited source support it;
     URL validity, statement-level and response-level support per assistant (shown)."""
     settings = load_settings(overrides=settings_overrides or {})
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(SOURCECHECKUP)
-    params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks)
+    scs = settings.get("sourcecheckup", {})
+    source_text = str(source_text or scs.get("source_text", "whole"))
+    params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks,
+                  source_text=source_text)
     with r.stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
         sources = pd.read_parquet(r.dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id",
@@ -174,8 +199,10 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         responses = responses[responses.conversation_id.isin(keep)].reset_index(drop=True)
         sourceless = set(responses.conversation_id[responses.sourceless])
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
+        budget = source_budget(llm, int(scs.get("context_tokens", 32768)))
         pairs = judge_pairs([u for u in stmts if u.conversation_id not in sourceless],
-                            sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks)
+                            sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks,
+                            source_text=source_text, budget=budget)
         st_df = pd.DataFrame([{"unit_id": u.unit_id, "conversation_id": u.conversation_id,
                                "assistant": names[u.conversation_id], "label": u.label,
                                "statement": u.decontextualised or u.text} for u in stmts],
@@ -188,12 +215,13 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
             write_table(df, out / f"{name}.parquet")
         write_table_files(table, out, "sourcecheckup",
                           "SourceCheckup: URL validity, statement-level and response-level support (%), "
-                          "with and without source-less responses (no valid cited page)", r.is_smoke)
+                          "with and without source-less responses (no valid cited page); the verifier saw "
+                          + SOURCE_TEXT[source_text], r.is_smoke)
         for step in ("extract_units", "decontextualise", "sourcecheckup"): st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),
                  pairs=len(pairs), responses=len(responses), responses_sourceless=int(responses.sourceless.sum()),
                  responses_extracted_here=n_todo, pairs_failed=int((pairs.parse_status == "failed").sum()),
                  pairs_skipped_no_text=int(pairs.parse_status.str.startswith("skipped").sum()),
-                 pairs_source_truncated=int((pairs.chunks_total > pairs.chunks_given).sum()),
+                 pairs_source_cut=int(pairs.source_cut.sum()), source_text=source_text, source_chars=budget,
                  source_chunks=source_chunks)
     return StageOutput.since(out, started, table)
