@@ -90,7 +90,11 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
                              no_judge: bool = typer.Option(False, "--no-judge",
                                                            help="the constant baseline only (no LLM)"),
                              param_file: Optional[Path] = typer.Option(
-                                 None, help="take the judge's settings from this parameter file")):
+                                 None, help="take the judge's settings from this parameter file"),
+                             reader: str = typer.Option(
+                                 "strict", help="strict: a score outside 1-5 is a failed answer, never averaged "
+                                                "(an error on the people's scale); official: every number kept, as "
+                                                "SourceBench's scoring.py reads answers")):
     """Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant
     baseline."""
     from groundbench.llm import llm_from_settings
@@ -107,7 +111,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
             llm = llm_from_settings(settings)
             judged, smoke = score_pages(human.assign(technical_failure=False), llm,
                                         str(sb.get("reference_date") or "2026-01-25"),
-                                        progress=False, scoring=sb.get("scoring", "script")), llm.smoke
+                                        progress=False, reader=reader), llm.smoke
         agree = judge_agreement(human, judged)
         out.mkdir(parents=True, exist_ok=True)
         write_table_files(agree.round(3), out, "sourcebench_agreement",

