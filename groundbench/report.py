@@ -112,10 +112,12 @@ AGREEMENT_ITEMS = (  # the report's titles of the tables `groundbench agreement`
 
 # %% ../nbs/80_report.ipynb #e01008ee
 VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file, the report's title)
-    "groundedness_variants": (GROUNDEDNESS, "variants.csv", "Groundedness by variant (overall means; GS, CG, NCG in %): "
-                              "paper as VERIFY's released code, lenient ours; Table 4 is the run's own variant's"),
-    "sourcebench_variants": (SOURCEBENCH, "sourcebench_variants.csv", "SourceBench by variant: paper as the official "
-                             "pipeline, failed_as_zero ours, rubric seed 001's; the SourceBench table is the run's own")}
+    "groundedness_variants": (GROUNDEDNESS, "variants.csv",
+                              "Groundedness by variant (overall means; GS, CG, NCG in %): paper as VERIFY's released "
+                              "code, lenient ours; Table 4 is the run's own variant's"),
+    "sourcebench_variants": (SOURCEBENCH, "sourcebench_variants.csv",
+                             "SourceBench by variant: paper as the official pipeline, failed_as_zero ours, rubric "
+                             "seed 001's; the SourceBench table is the run's own")}
 
 # %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:

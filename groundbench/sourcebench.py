@@ -130,7 +130,7 @@ def read_scores_official(text: str, fields: Sequence[str]) -> tuple[dict | None,
 
 # %% ../nbs/60_sourcebench.ipynb #5b7a5301
 def _ask(llm: LLM, reqs: list, model: type[pydantic.BaseModel], step: str, reader: str, progress: bool) -> list:
-    "One call kind's answers, read officially (asked once more when unread, as scoring.py's MAX_RETRIES = 1) or strictly."
+    "One call kind's answers, read officially (asked once more when unread: scoring.py's MAX_RETRIES = 1) or strictly."
     if reader == "strict": return complete_json(llm, reqs, model, step, progress)
     if reader != "official": raise ValueError(f"sourcebench reader {reader!r}: use 'official' or 'strict'")
     fields = tuple(model.model_fields)

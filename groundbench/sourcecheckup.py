@@ -122,7 +122,7 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
                 progress: bool = True, source_text: str = "whole", budget: int | None = None) -> pd.DataFrame:
     """One row per (statement, cited page of its response): supported, justification, parse status, and what the judge
     saw of the page (`source_text`: "whole", as SourceCheckup's code, up to `budget` characters, else what the judge's
-    context allows; "chunks", ours: the `source_chunks` closest chunks), with the page's length and whether it was cut."""
+    context allows; "chunks", ours: the `source_chunks` closest chunks), the page's length and whether it was cut."""
     if source_text not in SOURCE_TEXT: raise ValueError(f"sourcecheckup source_text {source_text!r}: use 'whole' or "
                                                         "'chunks'")
     pt, budget = load_prompt("sourcecheckup_support"), budget or source_budget(llm)

@@ -161,7 +161,8 @@ def test_sourcebench_answers_read_as_scoring_py(answer):
     ours, _ = read_scores_official(answer, ("layout_ad_density",))
     theirs = official_json(answer)
     if not theirs: assert ours is None
-    else: assert ours["layout_ad_density"]["score"] == official_score((theirs.get("layout_ad_density") or {}).get("score"))
+    else:
+        assert ours["layout_ad_density"]["score"] == official_score((theirs.get("layout_ad_density") or {}).get("score"))
 
 
 # ---------------------------------------------------------------- FActScore, re-stated

@@ -229,7 +229,8 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         caps, pr = {}, {p.prompt_id: p for p in prompts}
         chunks = source_chunks(sources[sources.conversation_id.isin({c.conversation_id for c in convs})],
                                emb.chunk_chars)
-        units, dstatus, judgments, ev = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps, v)
+        units, dstatus, judgments, ev = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps,
+                                                 v)
         ours = [u for u in units if u.label in VERIFIED]
         topics = {c.conversation_id: c.prompt_text for c in convs}   # FactBench's FActScore: the user prompt
         other = comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars, reasoning_chars,
