@@ -201,7 +201,8 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 _NUMERIC_LABELS = ("DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL")
 
 def _is_date(text: str) -> bool:
-    "FActScore's `is_date`: each token of the normalised text (lower case, no punctuation, no article) a number or month"
+    """FActScore's `is_date`: each token of the normalised text (lower case, no punctuation, no article) a number or
+    a month."""
     t = re.sub(r"\b(a|an|the)\b", " ", "".join(ch for ch in text.lower() if ch not in string.punctuation))
     def num(x):
         try: int(x); return True
