@@ -28,9 +28,10 @@ from .tables import Output, figure_layout_problems, write_output
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
 
 # %% auto #0
-__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs', 'load_outputs',
-           'paper_assistant', 'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels',
-           'report_rule_set', 'compare_sides', 'report_items', 'write_report', 'run']
+__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs',
+           'stage_parameter', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
+           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'compare_sides', 'report_items', 'write_report',
+           'run']
 
 # %% ../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -94,6 +95,13 @@ class RunOutputs:
 # %% ../nbs/80_report.ipynb #3bd0ee06
 def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
+
+# %% ../nbs/80_report.ipynb #c9a67188
+def stage_parameter(o: RunOutputs, stage: str, key: str) -> str:
+    "A stage parameter as the runs' manifests record it, each value once, comma-separated ('' where none says)."
+    vals = {str((((m.get("stages") or {}).get(stage) or {}).get("parameters") or {}).get(key) or "")
+            for m in o.manifests.values()}
+    return ",".join(sorted(vals - {""}))
 
 # %% ../nbs/80_report.ipynb #5a44f137
 AGREEMENT_ITEMS = (  # the report's titles of the tables `groundbench agreement` writes (runfolder.AGREEMENT_FILES)
@@ -359,7 +367,7 @@ def _groundedness_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple
     if o.responses is not None and len(o.responses):
         by = {m: g.drop(columns=["run_id"]) for m, g in o.responses.groupby("method")}
         if "ours" in by:
-            gouts = groundedness_outputs(by, o.meta, n_boot, sm)
+            gouts = groundedness_outputs(by, o.meta, n_boot, sm, stage_parameter(o, GROUNDEDNESS, "variant"))
             ground_rates = gouts[0].table
             items += [g for g in gouts if g.name != "groundedness_rates"]
             if not {"verify", "factscore"} <= set(by):
@@ -406,10 +414,14 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     if o.sourcebench is not None:
         items.append(Output("sourcebench",
                             "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
-                            "100)", o.sourcebench, smoke=sm))
+                            f"100); variant {stage_parameter(o, SOURCEBENCH, 'variant') or 'paper'} (paper: the "
+                            "official pipeline's pages, reading and Avg)", o.sourcebench, smoke=sm))
     else: missing.append("SourceBench: no 60_sourcebench outputs")
     if o.sourcecheckup is not None:
-        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant",
+        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant; "
+                            "the verifier saw the cited page's "
+                            + {"whole": "whole text, as SourceCheckup's code gives it", "chunks": "chunks closest to "
+                               "the statement (ours)"}.get(stage_parameter(o, SOURCECHECKUP, "source_text"), "text"),
                             o.sourcecheckup, smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)

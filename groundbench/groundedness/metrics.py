@@ -16,8 +16,8 @@ import pandas as pd
 from ..core import Judgment, Unit
 
 # %% auto #0
-__all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'response_scores', 'length_penalty', 'aggregate', 'breakdowns',
-           'paper_layout', 'figure_3', 'figure_3_box', 'view_table', 'groundedness_outputs']
+__all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'VARIANT_CAPTIONS', 'response_scores', 'length_penalty', 'aggregate',
+           'breakdowns', 'paper_layout', 'figure_3', 'figure_3_box', 'view_table', 'groundedness_outputs']
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #a0a070fe
 # the units each method verifies
@@ -187,13 +187,19 @@ def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str]
     return w.reindex(columns=[VIEW_NAMES[v] for v in views]).reset_index().rename_axis(None, axis=1).fillna("-")
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #69b18cd7
-def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smoke: bool = False) -> list:
-    "Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s."
+VARIANT_CAPTIONS = {"paper": "variant paper: ours and VERIFY asked and read as VERIFY's released code",
+                    "lenient": "variant lenient (ours): the last code block and label, a repair round, worked examples"}
+
+def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smoke: bool = False,
+                         variant: str = "") -> list:
+    """Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s;
+    the tables' captions name the `variant` that asked and read the judge (several, comma-separated: runs differ)."""
     from groundbench.tables import Output
     t4 = breakdowns(resp["ours"], meta, n_boot=n_boot)
     failed = int(resp["ours"].no_page_text.sum()) if "no_page_text" in resp["ours"] else 0
     note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
             if failed else "")
+    note += "".join(f"; {VARIANT_CAPTIONS.get(v, 'variant ' + v)}" for v in variant.split(",") if v)
     outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4,
                    formats=("csv",), smoke=smoke),
             Output("table_4",
@@ -207,14 +213,14 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smo
                             if init else {})}
         cols = (*others[:1], *(("factscore_init",) if init else ()), *others[1:], "ours")
         outs.append(Output("table_14",
-                           "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION
+                           "Table 14: factual precision (GS, %, 95% half-width) by method: " + VIEWS_CAPTION + note
                            + ("; FActScore as its code computes it, with the length penalty (gamma = 10: a response "
                               "with n <= 10 facts scores its share x exp(1 - 10/n)), and its init_score without it"
                               if "factscore" in others else ""),
                            view_table(views, meta, "gs", cols), smoke=smoke))
     if "verify" in others:
         outs.append(Output("table_15",
-                           "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION,
+                           "Table 15: hallucination score (95% half-width), VERIFY vs ours: " + VIEWS_CAPTION + note,
                            view_table(resp, meta, "hs", ("verify", "ours"), pct=False), smoke=smoke))
     outs += [Output("figure_3", "Figure 3: histograms of per-response credible and non-credible groundedness",
                     figure=figure_3(resp["ours"], meta), smoke=smoke),

@@ -164,7 +164,7 @@ def write_units_and_judgments(out: Path, units: list, dstatus: dict, judgments: 
 
 # %% ../../nbs/50_groundedness.ipynb #31497516
 def write_scores(out: Path, units: list, judgments: list, other: dict, no_text: set, alpha: float, meta: pd.DataFrame,
-                 n_boot: int, smoke: bool) -> tuple[dict, list]:
+                 n_boot: int, smoke: bool, variant: str = "") -> tuple[dict, list]:
     """Every method's response scores (`response_scores.csv`), Tables 4, 14, 15, Figure 3 and the unit label shares;
     ({method: response scores}, the outputs written)."""
     resp = {"ours": response_scores(units, judgments, "ours", alpha),
@@ -172,7 +172,7 @@ def write_scores(out: Path, units: list, judgments: list, other: dict, no_text: 
     for x in resp.values():
         if len(x): x["no_page_text"] = x.conversation_id.isin(no_text)  # every cited page failed: Unverifiable
     write_table(pd.concat(resp.values(), ignore_index=True), out / "response_scores.csv")
-    outputs = groundedness_outputs(resp, meta, n_boot, smoke)
+    outputs = groundedness_outputs(resp, meta, n_boot, smoke, variant)
     for o in outputs: write_output(o, out)
     write_table_files(unit_label_shares(units, meta), out, "unit_labels",
                       "Unit labels per assistant (% of units), and the share not classified as Fact or Claim", smoke)
@@ -240,7 +240,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
                               "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
                               "role": pr[c.prompt_id].role if c.prompt_id in pr else ""} for c in convs])
         alpha = settings["groundedness"]["hallucination_alpha"]
-        resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke)
+        resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke, v.name)
         by_variant = {v.name: {m: resp[m] for m in ("ours", "verify") if m in resp},
                       **{x.name: variant_scores(x, methods, convs, chunks, llm, emb, top_k, context_chars,
                                                 reasoning_chars, alpha) for x in others}}
