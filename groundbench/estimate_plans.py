@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pandas as pd
+
 from .claims import QuestionRewrite, claims_and_templates, rewrite_requests, rewrite_sample
 from .core import resolve_path
 from .estimate_steps import (NAN, STAGE_STEPS, UNIT_CHARS, Context, Inputs, StepEstimate,
@@ -195,13 +197,18 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
     dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
     chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
+    scs = ctx.settings.get("sourcecheckup", {})
+    if (p.get("source_text") or scs.get("source_text", "whole")) == "whole":   # the whole page, as far as the context
+        t = inp.sources.text.fillna("").astype(str) if "text" in inp.sources else pd.Series([], dtype=str)
+        t = t[t.str.strip().ne("")].str.len().clip(upper=4 * int(scs.get("context_tokens", 32768)))
+        chunk = float(t.mean()) if len(t) else chunk
     return [ctx.built_step(stg, "extract_units", reqs, None,
                            f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
             ctx.estimated_step(stg, "decontextualise", "ratio", dec, dec_high,
                                "verified units of those answers that cite a page with text"),
             ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high,
-                               "statements x cited pages with text; statements "
-                               "as verified units (Reported Claims add some)",
+                               "statements x cited pages with text; statements as verified units (Reported Claims "
+                               "add some); the page as the verifier sees it (whole, or its closest chunks)",
                                ctx.template_tokens("sourcecheckup") + chunk / 4)]
 
 # %% ../nbs/87_estimate_plans.ipynb #b2a8bb35

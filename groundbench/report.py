@@ -125,7 +125,9 @@ VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file,
                               "code, lenient ours; Table 4 is the run's own variant's"),
     "sourcebench_variants": (SOURCEBENCH, "sourcebench_variants.csv",
                              "SourceBench by variant: paper as the official pipeline, failed_as_zero ours, rubric "
-                             "seed 001's; the SourceBench table is the run's own")}
+                             "seed 001's; the SourceBench table is the run's own"),
+    "sourcecheckup_variants": (SOURCECHECKUP, "sourcecheckup_variants.csv", "SourceCheckup by what the verifier saw of "
+                               "each page: whole (its code), chunks (ours); the SourceCheckup table is the run's own")}
 
 # %% ../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:

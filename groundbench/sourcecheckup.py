@@ -26,7 +26,7 @@ from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'Support', 'response_table', 'aggregate_support', 'support_table', 'source_budget',
-           'judge_pairs', 'pick_responses', 'statements_of', 'run']
+           'judge_pairs', 'pick_responses', 'other_view', 'statements_of', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -160,6 +160,15 @@ def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str
     ids = [responses.conversation_id.iat[i] for i in order]
     return ids[:n] if n else ids
 
+# %% ../nbs/65_sourcecheckup.ipynb #3b3922e8
+def other_view(source_text: str, statements: list[Unit], sources: pd.DataFrame, llm: LLM, emb: Embedder,
+               source_chunks: int, budget: int, st_df: pd.DataFrame, responses: pd.DataFrame,
+               validity: pd.DataFrame) -> pd.DataFrame:
+    """The support table again with the verifier shown each page `source_text`'s way: the same statements, pages and
+    responses (before aggregation), so that the two ways stand side by side."""
+    pairs = judge_pairs(statements, sources, llm, emb, source_chunks, source_text=source_text, budget=budget)
+    return support_table(*aggregate_support(pairs, st_df, responses), validity).assign(variant=source_text)
+
 # %% ../nbs/65_sourcecheckup.ipynb #9937ac6f
 def statements_of(convs: list[Conversation], keep: set, units: list[Unit], sourceless: set,
                   llm: LLM) -> tuple[list[Unit], int]:
@@ -176,7 +185,8 @@ def statements_of(convs: list[Conversation], keep: set, units: list[Unit], sourc
 
 # %% ../nbs/65_sourcecheckup.ipynb #92c9cc8e
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
-        source_text: str | None = None, settings_overrides: dict | None = None) -> StageOutput:
+        source_text: str | None = None, compare_variants: list | None = None,
+        settings_overrides: dict | None = None) -> StageOutput:
     """Stage 65_sourcecheckup on the run in `run_dir`: statement by statement, does any cited source support it;
     URL validity, statement-level and response-level support per assistant (shown)."""
     settings = load_settings(overrides=settings_overrides or {})
@@ -184,8 +194,9 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
     out = r.stage_dir(SOURCECHECKUP)
     scs = settings.get("sourcecheckup", {})
     source_text = str(source_text or scs.get("source_text", "whole"))
+    others = [x for x in (compare_variants or []) if x != source_text]
     params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks,
-                  source_text=source_text)
+                  source_text=source_text, compare_variants=others)
     with r.stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
         sources = pd.read_parquet(r.dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id",
@@ -211,12 +222,19 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         validity = sources[sources.conversation_id.isin(keep)].assign(assistant=lambda d: d.conversation_id.map(names))
         validity = validity.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
         table = support_table(statements, responses, validity)
+        by_variant = [table.assign(variant=source_text)] + [
+            other_view(x, [u for u in stmts if u.conversation_id not in sourceless],
+                       sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks, budget, st_df,
+                       responses.drop(columns=["statements", "supported", "counted"]), validity) for x in others]
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
         write_table_files(table, out, "sourcecheckup",
                           "SourceCheckup: URL validity, statement-level and response-level support (%), "
                           "with and without source-less responses (no valid cited page); the verifier saw "
                           + SOURCE_TEXT[source_text], r.is_smoke)
+        write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
+                          "SourceCheckup by what the verifier saw of each page: " + "; ".join(
+                              f"{x}: {SOURCE_TEXT[x]}" for x in [source_text, *others]), r.is_smoke)
         for step in ("extract_units", "decontextualise", "sourcecheckup"): st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),
                  pairs=len(pairs), responses=len(responses), responses_sourceless=int(responses.sourceless.sum()),
