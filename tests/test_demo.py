@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from conftest import BIN, ROOT, groundbench, small_demo_spec
+from groundbench.runfolder import Run
+from groundbench.runner import run_summary
 
 pytestmark = pytest.mark.slow
 
@@ -170,6 +172,13 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
     assert {"FActScore", "VERIFY", "ours"} <= set(pd.read_csv(out / "table_14.csv").columns)
     assert {"VERIFY", "ours"} <= set(pd.read_csv(out / "table_15.csv").columns)
     assert first["verify_extract"]["calls"] > 0 and first["factscore_facts"]["calls"] > 0
+    assert "FActScore init_score" in pd.read_csv(out / "table_14.csv").columns     # FActScore's gamma, and without it
+    # issue 41: the bundled model repeats its unit lines until its budget ends, so its extractions are cut: each is
+    # asked again with twice the budget, and the cuts are counted in the manifest, the status and the report
+    assert first["extract_units"]["cut_at_limit"] > 0 and first["extract_units"]["cut_retried"] > 0
+    cuts = pd.read_csv(runs / "a" / "report" / "outputs_cut.csv").set_index("step")
+    assert cuts.loc["extract_units", "cut_at_limit"] == first["extract_units"]["cut_at_limit"]
+    assert "cut at their token limit: extract_units" in run_summary(Run(runs / "a"))
     assert (out / "verify_units.jsonl").exists() and (out / "factscore_judgments.jsonl").exists()
     copy = tmp_path / "runs"  # the shared run stays as it was: the rerun works on a copy of the run and of its cache
     shutil.copytree(runs / "a", copy / "a")
