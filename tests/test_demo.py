@@ -176,8 +176,8 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
     # issue 41: the bundled model repeats its unit lines until its budget ends, so its extractions are cut: each is
     # asked again with twice the budget, and the cuts are counted in the manifest, the status and the report
     assert first["extract_units"]["cut_at_limit"] > 0 and first["extract_units"]["cut_retried"] > 0
-    cuts = pd.read_csv(runs / "a" / "report" / "outputs_cut.csv").set_index("step")
-    assert cuts.loc["extract_units", "cut_at_limit"] == first["extract_units"]["cut_at_limit"]
+    cuts = pd.read_csv(runs / "a" / "report" / "outputs_cut.csv").set_index(["stage", "step"])
+    assert cuts.loc[("50_groundedness", "extract_units"), "cut_at_limit"] == first["extract_units"]["cut_at_limit"]
     assert "cut at their token limit: extract_units" in run_summary(Run(runs / "a"))
     assert (out / "verify_units.jsonl").exists() and (out / "factscore_judgments.jsonl").exists()
     copy = tmp_path / "runs"  # the shared run stays as it was: the rerun works on a copy of the run and of its cache
