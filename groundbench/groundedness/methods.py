@@ -37,7 +37,7 @@ VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement"
 # output budgets (a real model, the bundled smoke model) where the groundedness variant sets none: VERIFY's extraction
 # (ours) and FActScore's two steps (FactBench's model wrapper: 2,048). The smoke model repeats its lines until the
 # budget ends: a smaller budget runs the same code path in a fraction of the time, and the cut is counted
-OUTPUT_TOKENS = {"verify_extract": (1024, 160), "factscore_facts": (2048, 96), "factscore_verify": (2048, 32)}
+OUTPUT_TOKENS = {"verify_extract": (1024, 96), "factscore_facts": (2048, 64), "factscore_verify": (2048, 32)}
 
 def output_tokens(step: str, llm: LLM, variant: Variant | None = None) -> int:
     "The output budget of a method's step for this model: the smoke model's, else the variant's, else ours."

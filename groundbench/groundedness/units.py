@@ -159,9 +159,9 @@ def _unit_answer(text: str) -> tuple[dict | None, str]: return _wrap_units(parse
 # %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
 def extract_tokens(llm: LLM, variant: Variant = PAPER) -> int:
     """The extraction's output budget: the variant's (VERIFY's 2,048 tokens) or ours, 384 (12 units of a sentence);
-    96 for the bundled smoke model, which repeats its lines until the budget ends (the same code path in less time: a
-    cut answer is asked again with 192, and the cut is counted; JSON prompts (v1) keep 384)."""
-    return 96 if getattr(llm, "smoke", False) else variant.budget or 384
+    64 for the bundled smoke model, which repeats its lines until the budget ends (the same code path in less time: a
+    cut answer is asked again with 128, and the cut is counted; JSON prompts (v1) keep 384)."""
+    return 64 if getattr(llm, "smoke", False) else variant.budget or 384
 
 # %% ../../nbs/51_groundedness_units.ipynb #9db2ce42
 def text_format(name: str, prompt_version: int | None) -> bool:
