@@ -18,7 +18,7 @@ import pydantic
 from ..core import Judgment, Unit
 from ..embed import Embedder, VectorIndex, chunk_text
 from .units import PAPER, Variant
-from ..llm import LLM, complete_json, complete_parsed, complete_retried, load_prompt, request
+from ..llm import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',
@@ -150,12 +150,10 @@ def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequenc
     knowledge = lambda ev: "\n".join(f"[{i}] {c}" if numbered else c for i, c in enumerate(ev.chunks, 1))
     reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence=knowledge(ev)), **kw)
             for u, s, ev in todo]
-    if text and variant.readers == "verify":
-        got = complete_retried(llm, reqs, read_first_bracket, step, variant.attempts * variant.pipeline_attempts,
-                               variant.retry_temperature, progress)
-    elif text:
-        got = complete_parsed(llm, reqs, parse_bracket_label, step, "End with the label in square brackets: "
-                              "[Supported], [Contradicted] or [Unverifiable].", progress)
+    if text:   # VERIFY's judge: its inner retries inside its pipeline rounds
+        got = variant.ask(llm, reqs, step, (read_first_bracket, parse_bracket_label), "End with the label in square "
+                          "brackets: [Supported], [Contradicted] or [Unverifiable].",
+                          variant.attempts * variant.pipeline_attempts, progress)
     else: got = complete_json(llm, reqs, Verdict, step=step, progress=progress)
     if text and stats is not None:   # the other reader on the same answers: what our correction would change
         other = parse_bracket_label if variant.readers == "verify" else read_first_bracket

@@ -22,7 +22,7 @@ from ..core import Conversation, Judgment, Unit, project_root
 from .judge import judge_units, retrieve
 from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VERIFIED, Variant, decontextualise,
                                             parse_unit_lines, read_verify_units, unit_grammar)
-from ..llm import LLM, complete_parsed, complete_retried, load_prompt, request
+from ..llm import LLM, complete_retried, load_prompt, request
 
 # %% auto #0
 __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE_FIRST', 'FACTSCORE_BM25', 'FACT_GRAMMAR',
@@ -71,12 +71,9 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
     """VERIFY's units of every response (step `verify_extract`; a cut answer asked again once with twice the budget),
     read as `variant` reads them; an unreadable response is one failed unit, counted."""
     reqs = verify_requests(convs, llm, context_chars, stats, variant)
-    if variant.readers == "verify":   # VERIFY asks once and reads what it gets
-        got = complete_retried(llm, reqs, lambda t: read_verify_units(t, VERIFY_LABELS), "verify_extract", 1,
-                               progress=progress, retry_cut=True)
-    else:
-        got = complete_parsed(llm, reqs, lambda t: parse_unit_lines(t, VERIFY_LABELS), "verify_extract",
-                              "Write one line per unit: '- <unit>: <type>'.", progress, retry_cut=True)
+    got = variant.ask(llm, reqs, "verify_extract", (lambda t: read_verify_units(t, VERIFY_LABELS),  # VERIFY asks once
+                                                    lambda t: parse_unit_lines(t, VERIFY_LABELS)),
+                      "Write one line per unit: '- <unit>: <type>'.", 1, progress, retry_cut=True)
     units = []
     for c, r in zip(convs, got):
         if stats is not None: stats["verify_responses_cut"] = stats.get("verify_responses_cut", 0) + r.cut

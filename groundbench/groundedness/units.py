@@ -52,6 +52,16 @@ class Variant:
     pipeline_attempts: int = 3
     retry_temperature: float = 0.5
 
+    def ask(self, llm: LLM, requests: Sequence, step: str, readers: tuple, hint: str = "", attempts: int = 1,
+            progress: bool = True, retry_cut: bool = False) -> list:
+        """Answers of one step asked and read this variant's way; `readers` is (VERIFY's reader, ours). "verify": an
+        unreadable answer asked again with the same prompt, up to `attempts` calls (`complete_retried`); "lenient": one
+        repair round that shows the model its answer and `hint` (`complete_parsed`). `retry_cut` as theirs."""
+        if self.readers == "verify":
+            return complete_retried(llm, requests, readers[0], step, attempts, self.retry_temperature, progress,
+                                    retry_cut)
+        return complete_parsed(llm, requests, readers[1], step, hint, progress, retry_cut)
+
 VARIANTS = {"paper": Variant("paper", "verify", 3, 2048),
             "lenient": Variant("lenient", "lenient", 2, None)}
 PAPER = VARIANTS["paper"]
@@ -193,12 +203,9 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
     """Units of every segment of every conversation (one batched LLM step; an answer cut at its token limit asked
     again once with twice the budget), read as `variant` reads them; truncations and caps counted into `stats`."""
     jobs, reqs = extract_requests(convs, llm, context_chars, prompt_version, stats, variant)
-    if text_format("extract_units", prompt_version) and variant.readers == "verify":   # VERIFY asks once
-        res = complete_retried(llm, reqs, lambda t: _wrap_units(read_verify_units(t)), "extract_units", 1,
-                               progress=progress, retry_cut=True)
-    elif text_format("extract_units", prompt_version):
-        res = complete_parsed(llm, reqs, _unit_answer, "extract_units", "Write one line per unit: '- <unit>: <type>'.",
-                              progress, retry_cut=True)
+    if text_format("extract_units", prompt_version):   # VERIFY asks once and reads what it gets
+        res = variant.ask(llm, reqs, "extract_units", (lambda t: _wrap_units(read_verify_units(t)), _unit_answer),
+                          "Write one line per unit: '- <unit>: <type>'.", 1, progress, retry_cut=True)
     else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
@@ -265,13 +272,10 @@ def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: L
     """Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed:
     original kept)."""
     todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats, variant)
-    if text_format("decontextualise", prompt_version) and variant.readers == "verify":
-        got = complete_retried(llm, reqs, read_first_code_block, step, variant.attempts, variant.retry_temperature,
-                               progress)
-    elif text_format("decontextualise", prompt_version):
-        got = complete_parsed(llm, reqs, parse_code_block, step,
-                              "End with the revised unit alone in a code block (three backticks before and after).",
-                              progress)
+    if text_format("decontextualise", prompt_version):
+        got = variant.ask(llm, reqs, step, (read_first_code_block, parse_code_block),
+                          "End with the revised unit alone in a code block (three backticks before and after).",
+                          variant.attempts, progress)
     else: got = complete_json(llm, reqs, Decontextualised, step=step, progress=progress)
     res = dict(zip((u.unit_id for u in todo), got))
     out, status = [], {}
