@@ -43,16 +43,22 @@ with tempfile.TemporaryDirectory() as tmp:
     if p.returncode != 0: sys.exit(f"the demo failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
     m = json.loads((tmp / "runs" / spec["run_id"] / "manifest.json").read_text())
 
-stages, llm = {}, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+stages, model_s, llm = {}, {}, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
 for name, st in m["stages"].items():
     stages[name] = round(st["seconds"], 1)
+    model_s[name] = round(sum(v.get("seconds", 0) for step, v in (st.get("llm") or {}).items()
+                              if step != "embedding"), 1)
     for step, v in (st.get("llm") or {}).items():
         if step == "embedding": continue
         for k in llm: llm[k] += v.get(k, 0)
+# what is not the model, stage by stage (kernels, papermill, imports, pages, writing), and outside the stages
+other_s = {k: round(stages[k] - model_s[k], 1) for k in stages}
 print(json.dumps({
     "benchmark": "demo", "params": str(args.params.relative_to(ROOT)), "wall_s": round(wall, 1),
     "stage_s": stages, "llm_calls": llm["calls"], "prompt_tokens": llm["prompt_tokens"],
     "completion_tokens": llm["completion_tokens"], "llm_s": round(llm["seconds"], 1),
+    "model_share": round(llm["seconds"] / wall, 3), "stage_model_s": model_s, "stage_other_s": other_s,
+    "outside_stages_s": round(wall - sum(stages.values()), 1),
     "llm_threads": llama_threads(),
     "target": "<= 300 s wall on an idle 2-core machine, cold cache",
     "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}"}))

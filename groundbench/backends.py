@@ -1,4 +1,4 @@
-"""The three ways the study calls a model, each a `Backend` (notebook 01): llama.cpp in process (the bundled smoke model, or any GGUF file), any OpenAI-compatible server (vLLM's, llama.cpp's, hosted APIs), and vLLM's offline batch API on GPU nodes. `groundbench.llm` registers them by name and imports this module only when one is made, so the client and everything that only reads results never load a model library.
+"""The three ways the study calls a model, each a `Backend` (notebook 01): llama.cpp in process (the bundled smoke model, or any GGUF file), any OpenAI-compatible server (vLLM's, llama.cpp's, hosted APIs), and vLLM's offline batch engine (its own notebook, `vllm_backend`). `groundbench.llm` registers them by name and imports this module only when one is made, so the client and everything that only reads results never load a model library.
 
 Docs: https://groundbench.github.io/groundbench/llm_backends.html.md"""
 
@@ -25,9 +25,9 @@ from .core import package_dirs, sha256_file
 from .llm import Backend, ChatRequest, Completion, cache_key
 
 # %% auto #0
-__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'ANSWER_STORE_ENV', 'RETRY_STATUS', 'bundled_gguf', 'file_revision', 'greedy_grammar_check',
-           'llama_threads', 'AnswerStore', 'answer_store', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
-           'post_with_retries', 'OpenAIBackend', 'VLLMBackend']
+__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'ANSWER_STORE_ENV', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision',
+           'greedy_grammar_check', 'llama_threads', 'AnswerStore', 'answer_store', 'LlamaCppBackend', 'LLMHTTPError',
+           'retry_after_seconds', 'post_with_retries', 'OpenAIBackend']
 
 # %% ../nbs/01_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -247,26 +247,36 @@ def _refuses_json_schema(resp: httpx.Response) -> bool:
     "An error answer that complains about response_format (llama.cpp's server answers 500 to the json_schema form)."
     return resp.status_code >= 400 and "response_format" in resp.text
 
+# %% ../nbs/01_llm_backends.ipynb #d06b39db
+# how a server takes a grammar, by the name of its field (grammar_field)
+GRAMMAR_FIELDS = {"": lambda g: {}, "grammar": lambda g: {"grammar": g},              # llama.cpp's server
+                  "structured_outputs": lambda g: {"structured_outputs": {"grammar": g}},   # vLLM's, 0.11 and later
+                  "guided_grammar": lambda g: {"guided_grammar": g}}                        # vLLM's before 0.11
+
 # %% ../nbs/01_llm_backends.ipynb #69b4646d
 class OpenAIBackend(Backend):
     "Chat completions against any OpenAI-compatible base URL."
     name = "openai"
     def __init__(self, model: str, base_url: str = "", api_key_env: str = "OPENAI_API_KEY", revision: str = "",
                  concurrency: int = 8, timeout_s: float = 120, max_retries: int = 5, backoff_s: float = 1.0,
-                 structured: str = "auto", **kw):
+                 structured: str = "auto", grammar_field: str = "", **kw):
         if not base_url: raise ValueError("openai backend: set llm.base_url (e.g. http://127.0.0.1:8000/v1)")
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ValueError(f"openai backend: structured={structured!r}; use auto, json_schema, json_object or none")
         super().__init__(model, revision, base_url=base_url.rstrip("/"))
         self.base_url, self.concurrency, self.max_retries, self.backoff_s = (base_url.rstrip("/"), concurrency,
                                                                              max_retries, backoff_s)
-        self.structured = structured
+        if grammar_field not in GRAMMAR_FIELDS:
+            raise ValueError(f"openai backend: grammar_field={grammar_field!r}; use one of {list(GRAMMAR_FIELDS)}")
+        self.structured, self.grammar_field = structured, grammar_field
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
         self._lock = threading.Lock()
 
-    def describe(self): return {**super().describe(), "base_url": self.base_url}
+    def describe(self):
+        return {**super().describe(), "base_url": self.base_url,
+                **({"grammar_field": self.grammar_field} if self.grammar_field else {})}
 
     @property
     def preferred_batch(self) -> int: return max(1, 4 * self.concurrency)
@@ -280,6 +290,8 @@ class OpenAIBackend(Backend):
                                     "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
         elif r.schema and mode == "json_object":
             p["response_format"] = {"type": "json_object", "schema": r.schema_dict()}
+        elif r.grammar and self.grammar_field:
+            p.update(GRAMMAR_FIELDS[self.grammar_field](r.grammar))
         return p
 
     def _one(self, r: ChatRequest) -> Completion:
@@ -301,132 +313,3 @@ class OpenAIBackend(Backend):
 
     def generate(self, requests):
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._one, requests))
-
-# %% ../nbs/01_llm_backends.ipynb #88e41892
-def _sampling_spec(r: ChatRequest) -> dict:
-    "A request's sampling settings as plain data (sent to data-parallel workers)."
-    return {"max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed, "schema": r.schema_dict(),
-            "grammar": r.grammar}
-
-# %% ../nbs/01_llm_backends.ipynb #82d35fb8
-def _make_sampling(vllm, spec: dict):
-    sp = {k: spec[k] for k in ("max_tokens", "temperature", "seed")}
-    if spec.get("schema") or spec.get("grammar"):
-        sparams = importlib.import_module("vllm.sampling_params")
-        how = {"json": spec["schema"]} if spec.get("schema") else {"grammar": spec["grammar"]}
-        if hasattr(sparams, "StructuredOutputsParams"):
-            sp["structured_outputs"] = sparams.StructuredOutputsParams(**how)
-        else: sp["guided_decoding"] = sparams.GuidedDecodingParams(**how)
-    return vllm.SamplingParams(**sp)
-
-# %% ../nbs/01_llm_backends.ipynb #3b908606
-def _vllm_rows(outs) -> list[tuple]:
-    return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []),
-             o.outputs[0].finish_reason or "") for o in outs]
-
-# %% ../nbs/01_llm_backends.ipynb #9caeece2
-def _dp_worker(devices: str, args: dict, conn):
-    "One data-parallel engine: its own GPUs, its own vllm.LLM; answers (messages, sampling specs) jobs until None."
-    if devices: os.environ["CUDA_VISIBLE_DEVICES"] = devices
-    import vllm
-    try: llm = vllm.LLM(**args)
-    except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}")); return
-    conn.send(("ready", os.getpid()))
-    while (job := conn.recv()) is not None:
-        msgs, specs = job
-        try:
-            conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[_make_sampling(vllm, s) for s in specs],
-                                                 use_tqdm=False))))
-        except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
-
-# %% ../nbs/01_llm_backends.ipynb #2e81fcab
-class VLLMBackend(Backend):
-    "vLLM's offline `LLM` with structured outputs; one `chat` call per batch (per engine with data parallelism)."
-    name = "vllm"
-    preferred_batch = 4096  # large batches keep the GPU busy; answers are cached after each
-    def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
-                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
-                 distributed_executor_backend: str | None = None,
-                 quantization: str | None = None, n_ctx: int | None = None, data_parallel_size: int = 1,
-                 load: bool = True, **kw):
-        super().__init__(model, revision, max_model_len=max_model_len or n_ctx, quantization=quantization)
-        args = dict(model=model, tensor_parallel_size=int(tensor_parallel_size),
-                    pipeline_parallel_size=int(pipeline_parallel_size),
-                    enable_prefix_caching=True, gpu_memory_utilization=gpu_memory_utilization, seed=0)
-        if revision: args["revision"] = revision
-        if max_model_len or n_ctx: args["max_model_len"] = int(max_model_len or n_ctx)
-        if distributed_executor_backend: args["distributed_executor_backend"] = distributed_executor_backend
-        if quantization: args["quantization"] = quantization
-        self.engine_args, self.data_parallel_size, self.workers = args, int(data_parallel_size or 1), []
-        if self.data_parallel_size < 1:
-            raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
-        if not load: return  # described (cache keys, estimates) without starting an engine
-        if self.data_parallel_size == 1:
-            import vllm
-            self._vllm = vllm
-            self.llm = vllm.LLM(**args)
-            return
-        import multiprocessing as mp
-        per = int(tensor_parallel_size) * int(pipeline_parallel_size)
-        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES",
-                                             "").split(",")
-                   if d.strip()] or [str(i) for i in range(per * self.data_parallel_size)]
-        if len(visible) < per * self.data_parallel_size:
-            raise ValueError(
-                f"data_parallel_size {self.data_parallel_size} x {per} GPUs per engine needs "
-                f"{per * self.data_parallel_size} "
-                             f"devices; CUDA_VISIBLE_DEVICES has {len(visible)}")
-        ctx = mp.get_context("spawn")
-        for i in range(self.data_parallel_size):
-            a, b = ctx.Pipe()
-            p = ctx.Process(target=_dp_worker, args=(",".join(visible[i * per:(i + 1) * per]), args, b), daemon=True)
-            p.start()
-            self.workers.append((p, a))
-        for p, a in self.workers:
-            kind, info = a.recv()
-            if kind != "ready": self.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
-
-    def describe(self):
-        return {**super().describe(), "max_model_len": self.settings["max_model_len"],
-                "quantization": self.settings["quantization"]}
-
-    def __del__(self):
-        try: self.close()
-        except Exception: pass
-
-# %% ../nbs/01_llm_backends.ipynb #c6789b08
-@patch
-def _sampling(self: VLLMBackend, r: ChatRequest): return _make_sampling(self._vllm, _sampling_spec(r))
-
-# %% ../nbs/01_llm_backends.ipynb #c50e70b3
-@patch
-def generate(self: VLLMBackend, requests):
-    if not self.workers:
-        outs = self.llm.chat([r.message_dicts() for r in requests],
-                             sampling_params=[self._sampling(r) for r in requests], use_tqdm=True)
-        return [Completion(*row) for row in _vllm_rows(outs)]
-    n = len(self.workers)
-    # contiguous shares: neighbours share prompt prefixes
-    bounds = [round(i * len(requests) / n) for i in range(n + 1)]
-    shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
-    for (p, conn), share in zip(self.workers, shares):
-        if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))
-    rows = []
-    for (p, conn), share in zip(self.workers, shares):
-        if not share: continue
-        kind, got = conn.recv()
-        if kind != "ok": raise RuntimeError(f"vLLM data-parallel engine {p.pid}: {got}")
-        rows += got
-    return [Completion(*row) for row in rows]
-
-# %% ../nbs/01_llm_backends.ipynb #0b4bc931
-@patch
-def close(self: VLLMBackend):
-    "Stop the data-parallel engines."
-    for p, conn in self.workers:
-        try: conn.send(None)
-        except (OSError, BrokenPipeError): pass
-    for p, _ in self.workers:
-        p.join(10)
-        if p.is_alive(): p.kill()
-    self.workers = []

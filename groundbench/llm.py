@@ -36,7 +36,8 @@ __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS
 class ChatRequest:
     """One chat request: messages, an optional JSON schema or GBNF grammar for the answer, and the settings that change
     the output. A grammar constrains a text format (VERIFY's unit lines, a final bracketed label) where the backend can
-    (llama.cpp, vLLM); other backends get the instructions alone, and the answer's parser decides."""
+    (llama.cpp, vLLM, an OpenAI-compatible server given its `grammar_field`); other backends get the instructions alone,
+    and the answer's parser decides."""
     messages: tuple[tuple[str, str], ...]
     schema: str = ""
     max_tokens: int = 512
@@ -117,8 +118,9 @@ class MockBackend(Backend):
 register_backend("mock", MockBackend)
 
 # %% ../nbs/01_llm.ipynb #10e38381
-for _name, _cls in (("llamacpp", "LlamaCppBackend"), ("openai", "OpenAIBackend"), ("vllm", "VLLMBackend")):
-    register_backend(_name, f"groundbench.backends:{_cls}")
+for _name, _path in (("llamacpp", "backends:LlamaCppBackend"), ("openai", "backends:OpenAIBackend"),
+                     ("vllm", "vllm_backend:VLLMBackend")):
+    register_backend(_name, f"groundbench.{_path}")
 
 # %% ../nbs/01_llm.ipynb #46ad616d
 def cache_key(backend: dict, r: ChatRequest) -> str | None:
@@ -390,16 +392,18 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
         kw = {k: cfg[k] for k in ("model", "n_ctx", "revision", "n_threads") if k in cfg and cfg[k] != ""}
     elif name == "openai":
         kw = {k: cfg[k] for k in ("model", "base_url", "api_key_env", "revision", "concurrency", "timeout_s",
-                                  "max_retries", "structured") if k in cfg and cfg[k] != ""}
-    else:
-        kw = {k: v for k,
-              v in cfg.items() if k not in ("temperature", "seed", "max_tokens", "base_url", "api_key_env",
-                                            "concurrency", "timeout_s", "max_retries",
-                                                "n_threads") and v != ""}
+                                  "max_retries", "structured", "grammar_field") if k in cfg and cfg[k] != ""}
+    else:  # vLLM: every other setting is an engine argument (vllm_backend.VLLMBackend)
+        kw = {k: v for k, v in cfg.items() if v != "" and k not in (
+            "temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
+            "n_threads", "structured", "grammar_field")}
+        if name == "vllm": kw["models"] = str(resolve_path(settings, settings["paths"]["cache_dir"]) / "models")
     if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)
     cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
-    llm = LLM(backend, cache, smoke=str(cfg.get("model")) in smoke_models, budget=budget_from_settings(settings, run))
+    # a smoke model by its name, or by the name its backend gives it (the smoke model's converted folder for vLLM)
+    smoke = str(cfg.get("model")) in smoke_models or backend.describe().get("model") in smoke_models
+    llm = LLM(backend, cache, smoke=smoke, budget=budget_from_settings(settings, run))
     llm.defaults = {k: cfg[k] for k in ("temperature", "seed", "max_tokens") if k in cfg}
     if run is not None:
         run.record_model("llm", backend.describe(), smoke=llm.smoke)

