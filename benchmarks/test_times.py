@@ -19,7 +19,7 @@ def parse(log: str) -> dict:
     num = lambda pat: (int(m.group(1)) if (m := re.search(pat, log, re.M)) else None)
     summary = [l for l in log.splitlines() if re.search(r"\d+ passed.* in [\d.]+s", l)]
     return {"setup_s": num(r"^ci: set-up (\d+) s"), "total_s": num(r"^ci: total (\d+) s"),
-            "nbdev_test_s": num(r"^nbdev-test: (\d+) s"),
+            "nbdev_test_s": num(r"^nbdev-test: (\d+) s"), "vllm_env_s": num(r"^vLLM environment: (\d+) s"),
             "notebooks": re.findall(r"^(\S+\.ipynb): (\d+) secs$", log, re.M),
             "slowest": re.findall(r"^([\d.]+)s (call|setup|teardown) +(\S+)$", log, re.M),
             "pytest": " + ".join(l.strip("= ") for l in summary) if summary else None}
@@ -30,7 +30,9 @@ def section(f: dict, source: str) -> str:
     lines = [TITLE, "", f"From `{source}`, written by `benchmarks/test_times.py` on {dt.date.today().isoformat()}.", "",
              "| part | time |", "|---|---|", f"| set-up (`setup.sh`) | {mins(f['setup_s'])} |",
              f"| notebook tests (`nbdev-test`, 2 workers) | {mins(f['nbdev_test_s'])} |",
-             f"| pytest | {f['pytest'] or '-'} |", f"| total | {mins(f['total_s'])} |", "",
+             f"| pytest (main part, serial part, the real vLLM engine) | {f['pytest'] or '-'} |",
+             f"| the vLLM environment (`scripts/setup_vllm_cpu.sh`, before its tests) | {mins(f['vllm_env_s'])} |",
+             f"| total | {mins(f['total_s'])} |", "",
              "Notebooks (nbdev-test, seconds each):", "", "| notebook | s |", "|---|---|"]
     lines += [f"| {n} | {s} |" for n, s in f["notebooks"]] + ["", "Slowest pytest phases:", "", "| s | phase | test |",
                                                               "|---|---|---|"]

@@ -26,11 +26,11 @@ import pandas as pd
 import pydantic
 
 # %% auto #0
-__all__ = ['RECORD_TYPES', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation', 'SourceDoc',
-           'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text', 'write_json',
-           'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame', 'write_table',
-           'read_table', 'read_records', 'load_yaml', 'project_root', 'package_dirs', 'load_settings', 'resolve_path',
-           'now_iso']
+__all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
+           'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text',
+           'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame',
+           'write_table', 'read_table', 'read_records', 'load_yaml', 'project_root', 'package_dirs', 'unknown_setting',
+           'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -414,6 +414,21 @@ def _coerce(v: str) -> Any:
         except ValueError: pass
     return s
 
+# %% ../nbs/00_core.ipynb #50730a87
+OPEN_SECTIONS = ("vllm",)   # sections whose keys are another program's options: vllm.LLM's engine arguments
+
+def unknown_setting(section: str, key: str, known: dict[str, dict]) -> str | None:
+    """Why `section.key` is not a setting of `known` (settings.ini's sections and keys), naming the nearest known one;
+    None when it is one. Every key of an open section (`OPEN_SECTIONS`) is accepted."""
+    import difflib
+    if section in OPEN_SECTIONS or (section == "paths" and key == "root"): return None
+    if section in known and key in known[section]: return None
+    names = [f"{s}.{k}" for s in known for k in known[s] if (s, k) != ("paths", "root")]
+    near = difflib.get_close_matches(f"{section}.{key}", names, n=1, cutoff=0.6) or \
+        difflib.get_close_matches(section, [*known, *OPEN_SECTIONS], n=1, cutoff=0.6)
+    what = f"unknown setting {section}.{key}" if section in known else f"unknown settings section [{section}]"
+    return what + (f": did you mean {near[0]}?" if near else f" (sections: {', '.join([*known, *OPEN_SECTIONS])})")
+
 # %% ../nbs/00_core.ipynb #242b4547
 def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> dict[str, dict[str, Any]]:
     "Settings as {section: {key: value}}, with `overrides` ({'llm.model': ...} or {'llm': {...}}) applied."
@@ -426,12 +441,12 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
     defaults = {s: dict(v) for s, v in out.items()}
     out.setdefault("paths", {})["root"] = str(path.parent.resolve())
     for key, value in (overrides or {}).items():
-        if isinstance(value, dict):
-            for k, v in value.items(): out.setdefault(key, {})[k] = v
-        elif "." in key:
-            sec, k = key.split(".", 1)
-            out.setdefault(sec, {})[k] = value
+        if isinstance(value, dict): pairs = [(key, k, v) for k, v in value.items()]
+        elif "." in key: pairs = [(*key.split(".", 1), value)]
         else: raise KeyError(f"setting override {key!r}: use 'section.key' (sections: {', '.join(out)})")
+        for sec, k, v in pairs:
+            if why := unknown_setting(sec, k, out): raise KeyError(f"{why} (settings from {path})")
+            out.setdefault(sec, {})[k] = v
     for sec, values in defaults.items():
         for k, default in values.items():
             if k in out.get(sec, {}): out[sec][k] = _checked_number(sec, k, out[sec][k], default)

@@ -393,10 +393,11 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     elif name == "openai":
         kw = {k: cfg[k] for k in ("model", "base_url", "api_key_env", "revision", "concurrency", "timeout_s",
                                   "max_retries", "structured", "grammar_field") if k in cfg and cfg[k] != ""}
-    else:  # vLLM: every other setting is an engine argument (vllm_backend.VLLMBackend)
+    else:  # vLLM: its [llm] settings, and the [vllm] section's engine arguments (vllm_backend.VLLMBackend)
         kw = {k: v for k, v in cfg.items() if v != "" and k not in (
             "temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
             "n_threads", "structured", "grammar_field")}
+        kw.update({k: v for k, v in (settings.get("vllm") or {}).items() if v != ""})
         if name == "vllm": kw["models"] = str(resolve_path(settings, settings["paths"]["cache_dir"]) / "models")
     if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)

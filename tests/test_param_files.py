@@ -1,6 +1,7 @@
 """What every shipped parameter file asks of the models: a vLLM checkpoint and quantization that vLLM would accept,
-and never the bundled English embedding model behind a real judge. vLLM needs a GPU, so its argument check is
-replaced (only it) by a fake that applies vLLM's rule: a `quantization` argument must match the quantization method
+and never the bundled English embedding model behind a real judge. The shipped 70B checkpoints cannot load on these
+machines (GPU memory; the real CPU engine runs the bundled model in tests/test_vllm_engine.py), so vLLM's argument check
+is replaced (only it) by a fake on a GPU node that applies vLLM's rule: a `quantization` argument must match the quantization method
 the checkpoint's config declares (awq_marlin serves awq checkpoints; fp8 may quantise unquantised weights on load)."""
 import sys
 import types
@@ -93,3 +94,18 @@ def test_seed_models_collect_through_the_api_and_today_page_through_the_browser(
     web = yaml.safe_load((ROOT / "papermill_params" / "chatgpt-web.yaml").read_text())
     assert web["parameters"]["source"] == "browser" and web["parameters"]["provider"] == "chatgpt"
     assert "Qwen3-235B-A22B" in (ROOT / "papermill_params" / "qwen-chat.yaml").read_text()
+
+
+def test_a_misspelt_setting_stops_the_run_and_the_estimate_naming_the_nearest_one(tmp_path):
+    "A misspelt setting was silently ignored (a misspelt budget is a cost exposure): now it stops before any work."
+    from conftest import groundbench
+    p = groundbench("estimate", ROOT / "papermill_params" / "demo.yaml", "--setting", "llm.modle=x")
+    assert p.returncode == 2
+    assert "unknown setting llm.modle: did you mean llm.model?" in p.stderr
+    spec = yaml.safe_load((ROOT / "papermill_params" / "demo.yaml").read_text())
+    spec["settings"] = {"budget.max_cals": 1}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec))
+    p = groundbench("run", tmp_path / "p.yaml", "--runs-dir", tmp_path / "runs")
+    assert p.returncode != 0
+    assert "unknown setting budget.max_cals: did you mean budget.max_calls?" in p.stderr
+    assert not (tmp_path / "runs" / "demo" / "20_collect").exists()     # stopped before any stage
