@@ -46,11 +46,12 @@ with tempfile.TemporaryDirectory() as tmp:
 stages, model_s, llm = {}, {}, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
 for name, st in m["stages"].items():
     stages[name] = round(st["seconds"], 1)
-    model_s[name] = round(sum(v.get("seconds", 0) for step, v in (st.get("llm") or {}).items()
-                              if step != "embedding"), 1)
+    model_s[name] = 0.0
     for step, v in (st.get("llm") or {}).items():
         if step == "embedding": continue
         for k in llm: llm[k] += v.get(k, 0)
+        model_s[name] += v.get("seconds", 0)
+    model_s[name] = round(model_s[name], 1)
 # what is not the model, stage by stage (kernels, papermill, imports, pages, writing), and outside the stages
 other_s = {k: round(stages[k] - model_s[k], 1) for k in stages}
 print(json.dumps({

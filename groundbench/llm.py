@@ -29,7 +29,7 @@ from .core import load_settings, now_iso, resolve_path, stable_id, write_json
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'LLM', 'Structured',
            'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried',
-           'llm_from_settings', 'request', 'PromptTemplate', 'load_prompt']
+           'llm_from_settings', 'request', 'PromptTemplate', 'models_dir', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -398,7 +398,7 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
             "temperature", "seed", "max_tokens", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
             "n_threads", "structured", "grammar_field")}
         kw.update({k: v for k, v in (settings.get("vllm") or {}).items() if v != ""})
-        if name == "vllm": kw["models"] = str(resolve_path(settings, settings["paths"]["cache_dir"]) / "models")
+        if name == "vllm": kw["models"] = str(models_dir(settings))   # the smoke model's converted folder
     if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)
     cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
@@ -440,6 +440,12 @@ class PromptTemplate:
         missing = {m for m in missing if any(f"{{{m}}}" in c for r, c in self.messages[-1:])}
         if missing: raise KeyError(f"prompt {self.name} v{self.version}: missing values for {sorted(missing)}")
         return [{"role": r, "content": fill(c)} for r, c in self.messages]
+
+# %% ../nbs/01_llm.ipynb #f126e703
+def models_dir(settings: dict | None = None) -> Path:
+    "Where converted models live: `models/` in the settings' cache folder (shared by all runs, as the answer cache)."
+    s = settings or load_settings()
+    return resolve_path(s, s["paths"]["cache_dir"]) / "models"
 
 # %% ../nbs/01_llm.ipynb #d81ae457
 def load_prompt(name: str, version: int | None = None, folder: Path | None = None) -> PromptTemplate:

@@ -19,11 +19,11 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .backends import SMOLLM2, bundled_gguf, file_revision
-from .llm import Backend, ChatRequest, Completion
+from .llm import Backend, ChatRequest, Completion, models_dir
 
 # %% auto #0
-__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'model_marker', 'models_dir', 'smoke_model_folder', 'on_cpu', 'engine_args',
-           'make_sampling', 'VLLMBackend']
+__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'model_marker', 'smoke_model_folder', 'on_cpu', 'engine_args', 'make_sampling',
+           'VLLMBackend']
 
 # %% ../nbs/01_llm_vllm.ipynb #03afd3a3
 MODEL_MARKER = "groundbench-model.json"
@@ -35,12 +35,6 @@ def model_marker(model: str | Path) -> dict | None:
     except (OSError, json.JSONDecodeError) as e: raise ValueError(f"{p}: unreadable model marker ({e})") from e
 
 # %% ../nbs/01_llm_vllm.ipynb #0756febf
-def models_dir(settings: dict | None = None) -> Path:
-    "Where converted models live: `models/` in the settings' cache folder (shared by all runs, as the answer cache)."
-    from groundbench.core import load_settings, resolve_path
-    s = settings or load_settings()
-    return resolve_path(s, s["paths"]["cache_dir"]) / "models"
-
 def smoke_model_folder(folder: str | Path | None = None, gguf: str | Path | None = None) -> Path:
     """The bundled SmolLM2-135M-Instruct as a Hugging Face folder (`<folder>/<name>-<sha12>`, by default in
     `models_dir()`): converted from its GGUF on first use, reused after."""

@@ -156,6 +156,25 @@ def gguf_path():
     return bundled_gguf()
 
 
+def serving(proc: subprocess.Popen, base: str, log: Path, name: str, start_s: float, stop_s: float = 10):
+    """Yield `base` once the OpenAI-compatible server `proc` answers `base/models` (its log's end in the error if it
+    exits or does not answer within `start_s`), then stop it (killed after `stop_s`). For a fixture's `yield from`."""
+    try:
+        deadline = time.time() + start_s
+        while time.time() < deadline:
+            if proc.poll() is not None: raise RuntimeError(f"{name} exited: {log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200: break
+            except httpx.TransportError: pass
+            time.sleep(0.5)
+        else: raise RuntimeError(f"{name} did not start in {start_s:.0f} s: {log.read_text()[-3000:]}")
+        yield base
+    finally:
+        proc.terminate()
+        try: proc.wait(stop_s)
+        except subprocess.TimeoutExpired: proc.kill()
+
+
 @pytest.fixture(scope="session")
 def llama_server(gguf_path, tmp_path_factory):
     """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the bundled SmolLM2 model, one per test run."""
@@ -169,21 +188,7 @@ def llama_server(gguf_path, tmp_path_factory):
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path), "--host", "127.0.0.1",
                                  "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2-server",
                                  "--n_threads", str(threads), "--n_threads_batch", str(threads)], stdout=f, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if proc.poll() is not None: raise RuntimeError(f"llama.cpp server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200: break
-            except httpx.TransportError: pass
-            time.sleep(0.5)
-        else: raise RuntimeError(f"llama.cpp server did not start in 120 s: {log.read_text()[-2000:]}")
-        yield base
-    finally:
-        proc.terminate()
-        try: proc.wait(10)
-        except subprocess.TimeoutExpired: proc.kill()
+    yield from serving(proc, f"http://127.0.0.1:{port}/v1", log, "llama.cpp server", 120, stop_s=10)
 
 
 @pytest.fixture

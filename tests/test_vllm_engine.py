@@ -11,11 +11,10 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pydantic
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, serving
 
 os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")   # vLLM's own sockets on loopback
 pytestmark = pytest.mark.vllm_engine
@@ -178,21 +177,7 @@ def vllm_server(folder, tmp_path_factory):
     with open(log, "w") as f:
         proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "setup_vllm_cpu.sh"), "--serve", str(port)], env=env,
                                 stdout=f, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if proc.poll() is not None: raise RuntimeError(f"vLLM server exited: {log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200: break
-            except httpx.TransportError: pass
-            time.sleep(1)
-        else: raise RuntimeError(f"vLLM server did not start in 300 s: {log.read_text()[-3000:]}")
-        yield base
-    finally:
-        proc.terminate()
-        try: proc.wait(30)
-        except subprocess.TimeoutExpired: proc.kill()
+    yield from serving(proc, f"http://127.0.0.1:{port}/v1", log, "vLLM server", 300, stop_s=30)
 
 
 def test_the_openai_backend_against_vllms_server(engine, vllm_server):
