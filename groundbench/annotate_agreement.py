@@ -19,7 +19,7 @@ from .annotate import (GROUNDEDNESS_TASK, Task, annotator_agreement, export_pair
                                   judge_agreement, load_labels, sample_items)
 from .core import RecordError, write_table
 from .runfolder import AGREEMENT_FILES
-from .sourcebench import FIELDS, METRICS, judge_agreement as sourcebench_mae
+from .sourcebench import FIELDS, METRICS, judge_mae as sourcebench_mae
 from .stages import SOURCEBENCH, SOURCES
 
 # %% auto #0

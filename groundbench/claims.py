@@ -24,9 +24,9 @@ from .runfolder import Run
 from .stages import CLAIMS, StageOutput
 
 # %% auto #0
-__all__ = ['ROLES', 'PLACEHOLDERS', 'read_csv_rows', 'Template', 'load_templates', 'load_questions', 'load_claims',
-           'make_prompts', 'claims_and_templates', 'prompts_from_files', 'QuestionRewrite', 'rewrite_sample',
-           'rewrite_requests', 'rewrite_questions', 'run']
+__all__ = ['ROLES', 'PLACEHOLDERS', 'REWRITE_TOKENS', 'read_csv_rows', 'Template', 'load_templates', 'load_questions',
+           'load_claims', 'make_prompts', 'claims_and_templates', 'prompts_from_files', 'QuestionRewrite',
+           'rewrite_sample', 'rewrite_requests', 'rewrite_questions', 'run']
 
 # %% ../nbs/10_claims.ipynb #f375c442
 def read_csv_rows(path: str | Path, required: list[str], optional: tuple[str, ...] = (),
@@ -209,10 +209,12 @@ def rewrite_sample(claims: list[Claim], n: int) -> list[Claim]:
     return claims if n < 0 else claims[:n]
 
 # %% ../nbs/10_claims.ipynb #d881d515
+REWRITE_TOKENS = 160   # a question rewrite's output budget
+
 def rewrite_requests(claims: list[Claim], llm: LLM, prompt_version: int | None = None) -> list:
     "The question-rewrite requests of `claims` (also what `groundbench estimate` counts)."
     pt = load_prompt("question_rewrite", prompt_version)
-    return [request(llm, pt.render(claim=c.claim), max_tokens=160) for c in claims]
+    return [request(llm, pt.render(claim=c.claim), max_tokens=REWRITE_TOKENS) for c in claims]
 
 # %% ../nbs/10_claims.ipynb #3dc13aeb
 def rewrite_questions(claims: list[Claim], llm: LLM, prompt_version: int | None = None,
@@ -237,7 +239,7 @@ def run(run_dir: str | Path, claims_path: str | None = None, templates_path: str
     out_dir = r.stage_dir(CLAIMS)
     params = dict(claims_path=claims_path, templates_path=templates_path, questions_path=questions_path,
                   question_rewrite_sample=question_rewrite_sample)
-    with r.stage(CLAIMS, parameters=params) as st:
+    with r.record_stage(CLAIMS, parameters=params) as st:
         claims, templates = claims_and_templates(claims_path, templates_path, questions_path, settings)
         prompts = make_prompts(claims, templates)
         write_table(claims, out_dir / "claims.parquet")

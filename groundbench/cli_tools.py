@@ -98,7 +98,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
     """Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant
     baseline."""
     from groundbench.llm import llm_from_settings
-    from groundbench.sourcebench import METRICS, human_scores, judge_agreement, score_pages
+    from groundbench.sourcebench import METRICS, human_scores, judge_mae, score_pages
     from groundbench.tables import write_table_files
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     try:
@@ -112,7 +112,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
             judged, smoke = score_pages(human.assign(technical_failure=False), llm,
                                         str(sb.get("reference_date") or "2026-01-25"),
                                         progress=False, reader=reader), llm.smoke
-        agree = judge_agreement(human, judged)
+        agree = judge_mae(human, judged)
         out.mkdir(parents=True, exist_ok=True)
         write_table_files(agree.round(3), out, "sourcebench_agreement",
                           "Mean absolute error against the human graders' mean "

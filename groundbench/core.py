@@ -1,4 +1,4 @@
-"""The records every stage shares, the study settings, the run folder with its manifest, atomic writers and validating readers.
+"""The records every stage shares, the study settings, atomic writers and validating readers (the run folder and its manifest: notebook 00_runfolder).
 
 Docs: https://groundbench.github.io/groundbench/core.html.md"""
 
@@ -29,8 +29,8 @@ import pydantic
 __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
            'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text',
            'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame',
-           'write_table', 'read_table', 'read_records', 'load_yaml', 'project_root', 'package_dirs', 'unknown_setting',
-           'load_settings', 'resolve_path', 'now_iso']
+           'write_table', 'read_table', 'read_records', 'load_yaml', 'package_dir', 'project_root', 'package_dirs',
+           'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -383,6 +383,11 @@ def load_yaml(text: str) -> Any:
     import yaml
     return yaml.load(text, Loader=_no_alias_loader())
 
+# %% ../nbs/00_core.ipynb #758b1e3f
+def package_dir(sub: str = "") -> Path:
+    "The installed groundbench package's folder (or its subfolder `sub`: prompts, templates, collect ...)."
+    return Path(importlib.util.find_spec("groundbench").origin).resolve().parent / sub
+
 # %% ../nbs/00_core.ipynb #a1181f54
 def project_root() -> Path:
     """The folder holding settings.ini: $GROUNDBENCH_HOME, else the nearest one up from the working directory, else the
@@ -391,9 +396,7 @@ def project_root() -> Path:
     cwd = Path.cwd().resolve()
     for d in (cwd, *cwd.parents):
         if (d / "settings.ini").exists() and (d / "nbs").is_dir(): return d
-    spec = importlib.util.find_spec("groundbench")
-    if spec and spec.origin and (here := Path(spec.origin).resolve().parent.parent).joinpath("settings.ini").exists():
-        return here
+    if (here := package_dir().parent).joinpath("settings.ini").exists(): return here
     return cwd
 
 # %% ../nbs/00_core.ipynb #ff38d5ce

@@ -21,7 +21,7 @@ from .llm import CACHE_SCHEMAS
 
 # %% auto #0
 __all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
-           'embedder_from_settings', 'VectorIndex', 'top_k_chunks']
+           'top_k_of', 'chunk_chars_of', 'evidence_chars', 'embedder_from_settings', 'VectorIndex', 'top_k_chunks']
 
 # %% ../nbs/02_embed.ipynb #92d63f6f
 @dataclass(frozen=True)
@@ -147,6 +147,19 @@ def real_judge(settings: dict) -> bool:
     smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
     return str(settings["llm"].get("model", "")) not in smoke
 
+# %% ../nbs/02_embed.ipynb #596bb0a2
+def top_k_of(settings: dict, top_k: int | None = None) -> int:
+    "The passages retrieved per unit: `top_k` when given, else settings' `embed.top_k` (5 unless set)."
+    return int(top_k or settings["embed"].get("top_k", 5))
+
+def chunk_chars_of(settings: dict) -> int:
+    "A passage's characters: settings' `embed.chunk_chars` (500 unless set)."
+    return int(settings["embed"].get("chunk_chars", 500))
+
+def evidence_chars(settings: dict, top_k: int | None = None) -> int:
+    "The evidence retrieved per unit, in characters: `top_k_of` passages of `chunk_chars_of`."
+    return top_k_of(settings, top_k) * chunk_chars_of(settings)
+
 # %% ../nbs/02_embed.ipynb #f449a4fc
 def embedder_from_settings(settings: dict | None = None, run=None, **overrides) -> Embedder:
     """The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the
@@ -164,7 +177,7 @@ def embedder_from_settings(settings: dict | None = None, run=None, **overrides) 
                          "anyway, marked smoke")
     cache = EmbeddingCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "embeddings.sqlite")
     e = Embedder(cfg["model"], cache, int(cfg.get("batch_size", 64)))
-    e.chunk_chars, e.top_k = int(cfg.get("chunk_chars", 500)), int(cfg.get("top_k", 5))
+    e.chunk_chars, e.top_k = chunk_chars_of(settings), top_k_of(settings)
     if run is not None:
         run.record_model("embedding", {**e.describe(), "chunk_chars": e.chunk_chars, "top_k": e.top_k}, smoke=bundled)
     return e

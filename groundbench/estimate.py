@@ -16,8 +16,9 @@ import pandas as pd
 
 from .budget import model_price, prices_from_settings
 from .estimate_collect import api_assistants_of, collection_costs
+from .estimate_plans import PLANNERS
 from .estimate_steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs, prompts_to_collect
-from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage, stage_parameters
+from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
 __all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'collection_lines', 'format_estimate', 'write_estimate']
@@ -99,7 +100,7 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
     inp.expertqa_systems_limited = bool(params(COLLECT).get("expertqa_systems")) if COLLECT in stages else False
     rows = []
     for s in stages:   # in run order: 50_groundedness's planner tells 65_sourcecheckup's what it scores
-        if (plan := stage(s).plan) is not None: rows += plan(ctx, params(s), inp)
+        if (plan := PLANNERS.get(s)) is not None: rows += plan(ctx, params(s), inp)
     t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
     t, cost_note = add_costs(t, ctx)
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns

@@ -15,12 +15,13 @@ from .claims import QuestionRewrite, claims_and_templates, rewrite_requests, rew
 from .core import resolve_path
 from .estimate_steps import (NAN, STAGE_STEPS, UNIT_CHARS, Context, Inputs, StepEstimate,
                                         cached_units)
-from .groundedness.stage import select_conversations
+from .embed import evidence_chars
+from .groundedness.stage import context_tokens_of, select_conversations
 from .groundedness.units import MAX_UNITS, decontext_requests, extract_requests
 from .stages import CLAIMS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, VALIDATION
 
 # %% auto #0
-__all__ = ['plan_claims', 'plan_groundedness', 'plan_sourcebench', 'plan_sourcecheckup', 'plan_validation']
+__all__ = ['PLANNERS', 'plan_claims', 'plan_groundedness', 'plan_sourcebench', 'plan_sourcecheckup', 'plan_validation']
 
 # %% ../nbs/87_estimate_plans.ipynb #e5a10011
 def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
@@ -35,14 +36,13 @@ def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
 # %% ../nbs/87_estimate_plans.ipynb #c1036178
 def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
-    context_chars = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
+    context_chars = 4 * context_tokens_of(ctx.settings, p.get("context_tokens"))
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
     judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"]
     src_j = (f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None
              else "settings [estimate]")
-    evid = int(p.get("top_k")
-               or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
+    evid = evidence_chars(ctx.settings, p.get("top_k"))
     judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
     if inp.convs is None:
         n = min(inp.n_prompts, int(p.get("max_conversations") or 0) or inp.n_prompts)
@@ -111,7 +111,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
     stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
     if "verify" in methods:
         if sel is not None:
-            cc = 4 * int(p.get("context_tokens") or ctx.settings["groundedness"].get("context_tokens", 3000))
+            cc = 4 * context_tokens_of(ctx.settings, p.get("context_tokens"))
             rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None,
                                        f"{n} responses, one request each"))
         else:
@@ -137,8 +137,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
             facts = segs * a["words_per_segment"] * per_word
             rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
                                            len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
-        evid = int(p.get("top_k")
-                   or ctx.settings["embed"].get("top_k", 5)) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        evid = evidence_chars(ctx.settings, p.get("top_k"))
         rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None,
                                        f"{per_word:.2f} atomic facts a word (FActScore's "
                                        "own demonstrations), one True/False request a fact", (evid + 200) / 4))
@@ -149,7 +148,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
         return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
                                    "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
-    from groundbench.sourcebench import page_budget
+    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, page_budget
     sb = ctx.settings["sourcebench"]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
     per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
@@ -161,7 +160,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
     n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
                                                             else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
-    tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", 32768))))
+    tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", SB_CONTEXT))))
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
             "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
@@ -173,7 +172,7 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
     from groundbench.credibility.metrics import assistant_name
-    from groundbench.sourcecheckup import pick_responses, response_table
+    from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None:
         return [ctx.estimated_step(stg, s, "ratio", NAN, None,
@@ -200,7 +199,7 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     scs = ctx.settings.get("sourcecheckup", {})
     if (p.get("source_text") or scs.get("source_text", "whole")) == "whole":   # the whole page, as far as the context
         t = inp.sources.text.fillna("").astype(str) if "text" in inp.sources else pd.Series([], dtype=str)
-        t = t[t.str.strip().ne("")].str.len().clip(upper=4 * int(scs.get("context_tokens", 32768)))
+        t = t[t.str.strip().ne("")].str.len().clip(upper=4 * int(scs.get("context_tokens", SC_CONTEXT)))
         chunk = float(t.mean()) if len(t) else chunk
     return [ctx.built_step(stg, "extract_units", reqs, None,
                            f"{len(todo)} of {len(keep)} answers not scored by 50_groundedness"),
@@ -221,7 +220,7 @@ def plan_validation(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
         units, _, src = support_benchmark(eqa.claims, eqa.sources, int(p.get("claims_per_system") or 0))
         has = src[src.text.fillna("").astype(str).str.strip().ne("")]
         n_j = int(has.conversation_id.nunique())
-        evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        evid = evidence_chars(ctx.settings, p.get("top_k"))
         rows.append(ctx.estimated_step(stg, "judge", "counted", n_j, n_j,
                                        f"{len(units)} ExpertQA claims, {n_j} with evidence",
                                        ctx.template_tokens("judge") + evid / 4))
@@ -235,8 +234,12 @@ def plan_validation(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
                               PairColumns(**(p.get("pairs_columns") or {})),
                               p.get("pairs_label_map"), float(p.get("pairs_dev_fraction") or 0.5))
         n = int((pairs.split == "test").sum())
-        evid = int(p.get("top_k") or 5) * int(ctx.settings["embed"].get("chunk_chars", 500))
+        evid = evidence_chars(ctx.settings, p.get("top_k"))
         rows.append(ctx.estimated_step(stg, "judge", "counted", n, n,
                                        f"your labelled pairs: {n} test rows, one judge call each",
                                        ctx.template_tokens("judge") + evid / 4))
     return rows
+
+# %% ../nbs/87_estimate_plans.ipynb #f9314d42
+PLANNERS = {CLAIMS: plan_claims, GROUNDEDNESS: plan_groundedness, SOURCEBENCH: plan_sourcebench,
+            SOURCECHECKUP: plan_sourcecheckup, VALIDATION: plan_validation}

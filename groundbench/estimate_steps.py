@@ -19,10 +19,11 @@ from typing import Sequence
 import pandas as pd
 from fastcore.basics import patch
 
-from .claims import prompts_from_files
+from .claims import REWRITE_TOKENS, prompts_from_files
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
 from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
+from .sourcecheckup import SUPPORT_TOKENS
 from .groundedness.methods import OUTPUT_TOKENS
 from .groundedness.units import PAPER, extract_units
 from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt, repair_request,
@@ -37,9 +38,10 @@ __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
 # every step's output budget as the paper variants run it (VERIFY's 2,048 for ours and VERIFY; a lenient run asks for
 # less, so its figures stay below these bounds)
-MAX_TOKENS = {"question_rewrite": 160, **{k: PAPER.budget for k in ("extract_units", "decontextualise", "judge",
-                                                                      "verify_decontextualise", "verify_judge")},
-              **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": 150,
+MAX_TOKENS = {"question_rewrite": REWRITE_TOKENS,
+              **{k: PAPER.budget for k in ("extract_units", "decontextualise", "judge", "verify_decontextualise",
+                                           "verify_judge")},
+              **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": SUPPORT_TOKENS,
               **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_extract": PAPER.budget}
 # extractions asked again once with twice the budget when cut (then, lenient, one repair): up to 3 calls and 4 budgets
 CUT_RETRIED = ("extract_units", "verify_extract", "factscore_facts")

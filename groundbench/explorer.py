@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .collect.base import citable_url
-from .core import Conversation, Prompt, RecordError, read_records, read_table
+from .core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
 from .runfolder import Run
 from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
@@ -340,8 +340,7 @@ RunExplorer.picker = _picker
 # %% ../nbs/85_explorer.ipynb #e0a11e02
 def explore_template() -> Path:
     "The explorer notebook that runs copy into their folder (installed with the package)."
-    import importlib.util
-    return Path(importlib.util.find_spec("groundbench").origin).resolve().parent / "templates" / "explore.ipynb"
+    return package_dir("templates") / "explore.ipynb"
 
 # %% ../nbs/85_explorer.ipynb #a7ab2831
 def _pct(num, den) -> float: return round(100 * float(num) / float(den), 1) if den else float("nan")
@@ -423,7 +422,7 @@ RunExplorer.report_link = _report_link
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     """Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own
     folder)."""
-    from groundbench.stages import execute_notebook
+    from groundbench.kernels import execute_notebook
     run_dir = Path(run_dir)
     out = run_dir / "explore.ipynb"
     execute_notebook(explore_template(), out, run_dir, kernel)

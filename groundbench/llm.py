@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from fastcore.basics import patch
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
-from .core import load_settings, now_iso, resolve_path, stable_id, write_json
+from .core import load_settings, now_iso, package_dir, resolve_path, stable_id, write_json
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
@@ -420,8 +420,7 @@ def request(llm: LLM, messages: str | Sequence[dict], schema: dict | None = None
     return ChatRequest.of(messages, schema, **d)
 
 # %% ../nbs/01_llm.ipynb #f43d7f74
-PROMPTS_DIR = (Path(__file__).resolve().parent / "prompts" if "__file__" in globals()
-               else Path(importlib.util.find_spec("groundbench").origin).parent / "prompts")
+PROMPTS_DIR = package_dir("prompts")
 _BLOCK = re.compile(r"^### (system|user|assistant)\s*$", re.M)
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ def run(run_dir: str | Path, settings_overrides: dict | None = None) -> StageOut
     `settings_overrides` changes nothing here (every stage takes it)."""
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(PROFILE)
-    with r.stage(PROFILE) as st:
+    with r.record_stage(PROFILE) as st:
         prof = build_profile(r.dir)
         if len(prof):
             write_table(prof, out / "profile.csv")

@@ -488,7 +488,7 @@ def run(run_dir: str | Path, runs: list | None = None, n_boot: int = 1000, paper
     if not run_dirs: raise RecordError(f"{r.dir}: nothing to report (no {COLLECT} here and no `runs` given)")
     if compare and not all(isinstance(x, list) and len(x) == 2 for x in compare):
         raise ValueError(f"compare: give a list of [A, B] pairs, got {compare!r}")
-    with r.stage(REPORT, parameters=dict(runs=[str(x) for x in runs], n_boot=n_boot, compare=compare)) as st:
+    with r.record_stage(REPORT, parameters=dict(runs=[str(x) for x in runs], n_boot=n_boot, compare=compare)) as st:
         o = load_outputs(run_dirs)
         paths = write_report(o, out, n_boot, mapping=paper_assistants or {},
                              title=f"groundbench report: {', '.join(o.run_ids)}", compare=compare)

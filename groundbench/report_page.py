@@ -19,7 +19,7 @@ from .tables import Output, html_table
 
 # %% auto #0
 __all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'table_terms', 'usage_table',
-           'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'item_html', 'render_html']
+           'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'section_html', 'render_html']
 
 # %% ../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -153,7 +153,7 @@ def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] 
             + html_table(table, index, row_classes=row_classes) + "</details>")
 
 # %% ../nbs/81_report_page.ipynb #04c9ab1a
-def item_html(i, out_dir: Path) -> str:
+def section_html(i, out_dir: Path) -> str:
     """One table or figure as a section: its caption, a smoke banner when a model made it, the table (rows outside
     the paper's interval coloured) with the meanings of its names and its files, or the figure embedded."""
     e, parts = html.escape, [f"<section id='{i.name}'><h2>{html.escape(short(i.caption))}</h2>"
@@ -179,7 +179,7 @@ def render_html(items: list, missing: list[str], o, out_dir: Path, title: str) -
     """The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their
     box, figures embedded; `items` are the report's tables and figures (`report.ReportItem`), `o` its runs
     (`report.RunOutputs`)."""
-    parts = page_head(items, missing, o, title) + [item_html(i, out_dir) for i in items]
+    parts = page_head(items, missing, o, title) + [section_html(i, out_dir) for i in items]
     u = usage_table(o.manifests)
     parts.append("<section id='usage'><h2>Stages, time and model usage</h2>"
                  + (html_table(u) if len(u) else "<p>(none recorded)</p>") + "</section>")

@@ -20,13 +20,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
-from fastcore.basics import patch
 
 from .core import RecordError, load_settings, now_iso, project_root, resolve_path, to_plain, write_json
 
 # %% auto #0
-__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info', 'Run',
-           'StageRecord', 'stage_usage', 'cut_outputs']
+__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info',
+           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -70,118 +69,108 @@ AGREEMENT_FILES = {  # tables `groundbench agreement` writes under a run's label
     "confusion": "agreement_confusion.csv", "baselines": "agreement_baselines.csv",
     "page_quality": "sourcebench/agreement_page_quality.csv"}
 
-# %% ../nbs/00_runfolder.ipynb #2b2cbff4
+# %% ../nbs/00_runfolder.ipynb #4ed8d105
+def read_manifest(path: Path) -> dict:
+    "The manifest at `path` as a dict (empty if none yet); anything else there is an error naming the file."
+    if not path.exists(): return {}
+    if path.is_dir(): raise RecordError(f"{path}: is a folder, not a manifest file")
+    try: m = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e: raise RecordError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise RecordError(f"{path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None
+    if not isinstance(m, dict):
+        raise RecordError(f"{path}: not a manifest (expected a JSON object, found {type(m).__name__})")
+    return m
+
+# %% ../nbs/00_runfolder.ipynb #68d32a0d
 class Run:
     "A run folder `runs/<run_id>/` with its manifest."
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
         self.run_id = self.dir.name
+        self.current_stage = None
 
-    @contextlib.contextmanager
-    def stage(self, name: str, parameters: dict | None = None):
-        "Context for one stage execution: records times, status, counts and LLM usage in the manifest."
-        rec = StageRecord(name)
-        # the LLM budget counts the other stages' spending, not this stage's earlier execution
-        self.current_stage = name
-        started = now_iso(); t0 = time.perf_counter()
-        def begin(m):
+    @classmethod
+    def open(cls, run_id: str, runs_dir: str | Path | None = None, parameters: dict | None = None) -> Run:
+        "Open (or create) the run `run_id` under `runs_dir`, recording `parameters` in the manifest."
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r}: use a plain folder name")
+        runs_dir = Path(runs_dir) if runs_dir else resolve_path(load_settings(), load_settings()["paths"]["runs_dir"])
+        run = cls(runs_dir / run_id)
+        def init(m):
+            for k, v in (("run_id", run_id), ("created_at", now_iso()), ("stages", {}), ("models", {})):
+                m.setdefault(k, v)
+            if parameters is not None: m["parameters"] = to_plain(parameters)
+            m["groundbench_version"] = package_versions(["groundbench"])["groundbench"]
+            m["environment"] = environment_info()
+        run.update_manifest(init)
+        return run
+
+    @property
+    def manifest_path(self) -> Path: return self.dir / "manifest.json"
+
+    def manifest(self) -> dict: return read_manifest(self.manifest_path)  # a dict, empty if none yet
+
+    def update_manifest(self, fn) -> dict:
+        "Apply `fn(manifest)` under a file lock and write the manifest atomically."
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with (self.dir / ".manifest.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            m = self.manifest()
+            fn(m)
+            m["updated_at"] = now_iso()
+            write_json(m, self.manifest_path)
+        return m
+
+    def record_stage(self, name: str, parameters: dict | None = None):
+        "Context for one stage execution (`stage_execution`): times, status, counts and LLM usage in the manifest."
+        return stage_execution(self, name, parameters)
+
+    def stage_dir(self, stage: str) -> Path:
+        "The output folder of `stage` (created)."
+        (d := self.dir / stage).mkdir(parents=True, exist_ok=True)
+        return d
+
+    def record_model(self, role: str, info: dict, smoke: bool = False):
+        "Record the model used for `role` (backend, name, revision); a smoke model marks the whole run as a smoke run."
+        def f(m):
+            m["models"][role] = {**to_plain(info), "smoke": smoke}
+            m["smoke_run"] = any(v.get("smoke") for v in m["models"].values())
+        self.update_manifest(f)
+
+    @property
+    def is_smoke(self) -> bool:
+        "True when any model of this run is a smoke model (its results must be labelled so)."
+        return bool(self.manifest().get("smoke_run"))
+
+# %% ../nbs/00_runfolder.ipynb #491ebbf5
+@contextlib.contextmanager
+def stage_execution(run: Run, name: str, parameters: dict | None = None):
+    "Context for one execution of stage `name` in `run`: records times, status, counts and LLM usage in the manifest."
+    rec = StageRecord(name)
+    run.current_stage = name   # the LLM budget counts the other stages' spending, not this stage's earlier execution
+    started = now_iso(); t0 = time.perf_counter()
+    def begin(m):
+        st = m["stages"].setdefault(name, {"history": []})
+        st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
+    run.update_manifest(begin)
+    status, error, budget = "done", None, None
+    try: yield rec
+    except BaseException as e:
+        status, error = "failed", "".join(traceback.format_exception_only(type(e), e)).strip()
+        if type(e).__name__ == "BudgetExceeded" and isinstance(getattr(e, "info", None), dict):
+            budget = {k: v for k, v in e.info.items() if k != "llm"}
+            for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))  # paid
+        raise
+    finally:
+        entry = {"started_at": started, "finished_at": now_iso(), "seconds": round(time.perf_counter() - t0, 3),
+                 "status": status, "error": error, "counts": rec.counts, "llm": rec.llm, "stopped_by_budget": budget}
+        run.current_stage = None
+        def end(m):
             st = m["stages"].setdefault(name, {"history": []})
-            st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
-        self.update_manifest(begin)
-        status, error, budget = "done", None, None
-        try: yield rec
-        except BaseException as e:
-            status, error = "failed", "".join(traceback.format_exception_only(type(e), e)).strip()
-            if type(e).__name__ == "BudgetExceeded" and isinstance(getattr(e, "info", None), dict):
-                budget = {k: v for k, v in e.info.items() if k != "llm"}
-                # what was paid
-                for step, stats in e.info.get("llm", {}).items(): rec.llm.setdefault(step, to_plain(stats))
-            raise
-        finally:
-            entry = {"started_at": started, "finished_at": now_iso(), "seconds": round(time.perf_counter() - t0, 3),
-                     "status": status, "error": error, "counts": rec.counts, "llm": rec.llm,
-                     "stopped_by_budget": budget}
-            self.current_stage = None
-            def end(m):
-                st = m["stages"].setdefault(name, {"history": []})
-                st.update(entry)
-                st["history"].append(entry)
-            self.update_manifest(end)
-
-# %% ../nbs/00_runfolder.ipynb #c633b9d6
-@patch(cls_method=True)
-def open(cls: Run, run_id: str, runs_dir: str | Path | None = None, parameters: dict | None = None) -> "Run":
-    "Open (or create) the run `run_id` under `runs_dir`, recording `parameters` in the manifest."
-    if not run_id or "/" in run_id or run_id.startswith("."):
-        raise ValueError(f"run id {run_id!r}: use a plain folder name")
-    runs_dir = Path(runs_dir) if runs_dir else resolve_path(load_settings(), load_settings()["paths"]["runs_dir"])
-    run = cls(runs_dir / run_id)
-    run.dir.mkdir(parents=True, exist_ok=True)
-    def init(m):
-        m.setdefault("run_id", run_id)
-        m.setdefault("created_at", now_iso())
-        m.setdefault("stages", {})
-        m.setdefault("models", {})
-        if parameters is not None: m["parameters"] = to_plain(parameters)
-        m["groundbench_version"] = package_versions(["groundbench"])["groundbench"]
-        m["environment"] = environment_info()
-    run.update_manifest(init)
-    return run
-
-# %% ../nbs/00_runfolder.ipynb #88b232df
-@patch(as_prop=True)
-def manifest_path(self: Run) -> Path: return self.dir / "manifest.json"
-
-# %% ../nbs/00_runfolder.ipynb #44b099a1
-@patch
-def manifest(self: Run) -> dict:
-    "The manifest as a dict (empty if none yet)."
-    if not self.manifest_path.exists(): return {}
-    if self.manifest_path.is_dir(): raise RecordError(f"{self.manifest_path}: is a folder, not a manifest file")
-    try: m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{self.manifest_path}: not UTF-8 text (byte {e.start})") from None
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise RecordError(f"{self.manifest_path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None
-    if not isinstance(m, dict):
-        raise RecordError(f"{self.manifest_path}: not a manifest (expected a JSON object, found {type(m).__name__})")
-    return m
-
-# %% ../nbs/00_runfolder.ipynb #d83277e4
-@patch
-def update_manifest(self: Run, fn) -> dict:
-    "Apply `fn(manifest)` under a file lock and write the manifest atomically."
-    self.dir.mkdir(parents=True, exist_ok=True)
-    with open(self.dir / ".manifest.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        m = self.manifest()
-        fn(m)
-        m["updated_at"] = now_iso()
-        write_json(m, self.manifest_path)
-    return m
-
-# %% ../nbs/00_runfolder.ipynb #2ab68b23
-@patch
-def stage_dir(self: Run, stage: str) -> Path:
-    "The output folder of `stage` (created)."
-    d = self.dir / stage
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-# %% ../nbs/00_runfolder.ipynb #8cf3d5b9
-@patch
-def record_model(self: Run, role: str, info: dict, smoke: bool = False):
-    "Record the model used for `role` (backend, name, revision); a smoke model marks the whole run as a smoke run."
-    def f(m):
-        m["models"][role] = {**to_plain(info), "smoke": smoke}
-        m["smoke_run"] = any(v.get("smoke") for v in m["models"].values())
-    self.update_manifest(f)
-
-# %% ../nbs/00_runfolder.ipynb #fb20ea76
-@patch(as_prop=True)
-def is_smoke(self: Run) -> bool:
-    "True when any model of this run is a smoke model (its results must be labelled so)."
-    return bool(self.manifest().get("smoke_run"))
+            st.update(entry)
+            st["history"].append(entry)
+        run.update_manifest(end)
 
 # %% ../nbs/00_runfolder.ipynb #1d48f6b8
 class StageRecord:

@@ -22,8 +22,8 @@ from fastcore.basics import patch
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
 from .runfolder import PROGRESS_FILE, Run, cut_outputs, stage_usage
-from .stages import (COLLECT, CREDIBILITY, STAGES, default_kernel, execute_notebook, import_papermill,
-                                private_kernel, stage, stage_parameters)
+from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
+from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
@@ -104,8 +104,9 @@ def say(text: str):
 
 # %% ../nbs/89_runner.ipynb #3b0cd9bd
 class StageProgress:
-    """While a stage runs, lines on its model calls read from the file its LLM client keeps (`llm.PROGRESS_FILE`): the
-    step, calls done of those to make, cache hits, seconds and an estimate of what is left; a line when a step starts,
+    """While a stage runs, lines on its model calls read from the file its LLM client keeps
+    (`runfolder.PROGRESS_FILE`): the step, calls done of those to make, cache hits,
+    seconds and an estimate of what is left; a line when a step starts,
     every `every_s` seconds while it runs, and when it ends. Nothing when `quiet`."""
     def __init__(self, run_dir: Path, label: str, every_s: float = 15.0, quiet: bool = False, poll_s: float = 1.0):
         self.file, self.label = Path(run_dir) / PROGRESS_FILE, label
@@ -168,7 +169,7 @@ del _os, _sys"""
 
 class SharedKernel:
     """One Jupyter kernel for the stages of a run (`with SharedKernel(name, cwd) as k:`); `k.fresh()` clears the
-    namespace between stages, `stages.execute_notebook(..., km=k.km)` runs a notebook in it."""
+    namespace between stages, `kernels.execute_notebook(..., km=k.km)` runs a notebook in it."""
     def __init__(self, name: str, cwd: Path):
         self.name, self.cwd, self.km, self.kc, self._kernel = name, Path(cwd), None, None, None
     def __enter__(self):

@@ -26,9 +26,9 @@ from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'VARIANT_NOTES',
-           'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores', 'page_budget',
-           'read_scores_official', 'score_pages', 'system_scores', 'human_scores', 'judge_agreement',
+__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS',
+           'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores',
+           'page_budget', 'read_scores_official', 'score_pages', 'system_scores', 'human_scores', 'judge_mae',
            'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
@@ -88,7 +88,9 @@ VARIANTS = {"paper": ("official", "script", "official"),        # as WukLab/Sour
             "rubric": ("cited", "rubric", "strict")}            # seed 001's rubric for technical failures
 
 # %% ../nbs/60_sourcebench.ipynb #63eae76e
-def page_budget(llm: LLM, context_tokens: int = 32768) -> int:
+CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcebench.context_tokens say
+
+def page_budget(llm: LLM, context_tokens: int = CONTEXT_TOKENS) -> int:
     """Characters of page text a judge call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len, else
     `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated
     approximation)."""
@@ -257,7 +259,7 @@ def human_scores(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 # %% ../nbs/60_sourcebench.ipynb #92a3ba27
-def judge_agreement(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
+def judge_mae(human: pd.DataFrame, judged: pd.DataFrame | None) -> pd.DataFrame:
     """MAE per metric and on average (Avg: the mean of the metrics' MAEs) of the judge's scores (`judged`, row by row
     with `human`; None: the baseline alone) and of the constant baseline (each metric's human median), with pages
     compared."""
@@ -377,9 +379,9 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
     out = r.stage_dir(SOURCEBENCH)
     params = dict(current_date=ref, max_pages=max_pages, text_chars=text_chars, variant=names[0],
                   compare_variants=names[1:], sources_per_response=sources_per_response)
-    with r.stage(SOURCEBENCH, parameters=params) as st:
+    with r.record_stage(SOURCEBENCH, parameters=params) as st:
         llm = llm_from_settings(settings, r)
-        budget = int(text_chars or page_budget(llm, int(sbs.get("context_tokens", 32768))))
+        budget = int(text_chars or page_budget(llm, int(sbs.get("context_tokens", CONTEXT_TOKENS))))
         tables = [_score_variant(r, out, name, sources_per_response, max_pages, llm, ref, budget, st, primary=k == 0)
                   for k, name in enumerate(names)]
         write_table_files(tables[0], out, "sourcebench_scores",

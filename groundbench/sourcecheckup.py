@@ -25,8 +25,9 @@ from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'Support', 'response_table', 'aggregate_support', 'support_table', 'source_budget',
-           'judge_pairs', 'pick_responses', 'other_view', 'statements_of', 'run']
+__all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'Support', 'response_table',
+           'aggregate_support', 'support_table', 'source_budget', 'judge_pairs', 'pick_responses', 'other_view',
+           'statements_of', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -100,7 +101,10 @@ SOURCE_TEXT = {"whole": "the cited page's whole text, as SourceCheckup's code gi
                "chunks": "ours: the page's `source_chunks` chunks closest to the statement (pages that short given "
                          "whole)"}
 
-def source_budget(llm: LLM, context_tokens: int = 32768) -> int:
+CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcecheckup.context_tokens say
+SUPPORT_TOKENS = 150     # the verifier's answer: found or not found, and its reason
+
+def source_budget(llm: LLM, context_tokens: int = CONTEXT_TOKENS) -> int:
     """Characters of page text a verifier call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len,
     else `context_tokens`) less the prompt, a statement of 600 characters and the answer, at 4 characters a token."""
     d = llm.backend.describe()
@@ -142,7 +146,7 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
             rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chars_given": len(shown),
                          "chars_total": len(text), "source_cut": len(shown) < len(text)})
             prompt = pt.render(statement=u.decontextualised or u.text, source=shown)
-            reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=150)))
+            reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=SUPPORT_TOKENS)))
     res = complete_json(llm, [r for _, r in reqs], Support, step="sourcecheckup", progress=progress)
     for (i, _), r in zip(reqs, res):
         rows[i].update(supported=bool(r.value["supported"]) if r.value else False,
@@ -197,7 +201,7 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
     others = [x for x in (compare_variants or []) if x != source_text]
     params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks,
                   source_text=source_text, compare_variants=others)
-    with r.stage(SOURCECHECKUP, parameters=params) as st:
+    with r.record_stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
         sources = pd.read_parquet(r.dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id",
                                                                                         "citation_index"])
@@ -210,7 +214,7 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         responses = responses[responses.conversation_id.isin(keep)].reset_index(drop=True)
         sourceless = set(responses.conversation_id[responses.sourceless])
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
-        budget = source_budget(llm, int(scs.get("context_tokens", 32768)))
+        budget = source_budget(llm, int(scs.get("context_tokens", CONTEXT_TOKENS)))
         pairs = judge_pairs([u for u in stmts if u.conversation_id not in sourceless],
                             sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks,
                             source_text=source_text, budget=budget)

@@ -8,10 +8,7 @@ Docs: https://groundbench.github.io/groundbench/stages.html.md"""
 from __future__ import annotations
 
 import ast
-import importlib
 import json
-import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,21 +16,20 @@ from .core import RecordError, project_root
 
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
-           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters', 'default_kernel',
-           'private_kernel', 'quiet_jsonschema', 'import_papermill', 'execute_notebook']
+           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters']
 
 # %% ../nbs/04_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
 class Stage:
-    """One stage of a run: its notebook's name, what it is, the stages it reads, its main outputs, its LLM steps, the
-    module its notebook exports (whose `run` executes the stage) and the estimate's planner of its requests."""
+    """One stage of a run: its notebook's name, what it is, the stages it reads, its main outputs, its LLM steps and
+    the module its notebook exports (whose `run(run_dir, ...)` executes the stage). A record, nothing more: the runner
+    (notebook 89) executes stages, the estimate (87, 88) plans their requests."""
     name: str
     title: str
     reads: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     llm_steps: tuple[str, ...] = ()
     module: str = ""
-    planner: str = ""
 
     @property
     def notebook(self) -> Path:
@@ -44,54 +40,61 @@ class Stage:
         "The stage's output folder in a run."
         return Path(run_dir) / self.name
 
-    @property
-    def run(self):
-        "The stage's `run(run_dir, ...)`: the function its notebook exports and its last cells call."
-        return importlib.import_module(f"groundbench.{self.module}").run
-
-    @property
-    def plan(self):
-        """The function that plans the stage's model requests for `groundbench estimate`, `plan(ctx, parameters,
-        inputs)` (notebook 87_estimate_plans), or None for a stage that asks no model."""
-        return getattr(importlib.import_module("groundbench.estimate_plans"), self.planner) if self.planner else None
-
 # %% ../nbs/04_stages.ipynb #27050387
 CLAIMS, COLLECT, SOURCES, CREDIBILITY = "10_claims", "20_collect", "30_sources", "40_credibility"
-GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, PROFILE = ("50_groundedness", "60_sourcebench", "65_sourcecheckup",
-                                                     "68_profile")
-VALIDATION, REPORT, EXPLORER = "70_validation", "80_report", "85_explorer"
+GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP = "50_groundedness", "60_sourcebench", "65_sourcecheckup"
+PROFILE, VALIDATION, REPORT, EXPLORER = "68_profile", "70_validation", "80_report", "85_explorer"
 
-STAGES: dict[str, Stage] = {s.name: s
-                            for s in [Stage(CLAIMS, "claims and prompts: the seed study's claims, templates and "
-                                            "question rewrites",
-          outputs=("claims.parquet", "prompts.parquet"), llm_steps=("question_rewrite",), module="claims",
-          planner="plan_claims"),
-    Stage(COLLECT, "collection: the assistants' answers with their citations (browser, API or a table)", (CLAIMS,),
-          ("conversations.jsonl", "prompts.parquet", "sources_presupplied.parquet"), module="collect.stage"),
-    Stage(SOURCES, "sources: every cited page fetched and its text extracted", (COLLECT,),
-          ("sources.parquet", "fetch_records.parquet"), module="sources.stage"),
-    Stage(CREDIBILITY, "credibility: each cited domain rated, the paper's Tables 1-3", (COLLECT, SOURCES),
-          ("citations.parquet", "rates.csv"), module="credibility.stage"),
-    Stage(GROUNDEDNESS, "groundedness: units, evidence and the judge, by three methods",
-          (COLLECT, SOURCES, CREDIBILITY),
-          ("units.jsonl", "judgments.jsonl", "response_scores.csv"),
-          ("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise", "verify_judge",
-           "factscore_facts", "factscore_verify"), "groundedness.stage", "plan_groundedness"),
-    Stage(SOURCEBENCH, "SourceBench: the cited pages' quality on eight metrics", (COLLECT, SOURCES),
-          ("page_scores.parquet", "sourcebench_scores.csv"),
-          ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"), "sourcebench", "plan_sourcebench"),
-    Stage(SOURCECHECKUP, "SourceCheckup: statement by statement, do the cited sources support the answer?",
-          (COLLECT, SOURCES, GROUNDEDNESS), ("responses.parquet", "sourcecheckup.csv"),
-          ("extract_units", "decontextualise", "sourcecheckup"), "sourcecheckup", "plan_sourcecheckup"),
-    Stage(PROFILE, "profile: each system's credibility, groundedness and page quality side by side",
-          (CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("profile.csv",), module="profile"),
-    Stage(VALIDATION, "validation: the judges against human labels (ExpertQA, your pairs)", (COLLECT, CREDIBILITY),
-          ("judge_claims.parquet", "judge_confusion.csv"), ("judge", "sourcecheckup"), "validation",
-          "plan_validation"),
-    Stage(REPORT, "report: the paper's tables and figures, paper against run, one HTML page",
-          (COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP), ("report.html",), module="report"),
-    Stage(EXPLORER, "explorer: a notebook in the run folder to browse claims, answers, units and sources",
-          (COLLECT, SOURCES, CREDIBILITY, GROUNDEDNESS), ("explore.ipynb",), module="explorer"),
+STAGES: dict[str, Stage] = {s.name: s for s in [
+    Stage(name=CLAIMS, title="claims and prompts: the seed study's claims, templates and question rewrites",
+          outputs=("claims.parquet", "prompts.parquet"),
+          llm_steps=("question_rewrite",),
+          module="claims"),
+    Stage(name=COLLECT, title="collection: the assistants' answers with their citations (browser, API or a table)",
+          reads=(CLAIMS,),
+          outputs=("conversations.jsonl", "prompts.parquet", "sources_presupplied.parquet"),
+          module="collect.stage"),
+    Stage(name=SOURCES, title="sources: every cited page fetched and its text extracted",
+          reads=(COLLECT,),
+          outputs=("sources.parquet", "fetch_records.parquet"),
+          module="sources.stage"),
+    Stage(name=CREDIBILITY, title="credibility: each cited domain rated, the paper's Tables 1-3",
+          reads=(COLLECT, SOURCES),
+          outputs=("citations.parquet", "rates.csv"),
+          module="credibility.stage"),
+    Stage(name=GROUNDEDNESS, title="groundedness: units, evidence and the judge, by three methods",
+          reads=(COLLECT, SOURCES, CREDIBILITY),
+          outputs=("units.jsonl", "judgments.jsonl", "response_scores.csv"),
+          llm_steps=("extract_units", "decontextualise", "judge", "verify_extract", "verify_decontextualise",
+                     "verify_judge", "factscore_facts", "factscore_verify"),
+          module="groundedness.stage"),
+    Stage(name=SOURCEBENCH, title="SourceBench: the cited pages' quality on eight metrics",
+          reads=(COLLECT, SOURCES),
+          outputs=("page_scores.parquet", "sourcebench_scores.csv"),
+          llm_steps=("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"),
+          module="sourcebench"),
+    Stage(name=SOURCECHECKUP, title="SourceCheckup: statement by statement, do the cited sources support the answer?",
+          reads=(COLLECT, SOURCES, GROUNDEDNESS),
+          outputs=("responses.parquet", "sourcecheckup.csv"),
+          llm_steps=("extract_units", "decontextualise", "sourcecheckup"),
+          module="sourcecheckup"),
+    Stage(name=PROFILE, title="profile: each system's credibility, groundedness and page quality side by side",
+          reads=(CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP),
+          outputs=("profile.csv",),
+          module="profile"),
+    Stage(name=VALIDATION, title="validation: the judges against human labels (ExpertQA, your pairs)",
+          reads=(COLLECT, CREDIBILITY),
+          outputs=("judge_claims.parquet", "judge_confusion.csv"),
+          llm_steps=("judge", "sourcecheckup"),
+          module="validation"),
+    Stage(name=REPORT, title="report: the paper's tables and figures, paper against run, one HTML page",
+          reads=(COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP),
+          outputs=("report.html",),
+          module="report"),
+    Stage(name=EXPLORER, title="explorer: a notebook in the run folder to browse claims, answers, units and sources",
+          reads=(COLLECT, SOURCES, CREDIBILITY, GROUNDEDNESS),
+          outputs=("explore.ipynb",),
+          module="explorer"),
 ]}
 
 # %% ../nbs/04_stages.ipynb #033f17f5
@@ -130,71 +133,3 @@ def stage_parameters(name: str) -> dict:
             try: out[target.id] = ast.literal_eval(node.value)
             except ValueError: out[target.id] = None
     return out
-
-# %% ../nbs/04_stages.ipynb #4462ab5c
-def default_kernel() -> str:
-    "The Jupyter kernel stages run in: 'groundbench' if registered (setup.sh does), else 'python3'."
-    from jupyter_client.kernelspec import KernelSpecManager
-    return "groundbench" if "groundbench" in KernelSpecManager().find_kernel_specs() else "python3"
-
-# %% ../nbs/04_stages.ipynb #c44deaef
-def _remove_orphaned_kernel_folders():
-    "Socket folders of `private_kernel`s whose process is gone (killed before it could remove them)."
-    import shutil
-    import tempfile
-    for d in Path(tempfile.gettempdir()).glob("gbk-*-*"):
-        try: pid = int(d.name.split("-")[1])
-        except (IndexError, ValueError): continue
-        try: os.kill(pid, 0)
-        except ProcessLookupError: shutil.rmtree(d, ignore_errors=True)
-        except PermissionError: pass  # another user's live process
-
-# %% ../nbs/04_stages.ipynb #fdb9b01d
-@contextmanager
-def private_kernel(name: str | None = None, cwd: str | Path | None = None):
-    """A started Jupyter kernel (`name`, default `default_kernel()`) that talks over Unix sockets in a folder of its
-    own, shut down and its sockets removed on exit. Kernels on TCP take ports that their manager picked and released a
-    moment before, so kernels started at once by other processes (parallel tests, two runs) can race for a port and
-    hang a notebook (papermill#511); sockets named in a private folder cannot collide."""
-    import shutil
-    import tempfile
-    from jupyter_client.manager import KernelManager
-    _remove_orphaned_kernel_folders()
-    folder = tempfile.mkdtemp(prefix=f"gbk-{os.getpid()}-")
-    short = len(folder) < 90  # a Unix socket's path holds at most 107 bytes; a very long TMPDIR falls back to TCP
-    km = KernelManager(kernel_name=name or default_kernel(),
-                       **({"transport": "ipc", "ip": os.path.join(folder, "k")} if short else {}))
-    try:
-        km.start_kernel(**({"cwd": str(cwd)} if cwd else {}))
-        yield km
-    finally:
-        try:
-            if km.has_kernel: km.shutdown_kernel(now=True)
-        finally: shutil.rmtree(folder, ignore_errors=True)  # also when the kernel had died already
-
-# %% ../nbs/04_stages.ipynb #c022fbd5
-def quiet_jsonschema():
-    "Import jsonschema, the first time in this process without its `iri` format checks (see above)."
-    import sys
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        sys.modules["rfc3987_syntax"] = None  # an import of it now fails, and jsonschema leaves that format out
-        try: import jsonschema._format  # noqa: F401
-        finally: del sys.modules["rfc3987_syntax"]
-
-# %% ../nbs/04_stages.ipynb #0fedeac6
-def import_papermill():
-    "papermill, its notebooks read and validated with `quiet_jsonschema`'s jsonschema; returns the module."
-    quiet_jsonschema()
-    import papermill
-    return papermill
-
-# %% ../nbs/04_stages.ipynb #0b39ef3b
-def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None,
-                     km=None, **kw):
-    """papermill's `execute_notebook` in a `private_kernel` started in `cwd`, or in the running kernel `km` (a shared
-    one); `kw`: parameters, log_output ..."""
-    import contextlib
-    papermill = import_papermill()
-    with contextlib.nullcontext(km) if km is not None else private_kernel(kernel, cwd) as k:
-        return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=k.kernel_name,
-                                          km=k, **{"progress_bar": False, **kw})

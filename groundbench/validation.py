@@ -161,7 +161,7 @@ def run(run_dir: str | Path, claims_per_system: int = 1, expertqa_judge: bool = 
     out, shown = r.stage_dir(VALIDATION), None
     params = dict(claims_per_system=claims_per_system, top_k=top_k, expertqa_judge=expertqa_judge,
                   pairs_path=pairs_path, pairs_columns=pairs_columns)
-    with r.stage(VALIDATION, parameters=params) as st:
+    with r.record_stage(VALIDATION, parameters=params) as st:
         llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
         if expertqa_judge:
             shown = expertqa_validation(out, st, llm, emb, claims_per_system, top_k, sourcecheckup_judge, llm.smoke)

@@ -80,7 +80,7 @@ def processors():
 @functools.cache
 def markdown_exporter():
     "nbconvert's Markdown exporter that drops inputs tagged remove_input; made once (its templates compile once)."
-    from groundbench.stages import quiet_jsonschema
+    from groundbench.kernels import quiet_jsonschema
     quiet_jsonschema()   # nbformat's jsonschema, without the IRI parsers it would build at import (1.3 s)
     from nbconvert import MarkdownExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
@@ -214,7 +214,9 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     nav, pages = {}, {}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     readme = re.sub(r"^<!--.*?-->\n", "", readme, flags=re.S)
-    (src / "index.md").write_text(readme, encoding="utf-8")
+    (src / "index.md").write_text(readme.replace("](nbs/guide.ipynb)", "](guide.md)"), encoding="utf-8")
+    from make_readme import guide_text
+    (src / "guide.md").write_text(guide_text(), encoding="utf-8")
     if (ROOT / "docs" / "images").exists(): shutil.copytree(ROOT / "docs" / "images", src / "docs" / "images")
     (src / "study_guide.md").write_text(study_guide(), encoding="utf-8")
     (src / "assets" / "iframe-worker").mkdir(parents=True)
@@ -250,7 +252,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
            "extra": {"polyfills": ["assets/iframe-worker/shim.js"]},
            "markdown_extensions": ["tables", "admonition", "attr_list", "md_in_html", {"toc": {"permalink": True}},
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
-           "nav": [{"Home": "index.md"}, {"Study guide": "study_guide.md"}, *[{k: v} for k, v in nav.items() if v]]}
+           "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"}, *[{k: v} for k, v in nav.items() if v]]}
     import yaml
     # beside the sources: MkDocs wants docs_dir to be a sibling of its config
     conf = src.parent / f"{src.name}.mkdocs.yml"

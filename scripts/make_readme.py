@@ -1,4 +1,5 @@
-"""Write README.md from nbs/index.ipynb (the README's source, nbdev's `readme_nb`), without Quarto.
+"""Write README.md from nbs/index.ipynb (the README's source, nbdev's `readme_nb`), without Quarto; `guide_text` makes
+the docs site's user guide from nbs/guide.ipynb, with the table of notebooks made from the notebooks themselves.
 
 Markdown cells are copied as they are; code cells become fenced Python blocks (cells marked `#| hide` are left out,
 `#|` directives are dropped). Where Quarto is installed, `nbdev-readme` gives the same text through Quarto.
@@ -7,6 +8,7 @@ Markdown cells are copied as they are; code cells become fenced Python blocks (c
     python scripts/make_readme.py --check  # exit 1 if README.md is not what index.ipynb makes"""
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -29,6 +31,33 @@ def readme_text(nb_path: Path) -> str:
             code = "\n".join(l for l in lines if not l.lstrip().startswith("#|")).strip("\n")
             if code: out.append(f"```python\n{code}\n```")
     return HEADER + "\n\n".join(out) + "\n"
+
+
+TABLE_MARK = "<!-- notebook table: filled in by scripts/make_readme.py (guide_text) -->"
+
+
+def notebook_table(nbs: Path = ROOT / "nbs") -> str:
+    """One row per numbered notebook, in order: its name, its title and summary line, the module its `default_exp`
+    names and, for a stage, the registry's name of it (groundbench.stages)."""
+    sys.path.insert(0, str(ROOT))
+    from groundbench.stages import STAGES
+    rows = ["| notebook | what | module | stage |", "|---|---|---|---|"]
+    for p in sorted(nbs.glob("[0-9]*.ipynb")):
+        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
+        first = "".join(cells[0]["source"]) if cells and cells[0]["cell_type"] == "markdown" else ""
+        title = next((ln[2:].strip() for ln in first.splitlines() if ln.startswith("# ")), p.stem)
+        summary = next((ln[1:].strip() for ln in first.splitlines() if ln.startswith(">")), "")
+        exp = next((m.group(1) for c in cells if (m := re.match(r"#\|\s*default_exp\s+(\S+)", "".join(c["source"])))),
+                   None)
+        module = f"`groundbench/{exp.replace('.', '/')}.py`" if exp else ""
+        what = f"**{title}**: {summary}" if summary else f"**{title}**"
+        rows.append(f"| `{p.stem}` | {what.replace('|', '/')} | {module} | {'stage' if p.stem in STAGES else ''} |")
+    return "\n".join(rows)
+
+
+def guide_text(nb_path: Path = ROOT / "nbs" / "guide.ipynb") -> str:
+    "The user guide's Markdown: nbs/guide.ipynb with the table of notebooks in place of its mark."
+    return readme_text(nb_path).replace(HEADER, "").replace(TABLE_MARK, notebook_table(nb_path.parent))
 
 
 def main():

@@ -232,3 +232,10 @@ def small_demo(tmp_path_factory):
     groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=1800)
     print(f"small demo run: {time.time() - t0:.0f} s")
     return tmp / "runs", spec, db
+
+
+def user_docs() -> str:
+    "What a reader is told: the README and the user guide (nbs/guide.ipynb as the docs site shows it)."
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_readme import guide_text
+    return (ROOT / "README.md").read_text(encoding="utf-8") + "\n" + guide_text()

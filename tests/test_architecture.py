@@ -1,6 +1,8 @@
-"""The house's shape (issue 28), read from the library's own source with `ast`: every import of a groundbench module,
-at the top of a module or inside a function, is an arrow; the arrows make no circle, and the modules that show results
-(the report, the explorer) reach no module that loads or calls a model, however indirectly."""
+"""The house's shape (issues 28 and 43), read from the library's own source with `ast`: every import of a groundbench
+module, at the top of a module, inside a function or by a string (`importlib.import_module("groundbench.x")`, an
+f-string naming `groundbench.` modules, `__import__`), is an arrow; the arrows make no circle, the modules that show
+results (the report, the explorer) reach no module that loads or calls a model, however indirectly, and the only import
+by a string the library makes is the backend loader's `pkg.mod:attr`."""
 import ast
 import json
 import re
@@ -31,10 +33,33 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
             names = [base] + [f"{base}.{a.name}" for a in node.names]
+        elif (target := string_import(node)) is not None:
+            lit, prefix = target
+            names = [lit] if lit else [m for m in modules if m.startswith(prefix)] if prefix else []
         for n in names:
             while n and n not in modules: n = n.rpartition(".")[0]
             if n and n != me: out.add(n)
     return out
+
+
+def string_import(node) -> tuple[str, str] | None:
+    """For a call that imports by a string (`import_module(x)`, `importlib.import_module(x)`, `__import__(x)`): (the
+    module when `x` is a literal, the constant prefix when `x` is an f-string); ("", "") when `x` is a variable."""
+    if not isinstance(node, ast.Call) or not node.args: return None
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name not in ("import_module", "__import__"): return None
+    a = node.args[0]
+    if isinstance(a, ast.Constant) and isinstance(a.value, str): return a.value, ""
+    if isinstance(a, ast.JoinedStr) and a.values and isinstance(a.values[0], ast.Constant):
+        return "", a.values[0].value
+    return "", ""
+
+
+def string_imports(path: Path) -> list[tuple[int, str]]:
+    "Each import by a string in `path`: (line, the literal or the f-string's prefix, or '' for a variable)."
+    return [(node.lineno, lit or prefix) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if (t := string_import(node)) is not None for lit, prefix in [t]]
 
 
 def graph() -> dict[str, set[str]]:
@@ -59,6 +84,18 @@ def test_the_import_graph_has_no_circle():
         f"{m} -> {sorted(n for n in g[m] if m in reach(g, n))}" for m in circles)
 
 
+# the imports by a string the library may make: the backend loader (a registered 'pkg.mod:attr'), vLLM's own module
+# where vLLM is optional, and the extraction worker's preloads of third-party libraries
+ALLOWED_STRING_IMPORTS = {("groundbench.llm", ""), ("groundbench.vllm_backend", "vllm.sampling_params"),
+                          ("groundbench.sources.extract", "")}
+
+
+def test_no_import_by_a_string_but_the_backend_loader():
+    found = {(module_name(p), lit): line for p in PKG.rglob("*.py") if p.name != "_modidx.py"
+             for line, lit in string_imports(p)}
+    assert set(found) == ALLOWED_STRING_IMPORTS, {k: v for k, v in found.items() if k not in ALLOWED_STRING_IMPORTS}
+
+
 def test_report_and_explorer_reach_no_model_module():
     g = graph()
     for m in ("groundbench.report", "groundbench.explorer", "groundbench.stages"):
@@ -71,10 +108,16 @@ def test_the_graph_reader_sees_function_level_and_relative_imports(tmp_path):
     pkg.mkdir(parents=True)
     f = pkg / "a.py"
     f.write_text("import os\nfrom ..core import x\ndef g():\n    from groundbench.llm import LLM\n")
-    mods = {"groundbench.core", "groundbench.llm", "groundbench.sub.a", "groundbench.sub"}
+    mods = {"groundbench.core", "groundbench.llm", "groundbench.sub.a", "groundbench.sub", "groundbench.est",
+            "groundbench.stages"}
     global ROOT
     old, ROOT = ROOT, tmp_path
-    try: assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm"}
+    try:
+        assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm"}
+        f.write_text("import importlib\nm = importlib.import_module('groundbench.est')\n"
+                     "def h(n): return importlib.import_module(f'groundbench.st{n}')\nx = __import__(n)\n")
+        assert imports_of(f, mods) == {"groundbench.est", "groundbench.stages"}
+        assert sorted(lit for _, lit in string_imports(f)) == ["", "groundbench.est", "groundbench.st"]
     finally: ROOT = old
 
 
@@ -114,15 +157,16 @@ def test_stage_names_are_written_once():
 def test_every_stage_is_an_exported_run_with_its_notebooks_parameters():
     """Each stage's notebook exports `run` to the module the registry names; `run`'s parameters are its notebook's
     parameters cell, in the same order; a stage with LLM steps has a planner for the estimate, the others none."""
+    import importlib
     import inspect
+    from groundbench.estimate_plans import PLANNERS
     from groundbench.stages import STAGES, StageOutput, stage_parameters
     for s in STAGES.values():
         assert default_exp(s.notebook) == s.module, (s.name, default_exp(s.notebook), s.module)
-        sig = inspect.signature(s.run)
+        sig = inspect.signature(importlib.import_module(f"groundbench.{s.module}").run)
         assert list(sig.parameters) == list(stage_parameters(s.name)), (s.name, list(sig.parameters))
         assert sig.return_annotation in (StageOutput, "StageOutput"), (s.name, sig.return_annotation)
-        assert bool(s.llm_steps) == (s.plan is not None), s.name
-        if s.plan: assert list(inspect.signature(s.plan).parameters) == ["ctx", "p", "inp"], s.name
+        assert bool(s.llm_steps) == (s.name in PLANNERS), s.name
         src = json.loads(s.notebook.read_text(encoding="utf-8"))["cells"]
         assert any("".join(c["source"]).startswith("#| export\ndef run(") for c in src), s.name
         calls = [c for c in src if c["cell_type"] == "code" and re.search(r"\brun\(", "".join(c["source"]))

@@ -52,7 +52,7 @@ def test_explorer_starts_with_the_run_and_holds_no_library_code(small_run):
 def test_explorer_runs_in_a_moved_run_folder(small_run, tmp_path):
     moved = tmp_path / "elsewhere" / "shared-run"
     shutil.copytree(small_run, moved)
-    from groundbench.stages import execute_notebook
+    from groundbench.kernels import execute_notebook
     execute_notebook(moved / "explore.ipynb", moved / "explore.ipynb", moved)  # a kernel on Unix sockets: no port race
     nb = json.loads((moved / "explore.ipynb").read_text())
     assert "<h1>Run explore-test</h1>" in outputs_text(nb["cells"][0])

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, groundbench
+from conftest import ROOT, groundbench, user_docs
 from groundbench.collect.table import import_table, import_tables, segment_agreement
 
 ASB = yaml.safe_load((ROOT / "papermill_params" / "ai-search-benchmark.yaml").read_text())
@@ -97,14 +97,14 @@ def test_segment_agreement_with_the_hand_labels_is_what_the_readme_says():
     imp = import_tables(ASB["parameters"]["import_tables"], ROOT)
     t = segment_agreement(imp.conversations, LABELS["answers"], dict(zip(imp.answers.conversation_id, imp.answers.answer_id)))
     assert t.answers.tolist() == [20, 20]
-    readme = (ROOT / "README.md").read_text()
+    readme = user_docs()
     for r in t.itertuples():
         line = f"| {r.assistant} | {r.answers} | {r.sentences} | {r.sentences_agree} ({r.sentence_agreement_pct:.1f}%) | {r.answers_agree} |"
         assert line in readme, f"README's segment agreement row for {r.assistant} should read: {line}"
 
 
 def _readme_row(label):
-    line = next(l for l in (ROOT / "README.md").read_text().splitlines() if l.startswith(f"| {label} |"))
+    line = next(l for l in user_docs().splitlines() if l.startswith(f"| {label} |"))
     return [c.strip() for c in line.strip("|").split("|")][1:]
 
 
@@ -128,7 +128,7 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
         top = ", ".join(f"{d} {n}" for d, n in t11[[f"{a} Domain", f"{a} Count"]].head(3).itertuples(index=False))
         assert _readme_row("top cited domains")[k] == top
     c = pd.read_parquet(cred / "citations.parquet")
-    readme = (ROOT / "README.md").read_text()
+    readme = user_docs()
     share = c.groupby("assistant").classified.mean()
     assert f"Only {round(100 * share['ChatGPT Search'])}% (ChatGPT Search) and {round(100 * share['Perplexity'])}% (Perplexity)" in readme
     sm = c[(c.assistant == "Perplexity") & (c.category == "social_media")]
@@ -151,7 +151,7 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     nc = cmp[(cmp.metric == "NCR") & (cmp.group == "Overall")].iloc[0]
     said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
             f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")
-    assert cr.diff_pp < 0 and cr.within_ci == "no" and nc.within_ci == "yes" and said in (ROOT / "README.md").read_text(), said
+    assert cr.diff_pp < 0 and cr.within_ci == "no" and nc.within_ci == "yes" and said in user_docs(), said
 
 
 TOW = ("tool,answer,sources\nBot,Yes [1][2].,\"www.bbc.co.uk/news/1; https://apnews.com/x\"\n"

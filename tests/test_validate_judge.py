@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import ROOT, groundbench
+from conftest import ROOT, groundbench, user_docs
 
 ROWS = [("The Eiffel Tower is in Paris.", "The Eiffel Tower is a landmark in Paris, France, built in 1889.", "Y", "dev"),
         ("The moon orbits Mars.", "The Moon is Earth's only natural satellite and orbits the Earth.", "N", "dev"),
@@ -53,7 +53,7 @@ def test_shipped_sample_baselines_and_its_build_script():
     assert overall.n.tolist() == [30, 30]
     assert set(agree.group) == {"all", *pairs.group.unique()}
     assert all(0 <= v <= 1 for v in overall.balanced_accuracy)
-    readme = (ROOT / "README.md").read_text()
+    readme = user_docs()
     wo, ec = overall.loc["word_overlap"], overall.loc["embedding_cosine"]
     said = (f"word overlap {wo.balanced_accuracy:.2f} and embedding cosine {ec.balanced_accuracy:.2f} balanced accuracy "
             f"(kappa {wo.kappa:.2f} [{wo.kappa_low:.2f}, {wo.kappa_high:.2f}] and {ec.kappa:.2f} [{ec.kappa_low:.2f}, {ec.kappa_high:.2f}])")

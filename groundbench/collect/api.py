@@ -25,7 +25,7 @@ from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..backends import post_with_retries
 
 # %% auto #0
-__all__ = ['API_COLLECTORS', 'API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
+__all__ = ['CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
            'parse_chat_completion', 'parse_perplexity', 'search_info', 'APICollector', 'OpenAIResponsesCollector',
            'PerplexityCollector']
 
@@ -210,8 +210,8 @@ class PerplexityCollector(APICollector):
     provider, key_env, default_base = "perplexity-api", "PERPLEXITY_API_KEY", "https://api.perplexity.ai"
     def parse(self, data): return parse_perplexity(data)
 
-API_COLLECTORS = {c.provider: c for c in (APICollector, OpenAIResponsesCollector, PerplexityCollector)}
+CHAT_API_COLLECTORS = {c.provider: c for c in (APICollector, OpenAIResponsesCollector, PerplexityCollector)}
 
 # %% ../../nbs/26_collect_api.ipynb #5e20e9a7
-API_PARSERS = {"openai-chat": parse_chat_completion, "openai-responses": parse_openai_responses,
+CHAT_API_PARSERS = {"openai-chat": parse_chat_completion, "openai-responses": parse_openai_responses,
                "perplexity-api": parse_perplexity}  # an archived API response read offline (`groundbench parse --json`)

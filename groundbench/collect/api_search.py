@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
 import httpx
 
-from .api import (API_COLLECTORS as _BASE_COLLECTORS, API_PARSERS as _BASE_PARSERS, APICollector,
+from .api import (CHAT_API_COLLECTORS, CHAT_API_PARSERS, APICollector,
                                      search_info,
                                      parse_openai_text, thought)
 from .base import CitationList, ParsedAnswer, citable_url, is_refusal, span_segments
@@ -162,7 +163,7 @@ def parse_claude(data: dict | list) -> ParsedAnswer:
                    model_answered=last.get("model", ""), sources_missing=searched > 0 and failed == searched)
 
 # %% ../../nbs/26_collect_api_search.ipynb #7c926e50
-_INLINE = __import__("re").compile(r"\[\[(\d+)\]\]\((https?://[^\s)]+)\)")
+_INLINE = re.compile(r"\[\[(\d+)\]\]\((https?://[^\s)]+)\)")
 
 def _fits(text: str, anns: list[dict]) -> bool:
     "Every annotation's span is exactly a link holding its URL."
@@ -301,8 +302,8 @@ def api_check(collector: APICollector, out: str | Path, prompt: str = HARMLESS_P
     return out_d
 
 # %% ../../nbs/26_collect_api_search.ipynb #382c1d79
-API_COLLECTORS = {**_BASE_COLLECTORS, **{c.provider: c for c in (GeminiCollector, ClaudeCollector, GrokCollector)}}
-API_PARSERS = {**_BASE_PARSERS, "gemini-api": parse_gemini, "claude-api": parse_claude, "grok-api": parse_grok}
+API_COLLECTORS = {**CHAT_API_COLLECTORS, **{c.provider: c for c in (GeminiCollector, ClaudeCollector, GrokCollector)}}
+API_PARSERS = {**CHAT_API_PARSERS, "gemini-api": parse_gemini, "claude-api": parse_claude, "grok-api": parse_grok}
 
 # %% ../../nbs/26_collect_api_search.ipynb #42bf6864
 def api_assistants_with_keys(assistants: Sequence[dict], environ: dict | None = None) -> tuple[list[dict], list[str]]:

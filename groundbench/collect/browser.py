@@ -229,7 +229,7 @@ def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: A
 # %% ../../nbs/22_collect_browser.ipynb #5cb8719c
 # -- steps an assistant module may refine
 @patch
-def run_flow(self: BrowserCollector, name: str, archive, prompt_id):
+def play_flow(self: BrowserCollector, name: str, archive, prompt_id):
     "Run one configured flow (notebook 28); a failed step stops with the flow, step and selector named."
     from groundbench.collect.flows import FlowError, run_flow
     try: return run_flow(self.driver, name, self.cfg["flows"][name], {"model": self.model})
@@ -239,7 +239,7 @@ def run_flow(self: BrowserCollector, name: str, archive, prompt_id):
 @patch
 def select_model(self: BrowserCollector, archive, prompt_id):
     "Pick `self.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
-    if self.model and (self.cfg.get("flows") or {}).get("model"): return self.run_flow("model", archive, prompt_id)
+    if self.model and (self.cfg.get("flows") or {}).get("model"): return self.play_flow("model", archive, prompt_id)
     sel = self.cfg["selectors"]
     if not self.model or not sel.get("model_switcher"): return
     btn = self._find("model_switcher")
@@ -261,7 +261,7 @@ def set_toggles(self: BrowserCollector, archive, prompt_id):
     """Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than
     `model`, then `toggles`."""
     for name in (self.cfg.get("flows") or {}):
-        if name != "model": self.run_flow(name, archive, prompt_id)
+        if name != "model": self.play_flow(name, archive, prompt_id)
     from selenium.webdriver.common.by import By
     for t in self.cfg.get("toggles") or []:
         els = self.driver.find_elements(By.CSS_SELECTOR, t["selector"])

@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 
 from .base import (CitationList, ParsedAnswer, citable_url, is_refusal, mark, segment_blocks,
                                       span_segments)
-from ..core import Citation, Segment, load_yaml
+from ..core import Citation, Segment, load_yaml, package_dir
 
 # %% auto #0
 __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'load_ui_config', 'answer_selectors', 'answer_selector', 'pick_renderer',
@@ -26,8 +26,7 @@ __all__ = ['CONFIG_DIR', 'BLOCK_TAGS', 'URL_ATTR', 'load_ui_config', 'answer_sel
            'citation_urls', 'full_screenshot']
 
 # %% ../../nbs/21_collect_page.ipynb #b18aeac1
-CONFIG_DIR = (Path(__file__).resolve().parent if "__file__" in globals()
-              else Path(__import__("groundbench.collect", fromlist=["x"]).__file__).parent)
+CONFIG_DIR = package_dir("collect")
 
 def load_ui_config(name_or_path: str | Path) -> dict:
     "The UI configuration of an assistant (bundled name such as 'chatgpt', or a YAML path)."

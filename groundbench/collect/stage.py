@@ -203,7 +203,7 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
     if api_assistants and sources != ["api"]: raise ValueError(f"api_assistants: give source api, not {source!r}")
     if workers > 1 and sources[0] not in ("browser", "api"):
         raise ValueError(f"workers {workers}: only browser and api collection is split")
-    with r.stage(COLLECT, parameters=params) as st:
+    with r.record_stage(COLLECT, parameters=params) as st:
         convs, prompts = [], []
         for kind in sources:
             if kind == "expertqa":

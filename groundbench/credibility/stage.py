@@ -84,7 +84,7 @@ def run(run_dir: str | Path, table: str | None = None, rules: str | None = None,
     r, started = Run(run_dir), time.time()
     src, out = r.dir / COLLECT, r.stage_dir(CREDIBILITY)
     params = dict(table=table, rules=rules, satire_category_as_satire=satire_category_as_satire, n_boot=n_boot)
-    with r.stage(CREDIBILITY, parameters=params) as st:
+    with r.record_stage(CREDIBILITY, parameters=params) as st:
         rater = rater_from_settings(settings, table, rules, satire_category_as_satire)
         rule_set = str(rules or settings.get("credibility", {}).get("rules") or "full")
         paper = is_paper(rule_set)   # the authors' code: a conversation whose citations are all unrated counts 0

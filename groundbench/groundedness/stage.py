@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..core import Conversation, Prompt, Unit, load_settings, read_records, write_jsonl, write_table
 from ..credibility.metrics import assistant_name
-from ..embed import Embedder, embedder_from_settings
+from ..embed import Embedder, embedder_from_settings, top_k_of
 from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
 from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
@@ -28,7 +28,7 @@ from ..tables import write_output, write_table_files
 # %% auto #0
 __all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
            'comparison_methods', 'run_ours', 'variant_table', 'variant_scores', 'variant_counts', 'unit_label_shares',
-           'write_units_and_judgments', 'write_scores', 'run']
+           'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -197,6 +197,13 @@ def _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other
                                              "extract_segments_failed")},
              chunks_over_size=int((chunks.chunk.str.len() > emb.chunk_chars).sum()) if len(chunks) else 0)
 
+# %% ../../nbs/50_groundedness.ipynb #f1adee36
+def context_tokens_of(settings: dict, context_tokens: int | None = None) -> int:
+    """The tokens of source text the judge reads per unit: `context_tokens` when given, else settings'
+    `groundedness.context_tokens` (3,000 unless set); 4 characters a token, a stated approximation, make its
+    characters."""
+    return int(context_tokens or settings["groundedness"].get("context_tokens", 3000))
+
 # %% ../../nbs/50_groundedness.ipynb #a9d8f40b
 def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", failed_pages: str = "unverifiable",
         methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None,
@@ -208,8 +215,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     settings = load_settings(overrides=settings_overrides or {})
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(GROUNDEDNESS)
-    top_k = int(top_k or settings["embed"].get("top_k", 5))
-    context_tokens = int(context_tokens or settings["groundedness"].get("context_tokens", 3000))
+    top_k, context_tokens = top_k_of(settings, top_k), context_tokens_of(settings, context_tokens)
     context_chars = 4 * context_tokens          # 4 characters a token, a stated approximation
     methods = ["ours", "verify", "factscore"] if methods is None else list(methods)
     if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
@@ -219,7 +225,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
                   top_k=top_k, context_tokens=context_tokens, variant=v.name,
                   compare_variants=[x.name for x in others])
-    with r.stage(GROUNDEDNESS, parameters=params) as st:
+    with r.record_stage(GROUNDEDNESS, parameters=params) as st:
         convs_all, prompts, sources = groundedness_inputs(r.dir)
         convs = select_conversations(convs_all, sources, max_conversations, pick, failed_pages)
         no_text = {c.conversation_id for c in convs} - {c.conversation_id

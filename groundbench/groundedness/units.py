@@ -18,10 +18,11 @@ from ..core import Conversation, Unit
 from ..llm import LLM, complete_json, complete_parsed, complete_retried, load_prompt, request, with_schema
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'DECONTEXT_GRAMMAR', 'UnitItem', 'Variant',
-           'variant_from_settings', 'UnitList', 'Decontextualised', 'answer_context', 'unit_grammar',
-           'parse_unit_lines', 'read_verify_units', 'extract_tokens', 'text_format', 'extract_requests',
-           'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests', 'decontextualise']
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'EXTRACT_TOKENS', 'DECONTEXT_TOKENS',
+           'DECONTEXT_GRAMMAR', 'UnitItem', 'Variant', 'variant_from_settings', 'UnitList', 'Decontextualised',
+           'answer_context', 'unit_grammar', 'parse_unit_lines', 'read_verify_units', 'extract_tokens', 'text_format',
+           'extract_requests', 'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests',
+           'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -167,11 +168,14 @@ def _wrap_units(read: tuple) -> tuple[dict | None, str]:
 def _unit_answer(text: str) -> tuple[dict | None, str]: return _wrap_units(parse_unit_lines(text))
 
 # %% ../../nbs/51_groundedness_units.ipynb #b74f9e97
+EXTRACT_TOKENS = 384      # our extraction's output budget (12 units of a sentence), JSON prompts' too
+DECONTEXT_TOKENS = 200    # our decontextualisation's (one rewritten unit)
+
 def extract_tokens(llm: LLM, variant: Variant = PAPER) -> int:
     """The extraction's output budget: the variant's (VERIFY's 2,048 tokens) or ours, 384 (12 units of a sentence);
     64 for the bundled smoke model, which repeats its lines until the budget ends (the same code path in less time: a
     cut answer is asked again with 128, and the cut is counted; JSON prompts (v1) keep 384)."""
-    return 64 if getattr(llm, "smoke", False) else variant.budget or 384
+    return 64 if getattr(llm, "smoke", False) else variant.budget or EXTRACT_TOKENS
 
 # %% ../../nbs/51_groundedness_units.ipynb #9db2ce42
 def text_format(name: str, prompt_version: int | None) -> bool:
@@ -192,7 +196,7 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
         ctx, cut = answer_context(c, i, context_chars)
         _count(stats, "extract_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, sentence=s.text),
-                            max_tokens=extract_tokens(llm, variant) if grammar else 384,
+                            max_tokens=extract_tokens(llm, variant) if grammar else EXTRACT_TOKENS,
                             grammar=grammar))
     return jobs, (reqs if grammar else with_schema(reqs, UnitList))
 
@@ -260,7 +264,7 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
     for u in todo:
         ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
         _count(stats, "decontext_context_truncated", cut)
-        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or 200,
+        reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or DECONTEXT_TOKENS,
                             grammar=grammar))
     return todo, (reqs if grammar else with_schema(reqs, Decontextualised))
 

@@ -226,7 +226,7 @@ def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = Fa
                            int(sc.get("max_text_chars", 2_000_000)), int(sc.get("max_pdf_pages", 300)))
     params = dict(fetch=fetch, allow_private=allow_private, browser_fetch=browser_fetch, max_urls=max_urls,
                   total_timeout_s=total_s, limits=dataclasses.asdict(limits))
-    with r.stage(SOURCES, parameters=params) as st:
+    with r.record_stage(SOURCES, parameters=params) as st:
         convs = read_records(src / "conversations.jsonl", Conversation)
         pre = (pd.read_parquet(src / "sources_presupplied.parquet") if (src / "sources_presupplied.parquet").exists()
                else pd.DataFrame(columns=["conversation_id", "url", "text"]))
