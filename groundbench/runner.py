@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Sequence
 
 import yaml
-from fastcore.basics import patch
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
 from .runfolder import PROGRESS_FILE, Run, cut_outputs, stage_usage
@@ -125,21 +124,19 @@ class StageProgress:
     def _loop(self):
         while not self._stop.wait(self.poll_s): self._poll()
 
-# %% ../nbs/89_runner.ipynb #12adf4ed
-@patch
-def _poll(self: StageProgress, final: bool = False):
-    "Read the progress file; say a line when the step changed, its time came, or (`final`) it moved since last said."
-    try: p = json.loads(self.file.read_text(encoding="utf-8"))
-    except (OSError, ValueError): return
-    key = (p.get("step"), p.get("done"), p.get("total"))
-    new_step = self._last is None or key[0] != self._last[0]
-    if key == self._last or not (new_step or final or time.monotonic() - self._said_at >= self.every_s): return
-    done, total, secs = int(p.get("done", 0)), int(p.get("total", 0)), float(p.get("seconds", 0))
-    left = f", about {secs / done * (total - done):.0f} s left" if 0 < done < total else ""
-    line = (f"[{self.label}] {p.get('step')}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
-            f"{secs:.0f} s{left}")
-    self.lines.append(line); say(line)
-    self._last, self._said_at = key, time.monotonic()
+    def _poll(self, final: bool = False):
+        "Read the progress file; say a line when the step changed, its time came, or (`final`) it moved since said."
+        try: p = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError): return
+        key = (p.get("step"), p.get("done"), p.get("total"))
+        new_step = self._last is None or key[0] != self._last[0]
+        if key == self._last or not (new_step or final or time.monotonic() - self._said_at >= self.every_s): return
+        done, total, secs = int(p.get("done", 0)), int(p.get("total", 0)), float(p.get("seconds", 0))
+        left = f", about {secs / done * (total - done):.0f} s left" if 0 < done < total else ""
+        line = (f"[{self.label}] {p.get('step')}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
+                f"{secs:.0f} s{left}")
+        self.lines.append(line); say(line)
+        self._last, self._said_at = key, time.monotonic()
 
 # %% ../nbs/89_runner.ipynb #4c843e69
 def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):

@@ -252,7 +252,8 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
            "extra": {"polyfills": ["assets/iframe-worker/shim.js"]},
            "markdown_extensions": ["tables", "admonition", "attr_list", "md_in_html", {"toc": {"permalink": True}},
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
-           "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"}, *[{k: v} for k, v in nav.items() if v]]}
+           "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"},
+                   *[{k: v} for k, v in nav.items() if v]]}
     import yaml
     # beside the sources: MkDocs wants docs_dir to be a sibling of its config
     conf = src.parent / f"{src.name}.mkdocs.yml"

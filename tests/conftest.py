@@ -72,11 +72,13 @@ def jupyterlab(root: Path, settings_dir: Path):
         except subprocess.TimeoutExpired: lab.kill()
 
 
-# One store of the bundled model's answers per test run (backends.AnswerStore), in a folder the first process of the
+# One store of the bundled model's answers per test run (tests/support/answer_store.py), in a folder the first process of the
 # run makes (pytest-xdist's controller, or pytest alone) and its workers find in GROUNDBENCH_TEST_ANSWERS. It is given
 # only to the runs tests make through `groundbench(...)`: a request two of them make is computed once. Tests of the
 # model itself (in process) and runs killed on purpose never see it, and compute every answer.
 ANSWERS_ENV = "GROUNDBENCH_TEST_ANSWERS"
+SUPPORT = Path(__file__).resolve().parent / "support"   # answer_store.py and the sitecustomize.py that registers it
+sys.path.insert(0, str(SUPPORT))
 
 
 def pytest_configure(config):
@@ -90,7 +92,7 @@ def pytest_terminal_summary(terminalreporter, config):
     "What the answer store spared: answers computed, answers served again, and the model's seconds they took."
     if getattr(config, "_groundbench_answers", None) is None or not (path := Path(os.environ[ANSWERS_ENV])).exists():
         return
-    from groundbench.backends import AnswerStore
+    from answer_store import AnswerStore
     s = AnswerStore(path).summary()
     terminalreporter.write_line(f"answer store: {s['computed']} answers computed, {s['served']} served again to "
                                 f"runs that asked the same ({s['seconds_spared']} s of model work spared)")
@@ -103,7 +105,8 @@ def pytest_unconfigure(config):
 def groundbench(*args, cwd=ROOT, check=False, timeout=600, env=None, store=True):
     """Run the installed `groundbench` command; returns the CompletedProcess. `store`: the run's in-process model
     answers from the test run's answer store where another run asked the same (False: computes every answer)."""
-    shared = {"GROUNDBENCH_ANSWER_STORE": os.environ[ANSWERS_ENV] if store else ""}
+    shared = {"GROUNDBENCH_ANSWER_STORE": os.environ[ANSWERS_ENV] if store else "",
+              "PYTHONPATH": os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH", "")]))}
     p = subprocess.run([str(BIN / "groundbench"), *map(str, args)], cwd=cwd, capture_output=True, text=True,
                        timeout=timeout, env={**os.environ, **shared, **(env or {})})
     if check and p.returncode != 0:
