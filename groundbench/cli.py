@@ -18,7 +18,7 @@ import typer
 import yaml
 
 from .claims import ROLES, prompts_from_files
-from .cli_app import app, check_out, fail, say_error
+from .cli_app import GLOBAL_SETTINGS, app, check_out, fail, say_error
 from .cli_tools import COMMANDS as TOOL_COMMANDS   # importing it registers the tools on `app`
 from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from .runfolder import Run
@@ -154,7 +154,7 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         spec = load_run_spec(params)
         spec.parameters = {**spec.parameters, **parse_params(param or [])}
         check_parameters(spec)
-        extra = parse_params(setting or [])
+        extra = {**GLOBAL_SETTINGS, **parse_params(setting or [])}
         if bad := [k for k in extra if "." not in k]:
             raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
         settings = load_settings(overrides={**spec.settings, **extra})
@@ -213,7 +213,8 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
     if run_id and len(params) > 1: fail("--run-id needs exactly one parameter file")
     if worker and len(params) > 1: fail("--worker needs exactly one parameter file")
     try:
-        w, extra, over = parse_worker(worker), parse_params(param or []), parse_params(setting or [])
+        w, extra = parse_worker(worker), parse_params(param or [])
+        over = {**GLOBAL_SETTINGS, **parse_params(setting or [])}
         if bad := [k for k in over if "." not in k]:
             raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
         for p in params: load_run_spec(p)

@@ -8,23 +8,29 @@ Docs: https://groundbench.github.io/groundbench/cli_app.html.md"""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import List, Optional, Sequence
 
 import typer
 
 from .core import RecordError
-from .runner import printable
+from .runner import parse_params, printable
 
 # %% auto #0
-__all__ = ['app', 'error_line', 'say_error', 'fail', 'same_file', 'check_out']
+__all__ = ['app', 'GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'error_line', 'say_error', 'fail', 'checked_settings', 'same_file',
+           'check_out']
 
 # %% ../nbs/90_cli_app.ipynb #424ec064
 app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="groundbench: how web-search chat assistants cite sources and ground their answers.")
 
+GLOBAL_SETTINGS: dict = {}          # `groundbench --setting k=v COMMAND`: checked here, merged by the command
+SETTING_COMMANDS = ("run", "estimate")   # the commands that take settings
+
 @app.callback(invoke_without_command=True)
 def _main(ctx: typer.Context,
-          version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit")):
+          version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit"),
+          setting: Optional[List[str]] = typer.Option(
+              None, "--setting", help="section.key=value for `run` and `estimate`, e.g. llm.model=gpt-4o (repeat)")):
     "groundbench: how web-search chat assistants cite sources and ground their answers."
     if version:
         from groundbench import __version__
@@ -33,6 +39,7 @@ def _main(ctx: typer.Context,
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
+    if setting: GLOBAL_SETTINGS.update(checked_settings(setting, ctx.invoked_subcommand))
 
 # %% ../nbs/90_cli_app.ipynb #12f69ce8
 def error_line(e: BaseException) -> str:
@@ -57,6 +64,21 @@ def fail(message: object, code: int = 2):
     "Print a clear, one-line error on stderr and exit with `code`."
     say_error(message)
     raise typer.Exit(code)
+
+# %% ../nbs/90_cli_app.ipynb #2be75106
+def checked_settings(setting: Sequence[str], command: str | None) -> dict:
+    """`--setting` given before the command: section.key=value pairs checked against settings.ini (an unknown key stops
+    with the nearest known one named) and accepted only for a command that takes settings."""
+    from groundbench.core import load_settings
+    try:
+        over = parse_params(list(setting))
+        if bad := [k for k in over if "." not in k]:
+            raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
+        load_settings(overrides=over)
+    except (KeyError, ValueError) as e: fail(e)
+    if command not in SETTING_COMMANDS:
+        fail(f"--setting: `{command}` takes no settings (they apply to {' and '.join(SETTING_COMMANDS)})")
+    return over
 
 # %% ../nbs/90_cli_app.ipynb #f833b4c7
 def same_file(a: Path, b: Path) -> bool:

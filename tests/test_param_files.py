@@ -109,3 +109,22 @@ def test_a_misspelt_setting_stops_the_run_and_the_estimate_naming_the_nearest_on
     assert p.returncode != 0
     assert "unknown setting budget.max_cals: did you mean budget.max_calls?" in p.stderr
     assert not (tmp_path / "runs" / "demo" / "20_collect").exists()     # stopped before any stage
+
+
+@pytest.mark.parametrize("setting, nearest", [("llm.modle=x", "llm.model"), ("budget.max_cals=1", "budget.max_calls")])
+def test_a_misspelt_setting_before_the_command_stops_naming_the_nearest_one(setting, nearest):
+    "`groundbench --setting K=V COMMAND`: checked before the command runs, as after it."
+    from conftest import groundbench
+    p = groundbench("--setting", setting, "estimate", ROOT / "papermill_params" / "demo.yaml")
+    assert p.returncode == 2
+    assert f"unknown setting {setting.split('=')[0]}: did you mean {nearest}?" in p.stderr
+
+
+def test_a_setting_before_the_command_is_applied_or_refused_never_ignored():
+    from conftest import groundbench
+    p = groundbench("--setting", "llm.backend=openai", "estimate", ROOT / "papermill_params" / "demo.yaml")
+    assert p.returncode == 2
+    assert "openai backend: set llm.base_url" in p.stderr                    # applied: the openai backend was asked
+    p = groundbench("--setting", "llm.model=x", "status", ROOT / "runs")
+    assert p.returncode == 2
+    assert "`status` takes no settings" in p.stderr
