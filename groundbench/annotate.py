@@ -22,6 +22,7 @@ from fastcore.basics import patch
 from .core import Conversation, RecordError, now_iso, read_records, write_table
 from .credibility.metrics import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS
+from .stats import N_BOOT, bootstrap_ci
 from .validation_pairs import agreement, confusion
 
 # %% auto #0
@@ -286,7 +287,7 @@ def consensus(labels: pd.DataFrame) -> pd.Series:
         return c.index[0] if len(c) == 1 or c.iloc[0] > c.iloc[1] else None
     return labels.groupby("item_id").label.agg(top).dropna()
 
-def judge_agreement(items: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 1000,
+def judge_agreement(items: pd.DataFrame, labels: pd.DataFrame, n_boot: int = N_BOOT,
                     seed: int = 0) -> tuple[pd.DataFrame, dict]:
     """The judge's label against each annotator and against their consensus: items, accuracy, macro-F1, kappa with
     a 95% bootstrap interval over items; and the confusion matrices (rows: people, columns: the judge)."""
@@ -298,9 +299,7 @@ def judge_agreement(items: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 100
         gold = gold[gold.index.isin(judge.index)]
         g, p = gold.to_numpy(), judge[gold.index].to_numpy()
         ag = agreement(g, p, LABELS)
-        boots = [agreement(g[ix], p[ix], LABELS)["kappa"] for ix in
-                 (rng.integers(0, len(g), len(g)) for _ in range(n_boot if len(g) else 0))]
-        lo, hi = (np.nanpercentile(boots, [2.5, 97.5]) if boots and not np.all(np.isnan(boots)) else (np.nan, np.nan))
+        lo, hi = bootstrap_ci(lambda ix: agreement(g[ix], p[ix], LABELS)["kappa"], len(g), n_boot, rng)
         rows.append({"against": name, "items": ag["n"], "accuracy": round(ag["accuracy"], 3),
                      "macro_f1": round(ag["macro_f1"], 3), "kappa": round(ag["kappa"], 3),
                      "kappa_low": round(float(lo), 3), "kappa_high": round(float(hi), 3)})

@@ -19,6 +19,7 @@ from .annotate import (GROUNDEDNESS_TASK, Task, annotator_agreement, export_pair
                                   judge_agreement, load_labels, sample_items)
 from .core import RecordError, write_table
 from .runfolder import AGREEMENT_FILES
+from .stats import N_BOOT
 from .sourcebench import FIELDS, METRICS, judge_mae as sourcebench_mae
 from .stages import SOURCEBENCH, SOURCES
 
@@ -115,7 +116,7 @@ def page_quality_agreement(items: pd.DataFrame, labels: pd.DataFrame) -> pd.Data
     return pd.DataFrame(rows)
 
 # %% ../nbs/73_annotate_agreement.ipynb #a4361a6b
-def baseline_agreement(items: pd.DataFrame, labels: pd.DataFrame, embedder, n_boot: int = 1000,
+def baseline_agreement(items: pd.DataFrame, labels: pd.DataFrame, embedder, n_boot: int = N_BOOT,
                        seed: int = 0) -> pd.DataFrame:
     """The judge, word overlap and embedding cosine against the people's labels on the same test rows (binary:
     supported or not), with the baselines' dev-chosen thresholds; too few labelled items for a dev and a test split of
@@ -135,7 +136,7 @@ def baseline_agreement(items: pd.DataFrame, labels: pd.DataFrame, embedder, n_bo
     return pd.concat([pd.DataFrame([row]), table[table.group == "all"]], ignore_index=True)[AGREEMENT_COLUMNS]
 
 # %% ../nbs/73_annotate_agreement.ipynb #bbf098ac
-def agreement_outputs(run_dir: str | Path, n_boot: int = 1000, embedder=None, seed: int = 0) -> dict:
+def agreement_outputs(run_dir: str | Path, n_boot: int = N_BOOT, embedder=None, seed: int = 0) -> dict:
     "Every agreement table of the run's labels, written under labels/; a run without labels is an error saying so."
     run_dir = Path(run_dir)
     out, res = run_dir / "labels", {}

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .rows import cell_text, cell_value, find_column, read_rows
 from .core import RecordError, Unit
+from .stats import N_BOOT, bootstrap_ci
 
 
 # %% auto #0
@@ -135,7 +136,7 @@ def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
                        colnames=[predicted], dropna=False)
 
 # %% ../nbs/71_validation_pairs.ipynb #b71c0011
-def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 1000, seed: int = 0) -> dict:
+def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = N_BOOT, seed: int = 0) -> dict:
     "n, accuracy, balanced accuracy, macro-F1, Cohen's kappa and its 95% bootstrap interval of `pred` against `gold`."
     g, p = np.asarray(gold, dtype=object), np.asarray(pred, dtype=object)
     n, nan = len(g), float("nan")
@@ -143,11 +144,7 @@ def binary_agreement(gold: Sequence[str], pred: Sequence[str], n_boot: int = 100
     base = agreement(g, p, LABELS)
     if n == 0: return {**base, "balanced_accuracy": nan, "kappa_low": nan, "kappa_high": nan}
     recalls = [float((p[g == l] == l).mean()) for l in LABELS if (g == l).any()]
-    rng = np.random.default_rng(seed)
-    boots = [agreement(g[i], p[i],
-                       LABELS)["kappa"] for i in (rng.integers(0, n, n) for _ in range(n_boot))] if n_boot else []
-    boots = [b for b in boots if b == b]
-    lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))) if boots else (nan, nan)
+    lo, hi = bootstrap_ci(lambda i: agreement(g[i], p[i], LABELS)["kappa"], n, n_boot, seed=seed)
     return {**base, "balanced_accuracy": float(np.mean(recalls)), "kappa_low": lo, "kappa_high": hi}
 
 # %% ../nbs/71_validation_pairs.ipynb #de23ba26
@@ -209,7 +206,7 @@ def judge_pairs_labels(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, progr
                         index=pairs.index)
 
 # %% ../nbs/71_validation_pairs.ipynb #3b19d4b3
-def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: int = 1000, seed: int = 0,
+def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: int = N_BOOT, seed: int = 0,
                    progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
     """(scored test rows, agreement per method and group, confusion matrices, thresholds) of the judge and both
     baselines."""
@@ -239,7 +236,7 @@ AGREEMENT_COLUMNS = ["method", "group", "n", "accuracy", "balanced_accuracy", "m
                      "kappa_high", "parse_failures", "threshold", "gold_supported_share"]
 
 def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, embedder=None, label_map=None,
-                          dev_fraction: float = 0.5, top_k: int = 5, n_boot: int = 1000, seed: int = 0,
+                          dev_fraction: float = 0.5, top_k: int = 5, n_boot: int = N_BOOT, seed: int = 0,
                           progress: bool = True) -> tuple[pd.DataFrame, dict]:
     """Load, judge (when `llm`), score the baselines and write the outputs into `out`; returns (agreement table,
     summary)."""

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..core import Conversation, Prompt
 from ..tables import Output, pm
+from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
 __all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'TABLE_2_SOURCES_MISSING',
@@ -73,17 +74,15 @@ def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     return max(0.0, pc - half), min(1.0, pc + half)
 
 # %% ../../nbs/42_credibility_metrics.ipynb #c5d8a34c
-def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = 2000, seed: int = 0,
+def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,
                     alpha: float = 0.05) -> tuple[float, float]:
     "Percentile interval of sum(num)/sum(den) resampling the rows (conversations) with replacement."
     num, den = np.asarray(num, float), np.asarray(den, float)
-    if n_boot <= 0 or len(den) == 0 or den.sum() == 0: return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(den), size=(n_boot, len(den)))
-    d = den[idx].sum(1)
-    r = np.divide(num[idx].sum(1), d, out=np.full(n_boot, np.nan), where=d > 0)
-    lo, hi = np.nanpercentile(r, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
+    if len(den) == 0 or den.sum() == 0: return (float("nan"), float("nan"))
+    def ratio(idx):
+        d = den[idx].sum(1)
+        return np.divide(num[idx].sum(1), d, out=np.full(len(idx), np.nan), where=d > 0)
+    return bootstrap_ci(ratio, len(den), n_boot, seed=seed, alpha=alpha, vectorized=True)
 
 # %% ../../nbs/42_credibility_metrics.ipynb #cee319f4
 def mean_ci95(x: np.ndarray) -> tuple[float, float]:
@@ -97,7 +96,7 @@ def mean_ci95(x: np.ndarray) -> tuple[float, float]:
 UNRATED_CONVERSATIONS = {"skip": "left out of the per-conversation mean (ours: no classified citation, no rate)",
                          "zero": "counted with CR = NCR = 0 (the authors' code: `... if sources else 0.0`)"}
 
-def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = 2000, seed: int = 0,
+def credibility_rates(cit: pd.DataFrame, by: Sequence[str], n_boot: int = N_BOOT, seed: int = 0,
                       unrated_conversations: str = "skip") -> pd.DataFrame:
     """CR and NCR per group of `by`: pooled (Agresti-Coull and conversation bootstrap) and per-conversation mean (1.96
     SE); a conversation whose citations are all unrated is skipped or counted as 0 in the mean
@@ -158,7 +157,7 @@ def _role_mean(parts: list[pd.DataFrame], o: pd.DataFrame, keys: list[str]) -> p
     return o
 
 # %% ../../nbs/42_credibility_metrics.ipynb #cdadf37b
-def rate_breakdowns(cit: pd.DataFrame, n_boot: int = 2000, extra: Sequence[str] = (),
+def rate_breakdowns(cit: pd.DataFrame, n_boot: int = N_BOOT, extra: Sequence[str] = (),
                     unrated_conversations: str = "skip") -> pd.DataFrame:
     """CR/NCR (both estimators) by topic, by role and overall per assistant (and `extra` columns): tidy, paper order.
     The Overall per-conversation rate is the mean of the two role rows where both exist (`conv_overall` says which)."""
@@ -195,7 +194,7 @@ def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") ->
     return w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
 
 # %% ../../nbs/42_credibility_metrics.ipynb #1ed83ea9
-def table_1(cit: pd.DataFrame, n_boot: int = 2000, unrated_conversations: str = "skip"
+def table_1(cit: pd.DataFrame, n_boot: int = N_BOOT, unrated_conversations: str = "skip"
             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     "Table 1: (tidy rates with both estimators, paper layout per conversation as printed, paper layout pooled)."
     tidy = rate_breakdowns(cit, n_boot, unrated_conversations=unrated_conversations)
@@ -247,7 +246,7 @@ def table_2(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
                         index=pd.Index(list(rows.values()), name="Measure")).reset_index()
 
 # %% ../../nbs/42_credibility_metrics.ipynb #2f499d37
-def table_3(cit: pd.DataFrame, n_boot: int = 2000,
+def table_3(cit: pd.DataFrame, n_boot: int = N_BOOT,
             unrated_conversations: str = "skip") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 3: CR/NCR with and without thinking mode by topic, role and on average, for assistants where thinking was
     recorded."""
@@ -358,7 +357,7 @@ def table_3_sides(cit: pd.DataFrame) -> str:
     return "; ".join(notes)
 
 # %% ../../nbs/42_credibility_metrics.ipynb #5fe8b102
-def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = 1000, names: dict | None = None,
+def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = N_BOOT, names: dict | None = None,
                         rules: str = "", unrated_conversations: str = "skip") -> list[Output]:
     """Tables 1 (both estimators), 2, 3, 11, 12, 13, Figures 2 and 9, and their tidy data, as `Output`s; `rules` names
     the credibility rule set in every caption, `unrated_conversations` the per-conversation estimator's convention."""

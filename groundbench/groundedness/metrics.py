@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import Judgment, Unit
+from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
 __all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'VARIANT_CAPTIONS', 'response_scores', 'length_penalty', 'aggregate',
@@ -69,7 +70,7 @@ def length_penalty(n_facts: int, gamma: int = 10) -> float:
 # %% ../../nbs/53_groundedness_metrics.ipynb #9621b66e
 def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
               metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
-              n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+              n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """Mean, 95% normal half-width and bootstrap interval of each metric per group of `by` (meta: conversation_id,
     assistant, topic, role)."""
     d = resp.merge(meta, on="conversation_id", how="left")
@@ -85,16 +86,15 @@ def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
             x = g[m].dropna().to_numpy(float)
             row[m] = float(x.mean()) if len(x) else float("nan")
             row[f"{m}_ci95"] = float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
-            if len(x) > 1 and n_boot > 0:
-                bs = x[rng.integers(0, len(x), (n_boot, len(x)))].mean(1)
-                row[f"{m}_boot_low"], row[f"{m}_boot_high"] = (float(v) for v in np.percentile(bs, [2.5, 97.5]))
-            else: row[f"{m}_boot_low"] = row[f"{m}_boot_high"] = float("nan")
+            row[f"{m}_boot_low"], row[f"{m}_boot_high"] = (
+                bootstrap_ci(lambda idx: x[idx].mean(1), len(x), n_boot, rng, vectorized=True) if len(x) > 1
+                else (float("nan"), float("nan")))
         rows.append(row)
     return pd.DataFrame(rows)
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #7f111ee5
 def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
-               n_boot: int = 1000) -> pd.DataFrame:
+               n_boot: int = N_BOOT) -> pd.DataFrame:
     "Aggregates by assistant x topic, assistant x role and assistant overall, stacked with a `breakdown` column."
     parts = []
     for kind, col in (("topic", "topic"), ("role", "role")):
@@ -190,7 +190,7 @@ def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str]
 VARIANT_CAPTIONS = {"paper": "variant paper: ours and VERIFY asked and read as VERIFY's released code",
                     "lenient": "variant lenient (ours): the last code block and label, a repair round, worked examples"}
 
-def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = 1000, smoke: bool = False,
+def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = N_BOOT, smoke: bool = False,
                          variant: str = "") -> list:
     """Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s;
     the tables' captions name the `variant` that asked and read the judge (several, comma-separated: runs differ)."""
