@@ -22,6 +22,7 @@ from fastcore.basics import patch
 from .claims import REWRITE_TOKENS, prompts_from_files
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
 from .core import Conversation, Prompt, project_root, read_records, resolve_path
+from .runfolder import model_record, stage_executions
 from .sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
 from .sourcecheckup import SUPPORT_TOKENS
 from .groundedness.methods import OUTPUT_TOKENS
@@ -119,11 +120,11 @@ def usage_history(runs_dir: str | Path | None, model: str) -> dict:
     for mf in sorted(Path(runs_dir).glob("*/manifest.json")):
         try:
             m = json.loads(mf.read_text(encoding="utf-8"))
-            if not isinstance(m, dict) or ((m.get("models") or {}).get("llm") or {}).get("model") != model: continue
+            if model_record(m, "llm").get("model") != model: continue
             mine: dict = {}
-            for stage, st in (m.get("stages") or {}).items():
-                if not isinstance(st, dict) or st.get("status") != "done": continue
-                for step, v in (st.get("llm") or {}).items():
+            for stage, st in stage_executions(m).items():
+                if not st.done: continue
+                for step, v in st.llm.items():
                     if step == "embedding" or not isinstance(v, dict): continue
                     h = mine.setdefault((stage, step), Counter())
                     for k in STAT_KEYS:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core import Conversation, Prompt, RecordError, project_root, read_records, write_text
-from .runfolder import AGREEMENT_FILES, Run
+from .runfolder import AGREEMENT_FILES, Run, StageExecution
 from .credibility.audit import corrections, corrections_summary
 from .credibility.metrics import conversation_table, credibility_outputs
 from .groundedness.metrics import groundedness_outputs
@@ -38,8 +38,8 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
     rows = []
     for r in est.itertuples():
-        st = (manifest.get("stages") or {}).get(r.stage) or {}
-        v = (st.get("llm") or {}).get(r.step) if st.get("status") == "done" else None
+        st = StageExecution.of(manifest, r.stage)
+        v = st.step(r.step) if st.done else None
         calls = float(v.get("calls", 0)) if isinstance(v, dict) else float("nan")
         comp = float(v.get("completion_tokens", 0)) if isinstance(v, dict) else float("nan")
         inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
@@ -99,8 +99,7 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
 # %% ../nbs/80_report.ipynb #c9a67188
 def stage_parameter(o: RunOutputs, stage: str, key: str) -> str:
     "A stage parameter as the runs' manifests record it, each value once, comma-separated ('' where none says)."
-    vals = {str((((m.get("stages") or {}).get(stage) or {}).get("parameters") or {}).get(key) or "")
-            for m in o.manifests.values()}
+    vals = {str(StageExecution.of(m, stage).parameters.get(key) or "") for m in o.manifests.values()}
     return ",".join(sorted(vals - {""}))
 
 # %% ../nbs/80_report.ipynb #5a44f137
@@ -261,7 +260,7 @@ def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
     """The credibility rule set of the runs' 40_credibility stages (from their manifests), the per-conversation
     estimator's convention for it, and a note when the runs used different rule sets (then: ours, and the note names
     each run's)."""
-    sets = {rid: str(((m.get("stages") or {}).get(CREDIBILITY) or {}).get("counts", {}).get("rule_set") or "full")
+    sets = {rid: str(StageExecution.of(m, CREDIBILITY).counts.get("rule_set") or "full")
             for rid, m in o.manifests.items()
             if o.citations is not None and rid in set(o.citations.run_id)}
     kinds = sorted(set(sets.values()))

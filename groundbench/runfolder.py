@@ -18,6 +18,7 @@ import time
 import traceback
 from importlib import metadata
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Iterable
 
 
@@ -25,7 +26,8 @@ from .core import RecordError, load_settings, now_iso, project_root, resolve_pat
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info',
-           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'stage_usage', 'cut_outputs']
+           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'StageExecution', 'stage_executions',
+           'model_record', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/00_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -179,6 +181,56 @@ class StageRecord:
     def count(self, **kw): self.counts.update({k: to_plain(v) for k, v in kw.items()})
     def add_llm(self, step: str, stats: dict): self.llm[step] = to_plain(stats)
 
+# %% ../nbs/00_runfolder.ipynb #d72069df
+@dataclass
+class StageExecution:
+    """A stage's record in a manifest, as `stage_execution` writes it: `status` ('running', 'done', 'failed'; '' for a
+    stage that never ran), `started_at` and `finished_at` (ISO times), `seconds`, `error` (the exception's line),
+    `parameters` (as the stage ran), `counts` (what it made), `llm` (per LLM step, that step's counters: calls,
+    cache_hits, prompt_tokens ...), `stopped_by_budget` (the budget's report) and `history` (every execution)."""
+    name: str
+    status: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    seconds: float = 0.0
+    error: str | None = None
+    parameters: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    llm: dict = field(default_factory=dict)
+    stopped_by_budget: dict | None = None
+    history: list = field(default_factory=list)
+
+    @classmethod
+    def of(cls, manifest: dict, name: str) -> StageExecution:
+        "Stage `name`'s record in `manifest`: empty where there is none; a field of the wrong type reads as empty."
+        stages = manifest.get("stages") if isinstance(manifest, dict) else None
+        st = stages.get(name) if isinstance(stages, dict) else None
+        st = st if isinstance(st, dict) else {}
+        def get(k, t, empty): return st[k] if isinstance(st.get(k), t) and not isinstance(st.get(k), bool) else empty
+        return cls(str(name), get("status", str, ""), get("started_at", str, ""), get("finished_at", str, ""),
+                   float(get("seconds", (int, float), 0.0)), get("error", str, None), get("parameters", dict, {}),
+                   get("counts", dict, {}), get("llm", dict, {}), get("stopped_by_budget", dict, None),
+                   get("history", list, []))
+
+    @property
+    def done(self) -> bool: return self.status == "done"
+
+    def step(self, step: str) -> dict | None:
+        "The counters of LLM step `step`, or None where the stage made no such step."
+        v = self.llm.get(step)
+        return v if isinstance(v, dict) else None
+
+def stage_executions(manifest: dict) -> dict[str, StageExecution]:
+    "Every stage a manifest records, in its order."
+    stages = manifest.get("stages") if isinstance(manifest, dict) else None
+    return {str(n): StageExecution.of(manifest, n) for n in stages} if isinstance(stages, dict) else {}
+
+def model_record(manifest: dict, role: str) -> dict:
+    "The model a manifest records for `role` ('llm', 'embedding'): backend, model, revision ...; {} where none."
+    models = manifest.get("models") if isinstance(manifest, dict) else None
+    m = models.get(role) if isinstance(models, dict) else None
+    return m if isinstance(m, dict) else {}
+
 # %% ../nbs/00_runfolder.ipynb #c2b00429
 def stage_usage(manifest: dict) -> list[dict]:
     """Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion
@@ -190,8 +242,7 @@ def stage_usage(manifest: dict) -> list[dict]:
     rows = []
     for name, st in stages.items():
         if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
-        llm = [v for v in (st.get("llm") or {}).values()
-               if isinstance(v, dict)] if isinstance(st.get("llm") or {}, dict) else []
+        llm = [v for v in StageExecution.of(manifest, name).llm.values() if isinstance(v, dict)]
         rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))),
                          **{
             out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
@@ -207,8 +258,7 @@ def cut_outputs(manifest: dict) -> list[dict]:
     (`cut_kept`), beside the requests; steps that cut nothing included (a zero is a finding too)."""
     rows = []
     for u in stage_usage(manifest):
-        llm = ((manifest["stages"][u["stage"]] or {}).get("llm") or {})
-        for step, v in (llm.items() if isinstance(llm, dict) else ()):
+        for step, v in StageExecution.of(manifest, u["stage"]).llm.items():
             if not isinstance(v, dict) or step == "embedding": continue
             n = lambda k: int(v.get(k, 0)) if isinstance(v.get(k, 0), (int, float)) else 0
             rows.append(dict(stage=u["stage"], step=str(step), requests=n("requests"), cut_at_limit=n("cut_at_limit"),

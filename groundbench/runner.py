@@ -20,7 +20,7 @@ from typing import Sequence
 import yaml
 
 from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
-from .runfolder import PROGRESS_FILE, Run, cut_outputs, stage_usage
+from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, stage_usage
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
@@ -273,7 +273,7 @@ def run_summary(run: Run) -> str:
                 f"{printable(c['step'])} {c['cut_at_limit']} of {c['requests']}"
                 + (f" ({c['cut_retried']} asked again with twice the budget, {c['cut_kept']} still cut: kept, marked)"
                    if c["cut_retried"] else "") for c in cuts[u["stage"]]))
-    c = ((m.get("stages") or {}).get(COLLECT) or {}).get("counts") or {}
+    c = StageExecution.of(m, COLLECT).counts
     ti = c.get("table_import") if isinstance(c, dict) else None
     if isinstance(ti, dict) and (ti.get("rows_rejected") or ti.get("urls_repaired") or ti.get("urls_dropped")):
         lines.append(f"  import: {ti.get('rows_rejected', 0)} rows rejected, {ti.get('urls_repaired', 0)} cited URLs "
@@ -293,7 +293,7 @@ def run_summary(run: Run) -> str:
     if (f := STAGES[CREDIBILITY].folder(run.dir) / "corrections.csv").exists():
         import pandas as pd
         from groundbench.credibility.audit import corrections_headline
-        rs = (((m.get("stages") or {}).get(CREDIBILITY) or {}).get("counts") or {}).get("rule_set", "?")
+        rs = StageExecution.of(m, CREDIBILITY).counts.get("rule_set", "?")
         lines += ["  credibility " + printable(s) for s in corrections_headline(pd.read_csv(f), str(rs))]
     return "\n".join(lines)
 
