@@ -16,7 +16,6 @@ from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import regex
-from fastcore.basics import patch
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
                                       mark, segment_blocks, text_blocks)
@@ -24,14 +23,33 @@ from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write
 from ..rows import cell_text, cell_value, find_column, read_rows
 
 # %% auto #0
-__all__ = ['MARKER_TYPES', 'BAD_URLS', 'URL_CHANGE_COLUMNS', 'DROP_LINES_TIMEOUT_S', 'TableMapping', 'split_cell', 'url_items',
-           'repair_url', 'digit_markers', 'read_markers', 'match_publisher', 'publisher_lines', 'BadRow', 'TableImport',
-           'import_table', 'import_tables', 'write_import', 'segment_agreement']
+__all__ = ['MARKER_TYPES', 'BAD_URLS', 'URL_CHANGE_COLUMNS', 'DROP_LINES_TIMEOUT_S', 'check_mapping', 'TableMapping',
+           'split_cell', 'url_items', 'repair_url', 'digit_markers', 'read_markers', 'match_publisher',
+           'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables', 'write_import',
+           'segment_agreement']
 
-# %% ../../nbs/29_collect_table.ipynb #a1c29006
+# %% ../../nbs/29_collect_table.ipynb #4c91735e
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
 BAD_URLS = ("reject_answer", "drop_url", "repair")
 
+def check_mapping(m) -> None:
+    "A `TableMapping`'s values checked: each wrong one is an error naming the field and what it takes."
+    if not m.assistant and not m.assistant_name:
+        raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
+    if m.bad_urls not in BAD_URLS:
+        raise ValueError(f"mapping: bad_urls {m.bad_urls!r}: use {', '.join(BAD_URLS)}")
+    if m.paragraphs not in ("blank_lines", "lines"):
+        raise ValueError(f"mapping: paragraphs {m.paragraphs!r}: use blank_lines or lines")
+    if m.collected_on and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(m.collected_on)):
+        raise ValueError(f"mapping: collected_on {m.collected_on!r}: a date, YYYY-MM or YYYY-MM-DD")
+    if bad := [x for x in m.markers if x not in MARKER_TYPES]:
+        raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
+    for rx in m.drop_lines:
+        try: regex.compile(rx)
+        except regex.error as e:
+            raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
+
+# %% ../../nbs/29_collect_table.ipynb #a1c29006
 @dataclass(frozen=True)
 class TableMapping:
     "Which column holds which field of an imported answer (see the table above)."
@@ -59,46 +77,29 @@ class TableMapping:
     bad_urls: str = "reject_answer"  # a cited item that is not an http(s) URL: reject_answer | drop_url | repair
     collected_on: str = ""           # one collection date for every answer (YYYY-MM or YYYY-MM-DD), without a column
 
-    def __post_init__(self):
-        if not self.assistant and not self.assistant_name:
-            raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
-        if self.bad_urls not in BAD_URLS:
-            raise ValueError(f"mapping: bad_urls {self.bad_urls!r}: use {', '.join(BAD_URLS)}")
-        if self.paragraphs not in ("blank_lines", "lines"):
-            raise ValueError(f"mapping: paragraphs {self.paragraphs!r}: use blank_lines or lines")
-        if self.collected_on and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(self.collected_on)):
-            raise ValueError(f"mapping: collected_on {self.collected_on!r}: a date, YYYY-MM or YYYY-MM-DD")
-        bad = [m for m in self.markers if m not in MARKER_TYPES]
-        if bad: raise ValueError(f"mapping: markers {bad}: use {', '.join(MARKER_TYPES)}")
-        for rx in self.drop_lines:
-            try: regex.compile(rx)
-            except regex.error as e:
-                raise ValueError(f"mapping: drop_lines {rx!r}: not a regular expression ({e})") from None
+    def __post_init__(self): check_mapping(self)
 
-# %% ../../nbs/29_collect_table.ipynb #9fc8e072
-@patch(cls_method=True)
-def from_dict(cls: TableMapping, d: dict, where: str = "mapping") -> TableMapping:
-    "A mapping from a parameter file's dict; unknown keys are refused with their names."
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
-    known = {f.name for f in fields(cls)}
-    if set(d) - known:
-        raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
-    if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
-    kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
-    for k in ("meta", "markers", "drop_lines"):
-        if isinstance(d.get(k), str): kw[k] = (d[k],)
-    try: return cls(**kw)
-    except ValueError as e: raise ValueError(f"{where}: {e}") from None
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "mapping") -> TableMapping:
+        "A mapping from a parameter file's dict; unknown keys are refused with their names."
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a mapping of field: column, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        if set(d) - known:
+            raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
+        if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
+        kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
+        for k in ("meta", "markers", "drop_lines"):
+            if isinstance(d.get(k), str): kw[k] = (d[k],)
+        try: return cls(**kw)
+        except ValueError as e: raise ValueError(f"{where}: {e}") from None
 
-# %% ../../nbs/29_collect_table.ipynb #62a80084
-@patch
-def columns(self: TableMapping) -> dict[str, str]:
-    "Field -> column of every mapped column (meta columns as meta:<column>)."
-    cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
-                                          "panel_urls",
-                                          "collected_at", "topic", "role", "claim_id") if getattr(self, f)}
-    return cols | {f"meta:{m}": m for m in self.meta}
+    def columns(self) -> dict[str, str]:
+        "Field -> column of every mapped column (meta columns as meta:<column>)."
+        cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
+                                              "panel_urls", "collected_at", "topic", "role", "claim_id")
+                if getattr(self, f)}
+        return cols | {f"meta:{m}": m for m in self.meta}
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29011
 def split_cell(v) -> list:

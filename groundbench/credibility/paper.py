@@ -14,14 +14,13 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
-from fastcore.basics import patch
 
 from ..core import DomainRating, load_settings
 from .ratings import AUTHOR_CATEGORIES, Rater, credibility_root, is_paper
 
 # %% auto #0
-__all__ = ['SITES_CATEGORIES_ORDER', 'authors_key', 'paper_table', 'paper_exceptions', 'PaperRater', 'make_rater',
-           'rater_from_settings']
+__all__ = ['SITES_CATEGORIES_ORDER', 'authors_key', 'paper_table', 'paper_exceptions', 'ratings_frame', 'PaperRater',
+           'make_rater', 'rater_from_settings']
 
 # %% ../../nbs/44_credibility_paper.ipynb #68f72e22
 def authors_key(url: str) -> str:
@@ -88,6 +87,27 @@ def paper_exceptions(root: str | Path | None = None) -> pd.DataFrame:
 _SCORES = {"satire": -1.0, "very low": -1.0, "low": -0.5, "mixed": 0.0, "not rated": 0.0, "mostly factual": 0.5,
            "high": 1.0, "very high": 1.0}
 
+# %% ../../nbs/44_credibility_paper.ipynb #0536d05f
+# a plain http(s) URL: its network location holds no user, port, percent sign or backslash
+_PLAIN = r"^https?://(?P<net>[^/?#\\\s@:%\[\]]+)(?:[/?#][^\t\r\n]*)?$"
+
+def ratings_frame(urls: np.ndarray, rows: np.ndarray) -> pd.DataFrame:
+    """`DomainRating`'s columns for `urls` from their decisions, rows of (host, matched_key, label, score, category,
+    decided_by): the domain is the authors' key, the outlet the key or the host (as `PaperRater.rate`); the repeated
+    text columns are categorical."""
+    out = {"url": urls}
+    parts = dict(zip(("host", "matched_key", "label", "score", "category", "decided_by"), zip(*rows)))
+    parts["domain"] = parts["matched_key"]
+    parts["outlet"] = [k or h for k, h in zip(parts["matched_key"], parts["host"])]
+    for c in list(DomainRating.__dataclass_fields__)[1:]:
+        vals = np.asarray(parts[c], dtype=object)
+        if c == "score": out[c] = vals.astype(float)
+        elif c == "host": out[c] = vals
+        else:
+            vc, cats = pd.factorize(vals)
+            out[c] = pd.Categorical.from_codes(vc, categories=pd.Index(cats, dtype=object))
+    return pd.DataFrame(out)
+
 # %% ../../nbs/44_credibility_paper.ipynb #fdbb65ef
 class PaperRater:
     """Rates URLs exactly as the seed authors' released code does (`rules = paper`), with the table-proven exceptions;
@@ -101,69 +121,48 @@ class PaperRater:
                            for r in paper_exceptions(self.root).itertuples()}
         self._memo: dict[str, tuple] = {}
 
-# a plain http(s) URL: its network location holds no user, port, percent sign or backslash
-_PLAIN = r"^https?://(?P<net>[^/?#\\\s@:%\[\]]+)(?:[/?#][^\t\r\n]*)?$"
 
-# %% ../../nbs/44_credibility_paper.ipynb #e78e8e04
-@patch
-def describe(self: PaperRater) -> dict:
-    "The configuration, for the manifest."
-    return {"tables": ["mbfc_vykopal2025"], "rules": ["paper"], "exceptions": sorted(self.exceptions)}
+    def describe(self) -> dict:
+        "The configuration, for the manifest."
+        return {"tables": ["mbfc_vykopal2025"], "rules": ["paper"], "exceptions": sorted(self.exceptions)}
 
-# %% ../../nbs/44_credibility_paper.ipynb #8c2c89e7
-@patch
-def _decide(self: PaperRater, url: str) -> tuple:
-    "(host, key, label, score, category, decided_by) of one URL."
-    try: host = (urlparse(url).hostname or "") if isinstance(url, str) else ""
-    except ValueError: host = ""
-    key = authors_key(url) if isinstance(url, str) else ""
-    bare = host[4:] if host.startswith("www.") else host
-    if bare in self.exceptions:
-        label, by = self.exceptions[bare]
-        return (host, bare, label, _SCORES[label], "disinformation" if _SCORES[label] < 0 else "news_media", by)
-    if key in self.table:
-        label, by, cat = self.table[key]
-        return (host, key, label, _SCORES.get(label, 0.0), cat, by)
-    return (host, "", "unrated", math.nan, "other", "unrated")
+    def _decide(self, url: str) -> tuple:
+        "(host, key, label, score, category, decided_by) of one URL."
+        try: host = (urlparse(url).hostname or "") if isinstance(url, str) else ""
+        except ValueError: host = ""
+        key = authors_key(url) if isinstance(url, str) else ""
+        bare = host[4:] if host.startswith("www.") else host
+        if bare in self.exceptions:
+            label, by = self.exceptions[bare]
+            return (host, bare, label, _SCORES[label], "disinformation" if _SCORES[label] < 0 else "news_media", by)
+        if key in self.table:
+            label, by, cat = self.table[key]
+            return (host, key, label, _SCORES.get(label, 0.0), cat, by)
+        return (host, "", "unrated", math.nan, "other", "unrated")
 
-# %% ../../nbs/44_credibility_paper.ipynb #80970e8c
-@patch
-def rate(self: PaperRater, url: str) -> DomainRating:
-    "The rating of one URL: the authors' key and label; a URL whose key is not in their table is unrated (score NaN)."
-    if url not in self._memo: self._memo[url] = self._decide(url)
-    host, key, label, score, cat, by = self._memo[url]
-    return DomainRating(url if isinstance(url, str) else "", host, key, key, label, score, cat, by, key or host)
+    def rate(self, url: str) -> DomainRating:
+        "The rating of one URL: the authors' key and label; a URL whose key is not in their table is unrated (score NaN)."
+        if url not in self._memo: self._memo[url] = self._decide(url)
+        host, key, label, score, cat, by = self._memo[url]
+        return DomainRating(url if isinstance(url, str) else "", host, key, key, label, score, cat, by, key or host)
 
-# %% ../../nbs/44_credibility_paper.ipynb #6849756a
-@patch
-def rate_many(self: PaperRater, urls: Iterable[str]) -> pd.DataFrame:
-    """Ratings of many URLs as a table, the same as `rate` row by row, fast: a plain http(s) URL's rating depends only
-    on its network location, so each distinct one is decided once (others: URL by URL, as `rate`)."""
-    import pyarrow as pa, pyarrow.compute as pc
-    cols = list(DomainRating.__dataclass_fields__)
-    u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
-    if len(u) == 0: return pd.DataFrame(columns=cols)
-    isstr = np.fromiter((type(x) is str for x in u), bool, len(u))
-    net = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN).field("net").dictionary_encode()
-    code = net.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    decided = [self._decide("http://" + n) for n in net.dictionary.to_pylist()]  # per network location
-    rows = np.empty(len(u), dtype=object)
-    plain = code >= 0
-    rows[plain] = np.asarray(decided + [None], dtype=object)[code[plain]]
-    for i in np.flatnonzero(~plain):                 # anything else: URL by URL
-        r = self.rate(u[i]); rows[i] = (r.host, r.matched_key, r.label, r.score, r.category, r.decided_by)
-    out = {"url": np.where(isstr, u, "")}
-    parts = dict(zip(("host", "matched_key", "label", "score", "category", "decided_by"), zip(*rows)))
-    parts["domain"] = parts["matched_key"]  # as `rate`: the domain is the authors' key, the outlet the key or host
-    parts["outlet"] = [k or h for k, h in zip(parts["matched_key"], parts["host"])]
-    for c in cols[1:]:
-        vals = np.asarray(parts[c], dtype=object)
-        if c == "score": out[c] = vals.astype(float)
-        elif c == "host": out[c] = vals
-        else:
-            vc, cats = pd.factorize(vals)
-            out[c] = pd.Categorical.from_codes(vc, categories=pd.Index(cats, dtype=object))
-    return pd.DataFrame(out)
+    def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
+        """Ratings of many URLs as a table, the same as `rate` row by row, fast: a plain http(s) URL's rating depends only
+        on its network location, so each distinct one is decided once (others: URL by URL, as `rate`)."""
+        import pyarrow as pa, pyarrow.compute as pc
+        cols = list(DomainRating.__dataclass_fields__)
+        u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
+        if len(u) == 0: return pd.DataFrame(columns=cols)
+        isstr = np.fromiter((type(x) is str for x in u), bool, len(u))
+        net = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN).field("net").dictionary_encode()
+        code = net.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        decided = [self._decide("http://" + n) for n in net.dictionary.to_pylist()]  # per network location
+        rows = np.empty(len(u), dtype=object)
+        plain = code >= 0
+        rows[plain] = np.asarray(decided + [None], dtype=object)[code[plain]]
+        for i in np.flatnonzero(~plain):                 # anything else: URL by URL
+            r = self.rate(u[i]); rows[i] = (r.host, r.matched_key, r.label, r.score, r.category, r.decided_by)
+        return ratings_frame(np.where(isstr, u, ""), rows)
 
 # %% ../../nbs/44_credibility_paper.ipynb #a8651a65
 def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None,
