@@ -12,12 +12,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fastcore.basics import patch
 
 from .core import Conversation, RecordError, now_iso, read_records, write_table
 from .credibility.metrics import assistant_name
@@ -27,7 +26,7 @@ from .validation_pairs import agreement, confusion
 
 # %% auto #0
 __all__ = ['LABELS', 'ITEM_COLUMNS', 'GROUNDEDNESS_TASK', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'item_html',
-           'Task', 'LabelStore', 'shared_sample', 'Annotator', 'load_labels', 'krippendorff_alpha',
+           'Task', 'LabelStore', 'shared_sample', 'labelling_widgets', 'Annotator', 'load_labels', 'krippendorff_alpha',
            'annotator_agreement', 'consensus', 'judge_agreement', 'export_pairs']
 
 # %% ../nbs/72_annotate.ipynb #fef1a035
@@ -151,80 +150,82 @@ def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: i
     it = items.set_index("item_id", drop=False)
     return it.loc[[i for i in ids if i in it.index]].reset_index(drop=True)
 
+# %% ../nbs/72_annotate.ipynb #0d044719
+def labelling_widgets(labels: Sequence[str]) -> dict:
+    """The labelling view's widgets, unwired: status, body and said lines, the note, a button per label and skip, back
+    and forward, the item (status and body, where keys are read) and the whole view."""
+    import ipywidgets as w
+    out = dict(status=w.HTML(), body=w.HTML(), said=w.HTML(),
+               note=w.Text(placeholder="a note (optional)", layout=w.Layout(width="60%")),
+               buttons=[w.Button(description=l, button_style={"Supported": "success", "Contradicted": "danger"}.get(
+                   l, "")) for l in (*labels, "skip")],
+               back=w.Button(description="< back"), forward=w.Button(description="forward >"))
+    out["item"] = w.VBox([out["status"], out["body"]])
+    keys = ", ".join(f"{k} {html.escape(str(l))}" for k, l in enumerate(labels, 1))
+    hint = w.HTML(f"<small>Keys, with the pointer over the item: {keys}, 0 skip, &larr; back, &rarr; forward</small>")
+    out["view"] = w.VBox([out["item"], w.HBox(out["buttons"]), out["note"], w.HBox([out["back"], out["forward"]]), hint,
+                          out["said"]])
+    return out
+
 # %% ../nbs/72_annotate.ipynb #d6fc0dae
 class Annotator:
     """The labelling view (ipywidgets): one item of the run's shared sample at a time, a button per label, a note,
     back and forward; every label is written to `labels/<annotator>.csv` (another task: its folder) at once."""
     def __init__(self, run_dir: str | Path, annotator: str, n: int = 20, seed: int = 0, show_judge: bool = False,
                  task: Task | None = None):
-        import ipywidgets as w
         self.task = task or GROUNDEDNESS_TASK
         self.store, self.show_judge = LabelStore(run_dir, annotator, self.task), show_judge
         self.sample = shared_sample(run_dir, self.task.items(run_dir), n, seed, self.task)
         nxt = self.store.next_item(self.sample)
         self.pos = len(self.sample) - 1 if nxt is None else list(self.sample.item_id).index(nxt)
-        self.status, self.body, self.said = w.HTML(), w.HTML(), w.HTML()
-        self.note = w.Text(placeholder="a note (optional)", layout=w.Layout(width="60%"))
-        self.buttons = [w.Button(description=l, button_style={"Supported": "success", "Contradicted": "danger"}.get(
-            l, "")) for l in (*self.task.labels, "skip")]
-        self.back, self.forward = w.Button(description="< back"), w.Button(description="forward >")
+        for k, v in labelling_widgets(self.task.labels).items(): setattr(self, k, v)
         for b in self.buttons: b.on_click(lambda b: self.label(b.description))
         self.back.on_click(lambda _: self.go(-1)); self.forward.on_click(lambda _: self.go(1))
-        keys = ", ".join(f"{k} {l}" for k, l in enumerate(self.task.labels, 1))
-        self.item = w.VBox([self.status, self.body])
-        hint = w.HTML(f"<small>Keys, with the pointer over the item: {keys}, 0 skip, &larr; back, &rarr; forward"
-                      "</small>")
-        self.view = w.VBox([self.item, w.HBox(self.buttons), self.note, w.HBox([self.back, self.forward]), hint,
-                            self.said])
         from ipyevents import Event   # keys go to the view, never to JupyterLab's shortcuts
         self.keys = Event(source=self.item, watched_events=["keydown"], prevent_default_action=True)
         self.keys.on_dom_event(lambda e: self.key(e.get("key", "")))
         self.show()
 
-# %% ../nbs/72_annotate.ipynb #ecd9762d
-@patch
-def show(self: Annotator):
-    "Show the current item and how far the annotator is."
-    done = set(self.store.table.item_id) & set(self.sample.item_id)
-    if not len(self.sample):
-        self.status.value, self.body.value = "<b>No judged items in this run.</b>", ""; return
-    row = self.sample.iloc[self.pos]
-    given = self.store.table[self.store.table.item_id == row.item_id].label
-    self.status.value = (f"<b>{html.escape(self.store.annotator)}</b>: item {self.pos + 1} of {len(self.sample)}, "
-                         f"{len(done)} labelled" + (f"; this one: <b>{given.iloc[0]}</b>" if len(given) else "")
-                         + (" <b>(all labelled)</b>" if len(done) == len(self.sample) else ""))
-    self.body.value = self.task.html(row, self.show_judge)
+    def show(self):
+        "Show the current item and how far the annotator is."
+        done = set(self.store.table.item_id) & set(self.sample.item_id)
+        if not len(self.sample):
+            self.status.value, self.body.value = "<b>No judged items in this run.</b>", ""; return
+        row = self.sample.iloc[self.pos]
+        given = self.store.table[self.store.table.item_id == row.item_id].label
+        self.status.value = (f"<b>{html.escape(self.store.annotator)}</b>: item {self.pos + 1} of {len(self.sample)}, "
+                             f"{len(done)} labelled"
+                             + (f"; this one: <b>{html.escape(str(given.iloc[0]))}</b>" if len(given) else "")
+                             + (" <b>(all labelled)</b>" if len(done) == len(self.sample) else ""))
+        self.body.value = self.task.html(row, self.show_judge)
 
-@patch
-def key(self: Annotator, key: str):
-    "A key pressed over the item: 1.. the task's labels in order, 0 skip, the left and right arrows back and forward."
-    labels = self.task.labels
-    if key.isdigit() and 1 <= int(key) <= len(labels): self.label(labels[int(key) - 1])
-    elif key == "0": self.label("skip")
-    elif key in ("ArrowLeft", "ArrowRight"): self.go(-1 if key == "ArrowLeft" else 1)
+    def key(self, key: str):
+        """A key pressed over the item: 1.. the task's labels in order, 0 skip, the left and right arrows back and
+        forward."""
+        labels = self.task.labels
+        if key.isdigit() and 1 <= int(key) <= len(labels): self.label(labels[int(key) - 1])
+        elif key == "0": self.label("skip")
+        elif key in ("ArrowLeft", "ArrowRight"): self.go(-1 if key == "ArrowLeft" else 1)
 
-@patch
-def go(self: Annotator, step: int):
-    "Move `step` items back (-1) or forward (1)."
-    self.pos = min(max(self.pos + step, 0), max(len(self.sample) - 1, 0)); self.show()
+    def go(self, step: int):
+        "Move `step` items back (-1) or forward (1)."
+        self.pos = min(max(self.pos + step, 0), max(len(self.sample) - 1, 0)); self.show()
 
-@patch
-def label(self: Annotator, label: str):
-    "Record `label` (and the note) for the current item, say so, and move to the next item not labelled."
-    row = self.sample.iloc[self.pos]
-    old = self.store.table[self.store.table.item_id == row.item_id].label
-    self.store.add(row.item_id, label, self.note.value, shown=self.task.shown(row), replace=True)
-    changed = f" (changed from {old.iloc[0]})" if len(old) and old.iloc[0] != label else ""
-    self.said.value = f"{row.item_id}: {label}{changed} saved in {self.store.path.name}"
-    self.note.value = ""
-    nxt = self.store.next_item(self.sample)
-    if nxt is not None: self.pos = list(self.sample.item_id).index(nxt)
-    self.show()
+    def label(self, label: str):
+        "Record `label` (and the note) for the current item, say so, and move to the next item not labelled."
+        row = self.sample.iloc[self.pos]
+        old = self.store.table[self.store.table.item_id == row.item_id].label
+        self.store.add(row.item_id, label, self.note.value, shown=self.task.shown(row), replace=True)
+        changed = f" (changed from {old.iloc[0]})" if len(old) and old.iloc[0] != label else ""
+        self.said.value = f"{row.item_id}: {label}{changed} saved in {self.store.path.name}"
+        self.note.value = ""
+        nxt = self.store.next_item(self.sample)
+        if nxt is not None: self.pos = list(self.sample.item_id).index(nxt)
+        self.show()
 
-@patch
-def _ipython_display_(self: Annotator):
-    from IPython.display import display
-    display(self.view)
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.view)
 
 # %% ../nbs/72_annotate.ipynb #5ed0ed51
 def load_labels(run_dir: str | Path, task: Task | None = None) -> pd.DataFrame:

@@ -141,20 +141,22 @@ class PaperRater:
         return (host, "", "unrated", math.nan, "other", "unrated")
 
     def rate(self, url: str) -> DomainRating:
-        "The rating of one URL: the authors' key and label; a URL whose key is not in their table is unrated (score NaN)."
+        """The rating of one URL: the authors' key and label; a URL whose key is not in their table is unrated (score
+        NaN)."""
         if url not in self._memo: self._memo[url] = self._decide(url)
         host, key, label, score, cat, by = self._memo[url]
         return DomainRating(url if isinstance(url, str) else "", host, key, key, label, score, cat, by, key or host)
 
     def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
-        """Ratings of many URLs as a table, the same as `rate` row by row, fast: a plain http(s) URL's rating depends only
-        on its network location, so each distinct one is decided once (others: URL by URL, as `rate`)."""
+        """Ratings of many URLs as a table, the same as `rate` row by row, fast: a plain http(s) URL's rating depends
+        only on its network location, so each distinct one is decided once (others: URL by URL, as `rate`)."""
         import pyarrow as pa, pyarrow.compute as pc
         cols = list(DomainRating.__dataclass_fields__)
         u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
         if len(u) == 0: return pd.DataFrame(columns=cols)
         isstr = np.fromiter((type(x) is str for x in u), bool, len(u))
-        net = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN).field("net").dictionary_encode()
+        net = pc.extract_regex(pa.array(np.where(isstr, u, ""), type=pa.string()), _PLAIN).field("net")
+        net = net.dictionary_encode()
         code = net.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         decided = [self._decide("http://" + n) for n in net.dictionary.to_pylist()]  # per network location
         rows = np.empty(len(u), dtype=object)
