@@ -20,16 +20,16 @@ from typing import Any, Callable, Sequence
 
 import pydantic
 from tqdm.auto import tqdm
-from fastcore.basics import patch
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
 from .core import load_settings, now_iso, package_dir, resolve_path, stable_id, write_json
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
-           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'LLM', 'Structured',
-           'parse_json_answer', 'repair_request', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried',
-           'llm_from_settings', 'request', 'PromptTemplate', 'models_dir', 'load_prompt']
+           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'cache_lookup', 'LLM',
+           'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
+           'complete_json', 'complete_parsed', 'complete_retried', 'llm_from_settings', 'request', 'PromptTemplate',
+           'models_dir', 'load_prompt']
 
 # %% ../nbs/01_llm.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -176,6 +176,25 @@ def _new_stats() -> dict:
             "seconds": 0.0, "parse_ok": 0, "parse_repaired": 0, "parse_failed": 0, "cut_at_limit": 0,
             "cut_retried": 0, "cut_kept": 0}
 
+# %% ../nbs/01_llm.ipynb #a2af064e
+def cache_lookup(cache: LLMCache | None, desc: dict, requests: Sequence[ChatRequest], st: dict) -> tuple:
+    """`requests` against the cache: (their cache keys, the answers found by slot, the requests to send by slot, cache
+    hits). A slot is the cache key, or ("nocache", i) for a request that is not cached; a request asked twice in the
+    batch is sent once. Counts requests, duplicates and cache hits in the step's counters `st`."""
+    st["requests"] += len(requests)
+    keys = [cache_key(desc, r) for r in requests]
+    cached = cache.get_many([k for k in keys if k]) if cache is not None else {}
+    result: dict[Any, Completion] = {}
+    todo: dict[Any, ChatRequest] = {}
+    for i, (k, r) in enumerate(zip(keys, requests)):
+        slot = k if k else ("nocache", i)
+        if k in cached: result[slot] = cached[k]
+        elif slot in todo: st["deduplicated"] += 1
+        else: todo[slot] = r
+    hits = sum(1 for k in keys if k in cached)
+    st["cache_hits"] += hits
+    return keys, result, todo, hits
+
 # %% ../nbs/01_llm.ipynb #bde28a9f
 class LLM:
     "A backend with a disk cache and per-step usage counters."
@@ -187,80 +206,62 @@ class LLM:
         self.budget = budget
         self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
 
-# %% ../nbs/01_llm.ipynb #b725057e
-@patch
-def describe(self: LLM) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
+    def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
-# %% ../nbs/01_llm.ipynb #06d2c61c
-@patch
-def step_stats(self: LLM, step: str) -> dict:
-    "Counters of `step` (created empty)."
-    return self.stats.setdefault(step, _new_stats())
+    def step_stats(self, step: str) -> dict:
+        "Counters of `step` (created empty)."
+        return self.stats.setdefault(step, _new_stats())
+
+    def complete(self, requests: Sequence[ChatRequest], step: str = "default",
+                 progress: bool = True) -> list[Completion]:
+        "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
+        st, desc = self.step_stats(step), self.backend.describe()
+        keys, result, todo, hits = cache_lookup(self.cache, desc, requests, st)
+        slots, t0 = list(todo), time.perf_counter()
+        report_progress(self.progress_file, step, 0, len(slots), hits, t0)
+        bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
+        for i in range(0, len(slots), self.chunk_size):
+            part = slots[i:i + self.chunk_size]
+            stop = None
+            if self.budget is not None:
+                n, stop = self.budget.admit([todo[s] for s in part])
+                if stop: part = part[:n]
+            if not part: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i)
+            t0 = time.perf_counter()
+            outs = self.backend.generate([todo[s] for s in part])
+            st["seconds"] += time.perf_counter() - t0
+            st["calls"] += len(part)
+            st["prompt_tokens"] += sum(o.prompt_tokens for o in outs)
+            st["completion_tokens"] += sum(o.completion_tokens for o in outs)
+            result.update(zip(part, outs))
+            if self.cache is not None:
+                self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
+            if self.budget is not None: self.budget.spend(outs)
+            bar.update(len(part))
+            report_progress(self.progress_file, step, i + len(part), len(slots), hits, t0)
+            if stop: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i - len(part))
+        bar.close()
+        st["seconds"] = round(st["seconds"], 3)
+        out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
+        st["cut_at_limit"] += sum(o.cut for o in out)
+        return out
 
 # %% ../nbs/01_llm.ipynb #ac1d8599
-@patch
-def _report(self: LLM, step: str, done: int, total: int, cached: int, t0: float):
-    "Write the step's progress (calls done of those to make, cache hits, seconds) where the runner reads it."
-    if self.progress_file is None: return
+def report_progress(path: Path | None, step: str, done: int, total: int, cached: int, t0: float):
+    "Write a step's progress (calls done of those to make, cache hits, seconds) to `path`, where the runner reads it."
+    if path is None: return
     try: write_json({"step": step, "done": done, "total": total, "cached": cached,
-                     "seconds": round(time.perf_counter() - t0, 1)}, self.progress_file)
+                     "seconds": round(time.perf_counter() - t0, 1)}, path)
     except OSError: pass  # progress is a courtesy: never a reason to stop a stage
 
-# %% ../nbs/01_llm.ipynb #43e894d8
-@patch
-def complete(self: LLM, requests: Sequence[ChatRequest], step: str = "default",
-             progress: bool = True) -> list[Completion]:
-    "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
-    st = self.step_stats(step)
-    st["requests"] += len(requests)
-    desc = self.backend.describe()
-    keys = [cache_key(desc, r) for r in requests]
-    cached = self.cache.get_many([k for k in keys if k]) if self.cache is not None else {}
-    result: dict[Any, Completion] = {}
-    todo: dict[Any, ChatRequest] = {}
-    for i, (k, r) in enumerate(zip(keys, requests)):
-        slot = k if k else ("nocache", i)
-        if k in cached: result[slot] = cached[k]
-        elif slot in todo: st["deduplicated"] += 1
-        else: todo[slot] = r
-    hits = sum(1 for k in keys if k in cached)
-    st["cache_hits"] += hits
-    slots, t0 = list(todo), time.perf_counter()
-    self._report(step, 0, len(slots), hits, t0)
-    bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
-    for i in range(0, len(slots), self.chunk_size):
-        part = slots[i:i + self.chunk_size]
-        stop = None
-        if self.budget is not None:
-            n, stop = self.budget.admit([todo[s] for s in part])
-            if stop: part = part[:n]
-        if not part: bar.close(); self._stop(stop, step, len(slots) - i)
-        t0 = time.perf_counter()
-        outs = self.backend.generate([todo[s] for s in part])
-        st["seconds"] += time.perf_counter() - t0
-        st["calls"] += len(part)
-        st["prompt_tokens"] += sum(o.prompt_tokens for o in outs)
-        st["completion_tokens"] += sum(o.completion_tokens for o in outs)
-        result.update(zip(part, outs))
-        if self.cache is not None: self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
-        if self.budget is not None: self.budget.spend(outs)
-        bar.update(len(part))
-        self._report(step, i + len(part), len(slots), hits, t0)
-        if stop: bar.close(); self._stop(stop, step, len(slots) - i - len(part))
-    bar.close()
-    st["seconds"] = round(st["seconds"], 3)
-    out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
-    st["cut_at_limit"] += sum(o.cut for o in out)
-    return out
-
 # %% ../nbs/01_llm.ipynb #39fc10ce
-@patch
-def _stop(self: LLM, stop: tuple, step: str, blocked: int):
+def budget_stop(budget: Budget, stats: dict, stop: tuple, step: str, blocked: int):
+    "Raise `BudgetExceeded` for the limit `stop` names, with what was spent and each step's counters (`stats`)."
     scope, name, limit, _ = stop
-    spent = next(sp for sc, nm, lim, sp in self.budget.limits() if nm == name)  # after the calls this chunk could make
+    spent = next(sp for sc, nm, lim, sp in budget.limits() if nm == name)  # after the calls this chunk could make
     raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step,
-                          "blocked": blocked, "calls_made": self.budget.calls, "tokens_made": self.budget.tokens,
-                          "llm": {k: dict(v) for k, v in self.stats.items()}})
+                          "blocked": blocked, "calls_made": budget.calls, "tokens_made": budget.tokens,
+                          "llm": {k: dict(v) for k, v in stats.items()}})
 
 # %% ../nbs/01_llm.ipynb #9834bd1d
 @dataclass(frozen=True)
