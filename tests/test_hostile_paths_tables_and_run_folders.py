@@ -43,12 +43,12 @@ def test_a_prompt_id_never_writes_outside_the_archive(tmp_path, prompt_id):
 
 def test_a_poisoned_fetch_record_is_refetched_never_read_through(tmp_path):
     "A fetch record whose sha256 is a path counts as no record; a body is only ever read by a real digest."
-    from groundbench.sources.stage import PageStore
+    from groundbench.sources.stage import PageStore, record_path
     secret = tmp_path / "secret.bin"
     secret.write_bytes(b"TOP SECRET")
     store = PageStore(tmp_path / "run" / "30_sources")
     url = "https://example.org/a"
-    rec_path = store._rec_path(url)
+    rec_path = record_path(store.root, url)
     rec_path.parent.mkdir(parents=True)
     rec_path.write_text(json.dumps({"url": url, "final_url": url, "status": 200, "sha256": "../../../../secret"}))
     assert store.record(url) is None

@@ -17,7 +17,6 @@ from typing import Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
-from fastcore.basics import patch
 
 from ..collect.base import Archive
 from ..core import Conversation, SourceDoc, load_settings, now_iso, read_records, write_json, write_table
@@ -29,8 +28,8 @@ from .extract import ExtractLimits, ExtractWorker, Extracted, extract
 from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
 
 # %% auto #0
-__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'source_doc', 'failure_reason', 'reason_counts', 'fetch_and_extract', 'source_rows',
-           'validity_tables', 'run']
+__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'record_path', 'read_extraction', 'source_doc', 'failure_reason', 'reason_counts',
+           'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 SUBSTANTIVE_CHARS = 500
@@ -44,86 +43,68 @@ class PageStore:
         self.limits, self.min_extract_s = limits or ExtractLimits(), min_extract_s
         self._worker: ExtractWorker | None = None
 
+    def record(self, url: str) -> FetchRecord | None:
+        "The stored fetch record of `url`, if any (a corrupt record counts as none)."
+        p = record_path(self.root, url)
+        try: rec = FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
+        except (ValueError, TypeError, OSError): return None
+        if rec is not None and rec.sha256 and not _SHA256.fullmatch(str(rec.sha256)): return None  # a path: refused
+        return rec
+
+    def save(self, rec: FetchRecord): write_json(dataclasses.asdict(rec), record_path(self.root, rec.url))
+
+    def store_body(self, body: bytes) -> str: return Path(self.archive.put(body, "bin")).stem  # archived: its sha256
+
+    def body(self, sha: str) -> bytes:
+        "An archived body by its sha256 (64 hexadecimal digits: anything else is refused, never used as a path)."
+        if not _SHA256.fullmatch(str(sha)): raise ValueError(f"not a sha256 digest: {str(sha)[:80]!r}")
+        return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
+
+    def _limits_key(self) -> str: return json.dumps(dataclasses.asdict(self.limits), sort_keys=True)
+
+    def extract(self, body: bytes, content_type: str, url: str, timeout_s: float | None = None) -> Extracted:
+        "Extract in the limited worker (started on first use)."
+        if self._worker is None: self._worker = ExtractWorker(self.limits)
+        return self._worker(body, content_type, url, timeout_s)
+
+    def extracted(self, rec: FetchRecord, total_timeout_s: float | None = None) -> Extracted:
+        "A record's body extracted (cached by body hash and limits), within what is left of the page's time budget."
+        if not rec.sha256: return Extracted("empty")
+        p = self.root / "extracted" / rec.sha256[:2] / f"{rec.sha256}.json"
+        if (e := read_extraction(p, self._limits_key())) is not None: return e
+        left = None if total_timeout_s is None else max(self.min_extract_s, total_timeout_s - rec.seconds)
+        e = self.extract(self.body(rec.sha256), rec.content_type, rec.final_url or rec.url, left)
+        write_json(dataclasses.asdict(e) | {"limits": self._limits_key()}, p)
+        return e
+
+    def close(self):  # stops the extraction worker
+        if self._worker is not None: self._worker.close(); self._worker = None
+
+    def fetch(self, urls: Sequence[str], cfg: FetchSettings, progress: bool = True) -> dict[str, FetchRecord]:
+        "Records for `urls`, fetching only those without a record that stands (see `reusable`)."
+        urls = list(dict.fromkeys(urls))
+        have = {u: r for u in urls if (r := self.record(u)) is not None and reusable(r, cfg)}
+        todo = [u for u in urls if u not in have]
+        bar = tqdm(total=len(todo), desc="fetch", disable=not progress or not todo, leave=False)
+        def done(rec): self.save(rec); bar.update(1)
+        new = fetch_all(todo, cfg, store=self.store_body, done=done)
+        bar.close()
+        return {**have, **{r.url: r for r in new}}
+
 # %% ../../nbs/30_sources.ipynb #aac84e69
-@patch
-def _rec_path(self: PageStore, url: str) -> Path:
+def record_path(root: Path, url: str) -> Path:
+    "Where a run's sources folder `root` keeps the fetch record of `url` (by the URL's sha256)."
     h = hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
-    return self.root / "fetch" / h[:2] / f"{h}.json"
+    return root / "fetch" / h[:2] / f"{h}.json"
 
-# %% ../../nbs/30_sources.ipynb #58f698f6
-@patch
-def record(self: PageStore, url: str) -> FetchRecord | None:
-    "The stored fetch record of `url`, if any (a corrupt record counts as none)."
-    p = self._rec_path(url)
-    try: rec = FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
-    except (ValueError, TypeError, OSError): return None
-    if rec is not None and rec.sha256 and not _SHA256.fullmatch(str(rec.sha256)): return None  # a path, not a digest
-    return rec
-
-# %% ../../nbs/30_sources.ipynb #ddba7e1b
-@patch
-def save(self: PageStore, rec: FetchRecord): write_json(dataclasses.asdict(rec), self._rec_path(rec.url))
-
-# %% ../../nbs/30_sources.ipynb #a97af48c
-@patch
-def store_body(self: PageStore, body: bytes) -> str:
-    "Archive a body; returns its sha256."
-    rel = self.archive.put(body, "bin")
-    return Path(rel).stem
-
-# %% ../../nbs/30_sources.ipynb #a352fd5a
-@patch
-def body(self: PageStore, sha: str) -> bytes:
-    "An archived body by its sha256 (64 hexadecimal digits: anything else is refused, never used as a path)."
-    if not _SHA256.fullmatch(str(sha)): raise ValueError(f"not a sha256 digest: {str(sha)[:80]!r}")
-    return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
-
-# %% ../../nbs/30_sources.ipynb #4e78b79e
-@patch
-def _limits_key(self: PageStore) -> str: return json.dumps(dataclasses.asdict(self.limits), sort_keys=True)
-
-# %% ../../nbs/30_sources.ipynb #d01a0aa4
-@patch
-def extract(self: PageStore, body: bytes, content_type: str, url: str, timeout_s: float | None = None) -> Extracted:
-    "Extract in the limited worker (started on first use)."
-    if self._worker is None: self._worker = ExtractWorker(self.limits)
-    return self._worker(body, content_type, url, timeout_s)
-
-# %% ../../nbs/30_sources.ipynb #b6d2235b
-@patch
-def extracted(self: PageStore, rec: FetchRecord, total_timeout_s: float | None = None) -> Extracted:
-    "The extraction of a record's body (cached by body hash and limits), within what is left of the page's time budget."
-    if not rec.sha256: return Extracted("empty")
-    p = self.root / "extracted" / rec.sha256[:2] / f"{rec.sha256}.json"
-    if p.exists():
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-            if d.pop("limits", self._limits_key()) == self._limits_key() and d.get("reason") != "extract_timeout":
-                return Extracted(**d)
-        except (ValueError, TypeError, OSError): pass
-    left = None if total_timeout_s is None else max(self.min_extract_s, total_timeout_s - rec.seconds)
-    e = self.extract(self.body(rec.sha256), rec.content_type, rec.final_url or rec.url, left)
-    write_json(dataclasses.asdict(e) | {"limits": self._limits_key()}, p)
-    return e
-
-# %% ../../nbs/30_sources.ipynb #f5592aa7
-@patch
-def close(self: PageStore):
-    "Stop the extraction worker."
-    if self._worker is not None: self._worker.close(); self._worker = None
-
-# %% ../../nbs/30_sources.ipynb #c91bc036
-@patch
-def fetch(self: PageStore, urls: Sequence[str], cfg: FetchSettings, progress: bool = True) -> dict[str, FetchRecord]:
-    "Records for `urls`, fetching only those without a record that stands (see `reusable`)."
-    urls = list(dict.fromkeys(urls))
-    have = {u: r for u in urls if (r := self.record(u)) is not None and reusable(r, cfg)}
-    todo = [u for u in urls if u not in have]
-    bar = tqdm(total=len(todo), desc="fetch", disable=not progress or not todo, leave=False)
-    def done(rec): self.save(rec); bar.update(1)
-    new = fetch_all(todo, cfg, store=self.store_body, done=done)
-    bar.close()
-    return {**have, **{r.url: r for r in new}}
+def read_extraction(path: Path, limits_key: str) -> Extracted | None:
+    "A cached extraction made under the same limits and not timed out; None otherwise (or when unreadable)."
+    if not path.exists(): return None
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if d.pop("limits", limits_key) == limits_key and d.get("reason") != "extract_timeout": return Extracted(**d)
+    except (ValueError, TypeError, OSError): pass
+    return None
 
 # %% ../../nbs/30_sources.ipynb #34e4f35b
 def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
