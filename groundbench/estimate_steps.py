@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
-from fastcore.basics import patch
 
 from .claims import REWRITE_TOKENS, prompts_from_files
 from .stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
@@ -32,8 +31,8 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate',
-           'PromptCounter', 'usage_history', 'History', 'Context', 'NotCached', 'CacheOnlyBackend', 'cached_units',
-           'Inputs', 'prompts_to_collect', 'plan_inputs']
+           'PromptCounter', 'usage_history', 'History', 'Context', 'expect', 'NotCached', 'CacheOnlyBackend',
+           'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
@@ -171,8 +170,7 @@ class History:
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a1000d
 class Context:
-    """What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs' figures, the
-    [estimate] assumptions."""
+    "What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs, [estimate] assumptions."
     def __init__(self, settings: dict, runs_dir: str | Path | None = None):
         self.settings = settings
         self.llm = llm_from_settings(settings, load=False)
@@ -181,86 +179,77 @@ class Context:
         self.history = History(usage_history(runs_dir, self.model), self.model)
         self.assume = {k: float(v) for k, v in (settings.get("estimate") or {}).items()}
 
+    def built_step(self, stage: str, step: str, requests: Sequence[ChatRequest], schema_model,
+                   note: str = "") -> StepEstimate:
+        "A row from the step's own requests: exact cache hits, duplicates, (llama.cpp) prompt tokens, repairs' size."
+        reqs = with_schema(requests, schema_model)
+        uniq: dict = {}
+        for i, r in enumerate(reqs): uniq.setdefault(cache_key(self.desc, r) or ("nocache", i), r)
+        cache = self.llm.cache
+        hits = cache.get_many([k for k in uniq if isinstance(k, str)]) if cache is not None else {}
+        todo = [r for k, r in uniq.items() if k not in hits]
+        mt = max((r.max_tokens for r in reqs), default=MAX_TOKENS.get(step, 0))
+        pt, how = self.counter.count_many(todo)
+        extra = (self.counter.count(repair_request(todo[0], "", "e")) - self.counter.count(todo[0]) + mt) if todo else 0
+        k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+        row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN,
+                           k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN,
+                           k[1] * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
+        cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
+        expect(self.history, stage, step, len(todo), row, None, cached_cc)
+        row.prompt_tokens = pt * (row.calls_expected / len(todo)) if todo else 0.0
+        return row
+
+    def estimated_step(self, stage: str, step: str, basis: str, requests: float, high: float | None, note: str,
+                       prompt_per_call: float | None = None) -> StepEstimate:
+        "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
+        mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
+        k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+        row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN,
+                           max_tokens=mt, note=note)
+        if high is not None: row.completion_high = k[1] * high * mt
+        measured = self.history.per_call(stage, step, "prompt_tokens")
+        expect(self.history, stage, step, requests, row, measured if measured is not None else prompt_per_call)
+        if measured is None and prompt_per_call is not None:
+            row.note += "; prompt tokens approximated from the prompt and its input size"
+        return row
+
+    def verified_per_segment(self) -> tuple:
+        """Expected verified (Fact, Claim) units of a segment of `words` words, as a function, and its source: the
+        ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""
+        stg, a = GROUNDEDNESS, self.assume
+        r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
+        runs = self.history.runs(stg, "decontextualise")
+        if r is not None: return (lambda words: r), f"measured on {runs} earlier run(s) of {self.model}"
+        return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
+
+    def template_tokens(self, step: str, **values) -> int:
+        "Prompt tokens of the step's prompt with `values` filled in (missing ones empty)."
+        pt = load_prompt(PROMPTS.get(step, step))
+        names = {m for _, c in pt.messages for m in re.findall(r"\{(\w+)\}", c)}
+        return self.counter.count(ChatRequest.of(pt.render(**{n: values.get(n, "") for n in names})))
+
 # %% ../nbs/87_estimate_steps.ipynb #7250a63f
-@patch
-def _expect(self: Context, stage, step, n_calls_first, row: StepEstimate, prompt_per_call: float | None,
-            cached_completion: float | None = None):
-    rate = self.history.repair_rate(stage, step)
+def expect(history: History, stage: str, step: str, n_calls_first: float, row: StepEstimate,
+           prompt_per_call: float | None, cached_completion: float | None = None):
+    """Fill `row`'s expected calls and tokens from `history` (the repair rate and tokens per call of earlier runs of
+    the model), else from the first round alone, and say which in its note."""
+    rate = history.repair_rate(stage, step)
     row.calls_expected = n_calls_first * (1 + (rate or 0.0))
-    pc = self.history.per_call(stage, step, "prompt_tokens") if prompt_per_call is None else prompt_per_call
+    pc = history.per_call(stage, step, "prompt_tokens") if prompt_per_call is None else prompt_per_call
     if math.isnan(row.prompt_tokens) and pc is not None: row.prompt_tokens = row.calls_expected * pc
-    cc = self.history.per_call(stage, step, "completion_tokens")
+    cc = history.per_call(stage, step, "completion_tokens")
     if cc is None and cached_completion is not None: cc = cached_completion
     if cc is not None: row.completion_expected = row.calls_expected * cc
     if pc is not None and math.isnan(row.prompt_tokens_high) and not math.isnan(row.calls_high):
         row.prompt_tokens_high = row.calls_high * pc
-    n = self.history.runs(stage, step)
-    said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {self.model}" if rate is not None
+    n = history.runs(stage, step)
+    said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {history.model}" if rate is not None
             and n else
             "no earlier run of this model: first round only" + (", completion length of the cached answers of this step"
                                                                if cc is not None
                                                                 else ", no expected completion length"))
     row.note = "; ".join(x for x in (row.note, said) if x)
-
-# %% ../nbs/87_estimate_steps.ipynb #f09096dd
-@patch
-def built_step(self: Context, stage: str, step: str, requests: Sequence[ChatRequest], schema_model,
-               note: str = "") -> StepEstimate:
-    "A row from the step's own requests: exact cache hits, duplicates and (llama.cpp) prompt tokens."
-    reqs = with_schema(requests, schema_model)
-    uniq: dict = {}
-    for i, r in enumerate(reqs): uniq.setdefault(cache_key(self.desc, r) or ("nocache", i), r)
-    hits = self.llm.cache.get_many([k for k in uniq if isinstance(k, str)]) if self.llm.cache is not None else {}
-    todo = [r for k, r in uniq.items() if k not in hits]
-    mt = max((r.max_tokens for r in reqs), default=MAX_TOKENS.get(step, 0))
-    pt, how = self.counter.count_many(todo)
-    # a repair request: the request again, plus its bad answer (at most max_tokens) and the error with the schema
-    r0 = todo[0] if todo else None
-    extra = (self.counter.count(repair_request(r0, "", "e")) - self.counter.count(r0) + mt) if r0 else 0
-    k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
-    row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN,
-                       k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN, k[1] * len(todo) * mt, mt,
-                       "; ".join(x for x in (note, how) if x))
-    cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
-    self._expect(stage, step, len(todo), row, None, cached_cc)
-    row.prompt_tokens = pt * (row.calls_expected / len(todo)) if todo else 0.0
-    return row
-
-# %% ../nbs/87_estimate_steps.ipynb #2bbef018
-@patch
-def estimated_step(self: Context, stage: str, step: str, basis: str, requests: float, high: float | None, note: str,
-                   prompt_per_call: float | None = None) -> StepEstimate:
-    "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
-    mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
-    k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
-    row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN, max_tokens=mt,
-                       note=note)
-    if high is not None: row.completion_high = k[1] * high * mt
-    measured = self.history.per_call(stage, step, "prompt_tokens")
-    self._expect(stage, step, requests, row, measured if measured is not None else prompt_per_call)
-    if measured is None and prompt_per_call is not None:
-        row.note += "; prompt tokens approximated from the prompt and its input size"
-    return row
-
-# %% ../nbs/87_estimate_steps.ipynb #4f795df0
-@patch
-def verified_per_segment(self: Context) -> tuple:
-    """Expected verified (Fact, Claim) units of a segment of `words` words, as a function, and where that comes from:
-    the ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""
-    stg, a = GROUNDEDNESS, self.assume
-    r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
-    if r is not None:
-        return ((lambda words: r),
-                f"measured on {self.history.runs(stg, 'decontextualise')} earlier run(s) of {self.model}")
-    return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
-
-# %% ../nbs/87_estimate_steps.ipynb #c8d8fb8e
-@patch
-def template_tokens(self: Context, step: str, **values) -> int:
-    "Prompt tokens of the step's prompt with `values` filled in (missing ones empty)."
-    pt = load_prompt(PROMPTS.get(step, step))
-    names = {m for _, c in pt.messages for m in re.findall(r"\{(\w+)\}", c)}
-    return self.counter.count(ChatRequest.of(pt.render(**{n: values.get(n, "") for n in names})))
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a1001c
 class NotCached(RuntimeError):
