@@ -19,7 +19,7 @@ import pandas as pd
 
 
 from .core import Conversation, RecordError, now_iso, read_records, write_table
-from .credibility.metrics import assistant_name
+from .core import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS
 from .stats import N_BOOT, bootstrap_ci
 from .validation_pairs import agreement, confusion

@@ -27,10 +27,10 @@ import pydantic
 
 # %% auto #0
 __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
-           'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file', 'atomic_path', 'write_text',
-           'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe', 'spreadsheet_safe_frame',
-           'write_table', 'read_table', 'read_records', 'load_yaml', 'package_dir', 'project_root', 'package_dirs',
-           'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
+           'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
+           'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe',
+           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'load_yaml', 'package_dir',
+           'project_root', 'package_dirs', 'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -121,6 +121,12 @@ class Conversation:
     sources_missing: bool = False
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
+
+# %% ../nbs/00_core.ipynb #a2e562a4
+def assistant_name(c: Conversation) -> str:
+    "How an assistant is named in tables: the system for imported answer sets, else provider and model."
+    if c.provider == "expertqa": return c.model
+    return f"{c.provider} {c.model}".strip() if c.model and c.model.lower() not in c.provider.lower() else c.provider
 
 # %% ../nbs/00_core.ipynb #a0544302
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
 def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
-    from groundbench.credibility.metrics import assistant_name
+    from groundbench.core import assistant_name
     from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None:

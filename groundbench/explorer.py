@@ -17,7 +17,7 @@ import pandas as pd
 from .collect.base import citable_url
 from .core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
 from .runfolder import Run
-from .credibility.metrics import assistant_name
+from .core import assistant_name
 from .stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
 
 # %% auto #0

@@ -16,7 +16,7 @@ import pandas as pd
 import pydantic
 
 from .core import Conversation, Unit, load_settings, read_records, write_table
-from .credibility.metrics import assistant_name
+from .core import assistant_name
 from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
 from .groundedness.units import decontextualise, extract_units
 from .llm import LLM, complete_json, llm_from_settings, load_prompt, request

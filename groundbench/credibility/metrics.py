@@ -14,22 +14,16 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..core import Conversation, Prompt
+from ..core import Conversation, Prompt, assistant_name
 from ..tables import Output, pm
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
 __all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'TABLE_2_SOURCES_MISSING',
-           'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'assistant_name', 'citation_table', 'conversation_table',
-           'agresti_coull', 'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates',
-           'table_1', 'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13',
-           'figure_2', 'figure_9', 'table_3_sides', 'credibility_outputs']
-
-# %% ../../nbs/42_credibility_metrics.ipynb #f9cdde55
-def assistant_name(c: Conversation) -> str:
-    "How an assistant is named in tables: the system for imported answer sets, else provider and model."
-    if c.provider == "expertqa": return c.model
-    return f"{c.provider} {c.model}".strip() if c.model and c.model.lower() not in c.provider.lower() else c.provider
+           'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'citation_table', 'conversation_table', 'agresti_coull',
+           'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1',
+           'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2',
+           'figure_9', 'table_3_sides', 'credibility_outputs']
 
 # %% ../../nbs/42_credibility_metrics.ipynb #aee8067a
 def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rater) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core import Conversation, Prompt, Unit, load_settings, read_records, write_jsonl, write_table
-from ..credibility.metrics import assistant_name
+from ..core import assistant_name
 from ..embed import Embedder, embedder_from_settings, top_k_of
 from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
 from .methods import run_factscore, run_verify

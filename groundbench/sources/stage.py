@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from ..collect.base import Archive
 from ..core import Conversation, SourceDoc, load_settings, now_iso, read_records, write_json, write_table
-from ..credibility.metrics import assistant_name
+from ..core import assistant_name
 from ..runfolder import Run
 from ..stages import COLLECT, SOURCES, StageOutput
 from .browser import render_with_browser
