@@ -12,6 +12,7 @@ import warnings
 import math
 import re
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -31,8 +32,8 @@ from .llm import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate',
-           'PromptCounter', 'usage_history', 'History', 'Context', 'expect', 'NotCached', 'CacheOnlyBackend',
-           'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
+           'PromptCounter', 'usage_history', 'History', 'cut_retries', 'Context', 'expect', 'NotCached',
+           'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../nbs/87_estimate_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
@@ -168,6 +169,22 @@ class History:
         v = self.h.get((stage, step))
         return int(v["runs"]) if v else 0
 
+# %% ../nbs/87_estimate_steps.ipynb #4e304906
+def cut_retries(row: StepEstimate, cache, desc: dict, cut: Sequence[ChatRequest], step: str) -> int:
+    """The retries the run will make of answers already cached but cut at their limit (`cut`: their requests): an
+    extraction (`CUT_RETRIED`) asks such an answer again once with twice the budget, and that retry may not be cached
+    (a run killed between the two). Each is a call the run cannot avoid, then perhaps a repair: added to `row`'s
+    calls and completion ranges; returns how many."""
+    if step not in CUT_RETRIED or not cut: return 0
+    again = [cache_key(desc, dataclasses.replace(r, max_tokens=2 * r.max_tokens)) for r in cut]
+    held = cache.get_many([k for k in again if k]) if cache is not None else {}
+    n = sum(1 for k in again if k not in held)
+    mt = max(r.max_tokens for r in cut)
+    row.calls_low += n
+    row.calls_high += 2 * n                           # the retry, and a repair of its answer
+    row.completion_high += n * (2 * mt + 2 * mt)      # the retry's budget (twice), the repair's
+    return n
+
 # %% ../nbs/87_estimate_steps.ipynb #e5a1000d
 class Context:
     "What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs, [estimate] assumptions."
@@ -196,7 +213,8 @@ class Context:
                            k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN,
                            k[1] * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
         cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
-        expect(self.history, stage, step, len(todo), row, None, cached_cc)
+        again = cut_retries(row, cache, self.desc, [r for k, r in uniq.items() if k in hits and hits[k].cut], step)
+        expect(self.history, stage, step, len(todo) + again, row, None, cached_cc)
         row.prompt_tokens = pt * (row.calls_expected / len(todo)) if todo else 0.0
         return row
 
@@ -213,7 +231,6 @@ class Context:
         if measured is None and prompt_per_call is not None:
             row.note += "; prompt tokens approximated from the prompt and its input size"
         return row
-
     def verified_per_segment(self) -> tuple:
         """Expected verified (Fact, Claim) units of a segment of `words` words, as a function, and its source: the
         ratio measured on earlier groundedness runs of this model (per segment), else settings [estimate] (per word)."""

@@ -30,7 +30,7 @@ from groundbench.stages import (CLAIMS, COLLECT, CREDIBILITY, GROUNDEDNESS, PROF
                                 SOURCES)
 
 # stage order and grouping of the navigation: (section, notebook-name prefixes)
-SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05", "06")), ("Claims", ("10",)),
+SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")), ("Claims", ("10",)),
             ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
             ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
             ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")),

@@ -57,7 +57,7 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     fn, cls = text("42_credibility_metrics.html"), text("04_stages.html")
     assert "def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]" in fn   # a function
     assert "parameter type default k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
-    assert "class Stage( name: str, title: str," in cls and "planner str ''" in cls                 # a class, as one
+    assert "class Stage( name: str, title: str," in cls and "module str ''" in cls                 # a class, as one
     assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
     backends = (site / "01_llm_backends.html").read_text()
     assert 'href="01_llm.html#backend"' in backends                 # a cross-link to the page documenting `Backend`
