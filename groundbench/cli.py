@@ -22,7 +22,8 @@ from .cli_app import GLOBAL_SETTINGS, app, check_out, fail, say_error
 from .cli_tools import COMMANDS as TOOL_COMMANDS   # importing it registers the tools on `app`
 from .core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from .runfolder import Run
-from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker, printable,
+from .core import printable
+from .runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker,
                                 run_file, run_summary)
 
 # %% auto #0

@@ -13,7 +13,8 @@ from typing import List, Optional, Sequence
 import typer
 
 from .core import RecordError
-from .runner import parse_params, printable
+from .core import printable
+from .runner import parse_params
 
 # %% auto #0
 __all__ = ['app', 'GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'error_line', 'say_error', 'fail', 'checked_settings', 'same_file',

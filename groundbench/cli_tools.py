@@ -20,7 +20,7 @@ import yaml
 
 from .cli_app import app, fail, say_error
 from .core import RecordError, load_settings, load_yaml, write_table
-from .runner import printable
+from .core import printable
 
 # %% auto #0
 __all__ = ['COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd',

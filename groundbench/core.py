@@ -29,8 +29,8 @@ import pydantic
 __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
            'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
            'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe',
-           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'load_yaml', 'package_dir',
-           'project_root', 'package_dirs', 'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
+           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'load_yaml', 'printable',
+           'package_dir', 'project_root', 'package_dirs', 'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -388,6 +388,14 @@ def load_yaml(text: str) -> Any:
     "Parse YAML safely and boundedly: plain data only (safe_load's types), no anchors or aliases."
     import yaml
     return yaml.load(text, Loader=_no_alias_loader())
+
+# %% ../nbs/00_core.ipynb #38930fce
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+def printable(text: object) -> str:
+    """Text safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides) shown as \\x..
+    escapes."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 # %% ../nbs/00_core.ipynb #758b1e3f
 def package_dir(sub: str = "") -> Path:

@@ -19,15 +19,16 @@ from typing import Sequence
 
 import yaml
 
-from .core import RecordError, load_settings, load_yaml, project_root, regular_file, resolve_path
+from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
+                              resolve_path)
 from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, stage_usage
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'printable', 'run_summary',
-           'parse_worker', 'parse_params', 'run_file']
+           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'run_summary', 'parse_worker',
+           'parse_params', 'run_file']
 
 # %% ../nbs/89_runner.ipynb #49797ea6
 @dataclass
@@ -246,14 +247,6 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
         for i, name in enumerate(stages):
             _run_stage(spec, run, name, declared[name], kernel, log_output, shared, i > 0, quiet)
     return run
-
-# %% ../nbs/89_runner.ipynb #38930fce
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-def printable(text: object) -> str:
-    """Text safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides) shown as \\x..
-    escapes."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 # %% ../nbs/89_runner.ipynb #7424e3e0
 def run_summary(run: Run) -> str:
