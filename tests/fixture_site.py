@@ -8,6 +8,10 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from groundbench.collect.base import Archive
+from groundbench.collect.browser import BrowserCollector
+from groundbench.core import Prompt
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 QWEN_SOURCES = [{"url": "https://www.bbc.co.uk/news/health-1", "title": "BBC News", "hostname": "bbc.co.uk"},
                 {"url": "https://www.reuters.com/fact-check/x", "title": "Reuters", "hostname": "reuters.com"},
@@ -87,3 +91,20 @@ if __name__ == "__main__":  # serve a fixture for a look in a browser: python te
     with FixtureSite(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "") as s:
         print(s.url, flush=True)
         while True: time.sleep(3600)
+
+
+
+# what the tests of the browser collector share: one prompt, a collector per assistant YAML, one prompt collected
+PROMPT = Prompt("H1", "Health", "fact_checker", 1, "Fact-check: mRNA vaccines alter human DNA, with evidence")
+
+
+def assistant(name):
+    "The browser collector of the assistant `name` (its YAML), made with the keyword arguments given."
+    return lambda config=name, **kw: BrowserCollector(config, **kw)
+
+
+def collect_one(cls, site, tmp_path, **kw):
+    "One prompt collected from the fixture `site` by the collector class `cls`: (archive, its record, conversation)."
+    ar = Archive(tmp_path / "collect")
+    conv = cls(base_url=site.url, delay_s=0, **kw).collect([PROMPT], ar, progress=False)[0]
+    return ar, ar.records()[0], conv

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fixture_site import FixtureSite
+from fixture_site import PROMPT, FixtureSite, assistant, collect_one
 from groundbench.collect.base import Archive, CollectionError
 from groundbench.collect.page import load_ui_config, parse_page
 from groundbench.collect.browser import BrowserCollector
@@ -16,25 +16,13 @@ from groundbench.core import Prompt
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium]
 
-PROMPT = Prompt("H1", "Health", "fact_checker", 1, "Fact-check: mRNA vaccines alter human DNA, with evidence")
 CDC, REUTERS, AP = "https://www.cdc.gov/vaccines/facts", "https://www.reuters.com/fact-check/abc", "https://apnews.com/article/xyz"
-
-
-def assistant(name):
-    "The browser collector of the assistant `name` (its YAML), made with the keyword arguments given."
-    return lambda config=name, **kw: BrowserCollector(config, **kw)
-
-
-def collect(cls, site, tmp_path, **kw):
-    ar = Archive(tmp_path / "collect")
-    conv = cls(base_url=site.url, delay_s=0, **kw).collect([PROMPT], ar, progress=False)[0]
-    return ar, ar.records()[0], conv
 
 
 @pytest.mark.parametrize("variant,renderer", [("classic", "classic"), ("hybrid", "hybrid"), ("dil", "dil")])
 def test_chatgpt_2026_every_renderer_with_popover_urls(tmp_path, variant, renderer):
     with FixtureSite("chatgpt2026", variant) as site:
-        ar, rec, conv = collect(assistant("chatgpt"), site, tmp_path, model="GPT-5.1")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="GPT-5.1")
     assert rec["renderer"] == renderer and rec["model_answered"] == "gpt-5.1" and not rec["model_mismatch"]
     assert [c.url for c in conv.citations] == [CDC, REUTERS, AP]  # "Reuters +1": both URLs, the second only in its popover
     assert conv.unresolved_pills == 0 and "Fact-checkers rated it false." in conv.answer_text
@@ -51,7 +39,7 @@ def test_chatgpt_2026_every_renderer_with_popover_urls(tmp_path, variant, render
 
 def test_chatgpt_2026_plan_limit_fallback_is_recorded_or_stops(tmp_path):
     with FixtureSite("chatgpt2026", "fallback") as site:
-        ar, rec, conv = collect(assistant("chatgpt"), site, tmp_path, model="GPT-5.2 Thinking")
+        ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="GPT-5.2 Thinking")
         assert rec["model_mismatch"] and rec["model_answered"] == "gpt-5.2-mini"
         assert "hit the Free plan limit" in rec["model_fallback_notice"]
         with pytest.raises(CollectionError, match="asked for 'GPT-5.2 Thinking', the page says 'gpt-5.2-mini' answered"):
@@ -62,7 +50,7 @@ def test_chatgpt_2026_plan_limit_fallback_is_recorded_or_stops(tmp_path):
 
 def test_chatgpt_2026_guest_page_is_not_a_login_wall_and_a_challenge_stops(tmp_path):
     with FixtureSite("chatgpt2026", "guest") as site:
-        _, rec, conv = collect(assistant("chatgpt"), site, tmp_path, model="GPT-5.1")
+        _, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="GPT-5.1")
     assert len(conv.citations) == 3
     with FixtureSite("chatgpt2026", "cloudflare") as site:
         c = BrowserCollector("chatgpt", base_url=site.url, delay_s=0, model="GPT-5.1")
@@ -79,7 +67,7 @@ def test_chatgpt_2026_broken_flow_names_the_step(tmp_path):
 
 def test_perplexity_2026_every_prose_block_hover_card_and_sources_modal(tmp_path):
     with FixtureSite("perplexity2026") as site:
-        ar, rec, conv = collect(assistant("perplexity"), site, tmp_path)
+        ar, rec, conv = collect_one(assistant("perplexity"), site, tmp_path)
     assert "In short, it is false." in conv.answer_text and "The claim is not supported" in conv.answer_text  # three .prose blocks
     assert [c.url for c in conv.citations] == ["https://apnews.com/article/fact-check-123", "https://www.who.int/news-room/q-a",
                                                "https://www.nih.gov/news/mrna", "https://en.wikipedia.org/wiki/MRNA_vaccine"]
@@ -89,7 +77,7 @@ def test_perplexity_2026_every_prose_block_hover_card_and_sources_modal(tmp_path
 
 def test_qwen_2026_flows_and_urls_from_the_captured_stream(tmp_path):
     with FixtureSite("qwen2026") as site:
-        ar, rec, conv = collect(assistant("qwen"), site, tmp_path, model="Qwen3.8-Max")
+        ar, rec, conv = collect_one(assistant("qwen"), site, tmp_path, model="Qwen3.8-Max")
     assert rec["model_shown"] == "Qwen3.8-Max" and conv.thinking is False and "step by step" not in conv.answer_text
     assert [c.url for c in conv.citations] == ["https://www.bbc.co.uk/news/health-1", "https://www.reuters.com/fact-check/x",
                                                "https://baike.baidu.com/item/mRNA", "https://www.reuters.com/world/vaccines-y"]
@@ -101,10 +89,10 @@ def test_qwen_2026_without_stream_or_list_counts_unresolved_pills(tmp_path):
     cfg = copy.deepcopy(load_ui_config("qwen"))
     cfg.pop("stream_capture")
     with FixtureSite("qwen2026", "guest") as site:  # guest: 登录 / Log in buttons beside a working composer are no login wall
-        ar, rec, conv = collect(assistant("qwen"), site, tmp_path, model="Qwen3.8-Max", config=cfg)
+        ar, rec, conv = collect_one(assistant("qwen"), site, tmp_path, model="Qwen3.8-Max", config=cfg)
     assert conv.citations == () and conv.unresolved_pills == 4
     with FixtureSite("qwen2026", "drawer") as site:  # the sources list alone resolves them, by host and position
-        _, _, conv = collect(assistant("qwen"), site, tmp_path / "d", model="Qwen3.8-Max", config=cfg)
+        _, _, conv = collect_one(assistant("qwen"), site, tmp_path / "d", model="Qwen3.8-Max", config=cfg)
     assert len(conv.citations) == 4 and conv.unresolved_pills == 0
 
 

@@ -11,25 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, groundbench
-from fixture_site import FixtureSite
+from fixture_site import PROMPT, FixtureSite, assistant, collect_one
 from groundbench.collect.base import Archive, CollectionError
-from groundbench.collect.browser import BrowserCollector
-from groundbench.core import Prompt
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium]
 
-PROMPT = Prompt("H1", "Health", "fact_checker", 1, "Fact-check: mRNA vaccines alter human DNA, with evidence")
-
-
-def assistant(name):
-    "The browser collector of the assistant `name` (its YAML), made with the keyword arguments given."
-    return lambda config=name, **kw: BrowserCollector(config, **kw)
-
-
-def collect_one(cls, site, tmp_path, **kw):
-    ar = Archive(tmp_path / "collect")
-    conv = cls(base_url=site.url, delay_s=0, **kw).collect([PROMPT], ar, progress=False)[0]
-    return ar, ar.records()[0], conv
 
 
 def check_archive(ar, rec, marker_text):
