@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from groundbench.backends import llama_threads
+from groundbench.llm.backends import llama_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()

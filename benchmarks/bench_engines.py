@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_requests import judge_requests  # noqa: E402
 
-from groundbench.backends import LlamaCppBackend, bundled_gguf, llama_threads  # noqa: E402
+from groundbench.llm.backends import LlamaCppBackend, bundled_gguf, llama_threads  # noqa: E402
 from groundbench.groundedness.judge import judge_max_tokens, read_first_bracket  # noqa: E402
-from groundbench.llm import LLM, LLMCache  # noqa: E402
+from groundbench.llm.client import LLM, LLMCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from groundbench.core import load_settings
 from groundbench.embed import embedder_from_settings
 from groundbench.groundedness.judge import SCOPES, Verdict, judge_units, retrieve, source_chunks
 from groundbench.groundedness.units import VERIFIED, Decontextualised, UnitList, decontextualise, extract_units
-from groundbench.llm import llm_from_settings
+from groundbench.llm.client import llm_from_settings
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--conversations", type=int, default=3)
@@ -65,7 +65,7 @@ built["seconds"] = round(t_built, 1)
 # order:
 #    each conversation's extraction, then each unit's decontextualisation, then each unit's judgments; nothing
 #    deduplicated or cached
-from groundbench.llm import LLM
+from groundbench.llm.client import LLM
 
 
 class NoReuse(LLM):

@@ -17,7 +17,7 @@ import pandas as pd
 
 from groundbench.collect.expertqa import import_expertqa
 from groundbench.core import load_settings
-from groundbench.llm import llm_from_settings
+from groundbench.llm.client import llm_from_settings
 from groundbench.sourcebench import METRICS, score_pages
 
 ap = argparse.ArgumentParser()

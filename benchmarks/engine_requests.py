@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 
 from groundbench.groundedness.judge import judge_grammar
-from groundbench.llm import ChatRequest, load_prompt
+from groundbench.llm.client import ChatRequest, load_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 KNOWLEDGE = ("Public health agencies review the evidence on vaccines, diets and treatments before advising anyone.\n"

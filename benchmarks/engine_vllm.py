@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_requests import judge_requests  # noqa: E402
 
 from groundbench.groundedness.judge import judge_grammar, judge_max_tokens, read_first_bracket  # noqa: E402
-from groundbench.llm import LLM, LLMCache  # noqa: E402
-from groundbench.vllm_backend import VLLMBackend, _sampling_spec, make_sampling, smoke_model_folder  # noqa: E402
+from groundbench.llm.client import LLM, LLMCache  # noqa: E402
+from groundbench.llm.vllm_backend import VLLMBackend, _sampling_spec, make_sampling, smoke_model_folder  # noqa: E402
 
 CPU = dict(dtype="float32", enforce_eager=True, kv_cache_gib=1, max_model_len=4096)
 

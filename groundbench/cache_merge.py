@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Sequence
 
-from .llm import CACHE_COLUMNS, CACHE_SCHEMAS
+from .llm.client import CACHE_COLUMNS, CACHE_SCHEMAS
 
 # %% auto #0
 __all__ = ['CACHE_TABLES', 'merge_caches']

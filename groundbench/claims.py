@@ -19,7 +19,7 @@ import pydantic
 
 from .core import Claim, Prompt, RecordError, load_settings, resolve_path, write_table
 from .rows import strict_csv
-from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .llm.client import LLM, complete_json, llm_from_settings, load_prompt, request
 from .runfolder import Run
 from .stages import CLAIMS, StageOutput
 

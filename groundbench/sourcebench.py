@@ -20,7 +20,8 @@ import pydantic
 
 from .core import Conversation, Prompt, load_settings, read_records, write_table
 from .core import assistant_name
-from .llm import LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request, with_schema
+from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request,
+                                    with_schema)
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files

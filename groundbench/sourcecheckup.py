@@ -19,7 +19,7 @@ from .core import Conversation, Unit, load_settings, read_records, write_table
 from .core import assistant_name
 from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
 from .groundedness.units import decontextualise, extract_units
-from .llm import LLM, complete_json, llm_from_settings, load_prompt, request
+from .llm.client import LLM, complete_json, llm_from_settings, load_prompt, request
 from .runfolder import Run
 from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files

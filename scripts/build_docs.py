@@ -38,7 +38,7 @@ SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05", "06", "07", "08
             ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("87", "88")),
             ("Running a study", ("89", "90", "91"))]
 # figures of the report a stage notebook describes
-FIGURES = {"42_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
+FIGURES = {"43_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
            PROFILE: ["figure_profile"]}
 
 
@@ -150,7 +150,7 @@ def study_guide() -> str:
          f"Believer templates ask the reviewed question of `questions.csv`. Two of the six prompts:\n\n"
          f"- Fact-Checker, template 1: \"{fc}\"\n- Claim Believer, template 1: \"{cb}\""),
         ("2. Collection", COLLECT,
-         "Each prompt goes to each assistant (browser collectors, notebooks 22-25 and 28; APIs, 26; or "
+         "Each prompt goes to each assistant (browser collectors, notebooks 22-24 and 28; APIs, 25 and 26; or "
          "answers you already hold, 27 and 29). The answer becomes a `Conversation`: its text, its citations numbered "
          "by first "
          "appearance, and its segments, each sentence with the citations that cover it (METHOD 1.2, notebook 21)."),
@@ -158,12 +158,12 @@ def study_guide() -> str:
          "Every cited URL is fetched safely (31), its text extracted (32) or rendered in Chromium (33); "
          "a page that cannot be fetched keeps its failure reason."),
         ("4. Credibility", CREDIBILITY,
-         "Each cited domain gets the paper's MBFC-based label and score (41): credible (> 0), "
+         "Each cited domain gets the paper's MBFC-based label and score (42): credible (> 0), "
          "non-credible (< 0) or unrated. The conversation's CR is its credible share of rated citations; Table 1's "
          "cell for this "
          "claim's topic and the Fact-Checker role is the mean of those per-conversation rates over the topic's "
          "conversations, "
-         "with 1.96 standard errors, beside the pooled rate with its Agresti-Coull interval (42)."),
+         "with 1.96 standard errors, beside the pooled rate with its Agresti-Coull interval (43)."),
         ("5. Groundedness", GROUNDEDNESS,
          "The answer is split into minimal units (51), each labelled and made self-contained; "
          "each verifiable unit is judged against the chunks of its own cited sources retrieved by embedding similarity "

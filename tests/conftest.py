@@ -155,7 +155,7 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def gguf_path():
-    from groundbench.backends import bundled_gguf
+    from groundbench.llm.backends import bundled_gguf
     return bundled_gguf()
 
 
@@ -184,7 +184,7 @@ def llama_server(gguf_path, tmp_path_factory):
     if why := _missing("llama_server"):
         if os.environ.get("CI"): pytest.fail(f"llama_server missing in CI: {why}", pytrace=False)
         pytest.skip(why)
-    from groundbench.backends import llama_threads
+    from groundbench.llm.backends import llama_threads
     port, threads = free_port(), llama_threads()  # one thread under tests/run.sh's two workers
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with open(log, "w") as f:

@@ -10,7 +10,7 @@
 # Run after setup.sh:  bash setup.sh && bash tests/run.sh          (extra arguments go to pytest)
 # A part:  .venv/bin/python -m pytest -m "not slow"     (all but the end-to-end runs: a few minutes)
 #          .venv/bin/python -m pytest tests/test_credibility.py -k paper
-#          .venv/bin/nbdev-test nbs/41_credibility_ratings.ipynb
+#          .venv/bin/nbdev-test nbs/42_credibility_ratings.ipynb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${GROUNDBENCH_VENV:-.venv}

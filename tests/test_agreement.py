@@ -8,8 +8,8 @@ import pytest
 
 from conftest import groundbench
 from test_annotate import judged_run
-from groundbench.annotate import LabelStore, shared_sample, groundedness_items
-from groundbench.annotate_agreement import SOURCEBENCH_TASK, sourcebench_items
+from groundbench.labels.annotate import LabelStore, shared_sample, groundedness_items
+from groundbench.labels.agreement import SOURCEBENCH_TASK, sourcebench_items
 from groundbench.core import write_table
 from groundbench.sourcebench import METRICS
 
@@ -62,7 +62,7 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
     assert "mean absolute error per metric" in out
     # the report shows the people's figures beside the rest
     from groundbench.core import Prompt
-    from groundbench.report import load_outputs, write_report
+    from groundbench.report.tables import load_outputs, write_report
     write_table([Prompt("c", "Health", "fact_checker", 1, "Tell me facts.", prompt_id="p")], run / "20_collect" / "prompts.parquet")
     o = load_outputs([run])
     o.citations = None            # this hand-made run's citations table has only the columns the labelling view reads

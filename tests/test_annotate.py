@@ -32,7 +32,7 @@ def judged_run(d):
                                     scores=[0.5])) for i, v in enumerate(verdicts)],
                 d / "50_groundedness" / "judgments.jsonl")
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "label", "metadata": {}, "outputs": [],
-                     "source": ["from groundbench.annotate import Annotator\n", "Annotator(\".\", \"ann\", n=5)"]}],
+                     "source": ["from groundbench.labels.annotate import Annotator\n", "Annotator(\".\", \"ann\", n=5)"]}],
           "metadata": {"kernelspec": {"display_name": "groundbench", "language": "python", "name": "groundbench"}},
           "nbformat": 4, "nbformat_minor": 5}
     (d / "label.ipynb").write_text(json.dumps(nb))

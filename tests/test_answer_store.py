@@ -6,8 +6,8 @@ import sys
 
 from answer_store import ANSWER_STORE_ENV, AnswerStore, StoredLlamaCpp
 from conftest import SUPPORT
-from groundbench.backends import LlamaCppBackend
-from groundbench.llm import ChatRequest, Completion
+from groundbench.llm.backends import LlamaCppBackend
+from groundbench.llm.client import ChatRequest, Completion
 
 
 def test_a_stored_answer_is_served_with_its_token_counts_and_counted(tmp_path):
@@ -31,11 +31,11 @@ def test_the_stored_backend_computes_once_and_answers_as_the_model_did(tmp_path,
 
 
 def test_sitecustomize_makes_llamacpp_the_stored_backend_only_with_a_store(tmp_path):
-    code = "from groundbench.llm import BACKENDS; print(BACKENDS['llamacpp'])"
+    code = "from groundbench.llm.client import BACKENDS; print(BACKENDS['llamacpp'])"
     env = {**os.environ, "PYTHONPATH": str(SUPPORT)}
     on = subprocess.run([sys.executable, "-c", code], env={**env, ANSWER_STORE_ENV: str(tmp_path / "a.sqlite")},
                         capture_output=True, text=True, check=True).stdout.strip()
     off = subprocess.run([sys.executable, "-c", code], env={**env, ANSWER_STORE_ENV: ""},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert on == "answer_store:StoredLlamaCpp"
-    assert off == "groundbench.backends:LlamaCppBackend"
+    assert off == "groundbench.llm.backends:LlamaCppBackend"

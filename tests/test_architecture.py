@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import ROOT
 
 PKG = ROOT / "groundbench"
-MODEL_MODULES = {"groundbench.llm", "groundbench.backends", "groundbench.embed"}
+MODEL_MODULES = {"groundbench.llm.client", "groundbench.llm.backends", "groundbench.embed"}
 
 
 def module_name(path: Path) -> str:
@@ -78,7 +78,7 @@ def reach(g: dict, start: str) -> set[str]:
 
 def test_the_import_graph_has_no_circle():
     g = graph()
-    assert {"groundbench.runner", "groundbench.stages", "groundbench.cli", "groundbench.report"} <= set(g)
+    assert {"groundbench.runner", "groundbench.stages", "groundbench.cli.commands", "groundbench.report.tables"} <= set(g)
     circles = sorted(m for m in g if m in reach(g, m))
     assert not circles, f"modules on an import circle: {circles}: " + "; ".join(
         f"{m} -> {sorted(n for n in g[m] if m in reach(g, n))}" for m in circles)
@@ -86,7 +86,7 @@ def test_the_import_graph_has_no_circle():
 
 # the imports by a string the library may make: the backend loader (a registered 'pkg.mod:attr'), vLLM's own module
 # where vLLM is optional, and the extraction worker's preloads of third-party libraries
-ALLOWED_STRING_IMPORTS = {("groundbench.llm", ""), ("groundbench.vllm_backend", "vllm.sampling_params"),
+ALLOWED_STRING_IMPORTS = {("groundbench.llm.client", ""), ("groundbench.llm.vllm_backend", "vllm.sampling_params"),
                           ("groundbench.sources.extract", "")}
 
 
@@ -98,7 +98,7 @@ def test_no_import_by_a_string_but_the_backend_loader():
 
 def test_report_and_explorer_reach_no_model_module():
     g = graph()
-    for m in ("groundbench.report", "groundbench.explorer", "groundbench.stages"):
+    for m in ("groundbench.report.tables", "groundbench.report.explorer", "groundbench.stages"):
         assert not (reach(g, m) & MODEL_MODULES), f"{m} reaches {sorted(reach(g, m) & MODEL_MODULES)}"
 
 
@@ -107,13 +107,13 @@ def test_the_graph_reader_sees_function_level_and_relative_imports(tmp_path):
     pkg = tmp_path / "groundbench" / "sub"
     pkg.mkdir(parents=True)
     f = pkg / "a.py"
-    f.write_text("import os\nfrom ..core import x\ndef g():\n    from groundbench.llm import LLM\n")
-    mods = {"groundbench.core", "groundbench.llm", "groundbench.sub.a", "groundbench.sub", "groundbench.est",
+    f.write_text("import os\nfrom ..core import x\ndef g():\n    from groundbench.llm.client import LLM\n")
+    mods = {"groundbench.core", "groundbench.llm.client", "groundbench.sub.a", "groundbench.sub", "groundbench.est",
             "groundbench.stages"}
     global ROOT
     old, ROOT = ROOT, tmp_path
     try:
-        assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm"}
+        assert imports_of(f, mods) == {"groundbench.core", "groundbench.llm.client"}
         f.write_text("import importlib\nm = importlib.import_module('groundbench.est')\n"
                      "def h(n): return importlib.import_module(f'groundbench.st{n}')\nx = __import__(n)\n")
         assert imports_of(f, mods) == {"groundbench.est", "groundbench.stages"}
@@ -159,7 +159,7 @@ def test_every_stage_is_an_exported_run_with_its_notebooks_parameters():
     parameters cell, in the same order; a stage with LLM steps has a planner for the estimate, the others none."""
     import importlib
     import inspect
-    from groundbench.estimate_plans import PLANNERS
+    from groundbench.plan.planners import PLANNERS
     from groundbench.stages import STAGES, StageOutput, stage_parameters
     for s in STAGES.values():
         assert default_exp(s.notebook) == s.module, (s.name, default_exp(s.notebook), s.module)

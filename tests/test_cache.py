@@ -11,7 +11,7 @@ from conftest import groundbench
 WRITER = r"""
 import sys, time
 from pathlib import Path
-from groundbench.llm import Completion, LLMCache
+from groundbench.llm.client import Completion, LLMCache
 path, me, n = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 c = LLMCache(path)
 desc = {"backend": "mock", "model": "m"}
@@ -37,7 +37,7 @@ def test_four_processes_write_one_cache_at_once(tmp_path):
 
 def test_cache_merge_is_exact_for_answers_and_embeddings(tmp_path):
     from groundbench.embed import EmbeddingCache
-    from groundbench.llm import Completion, LLMCache
+    from groundbench.llm.client import Completion, LLMCache
     desc = {"backend": "mock", "model": "m"}
     a, b = LLMCache(tmp_path / "a.sqlite"), LLMCache(tmp_path / "b.sqlite")
     a.put_many([(f"k{i}", desc, Completion(f"t{i}", 2, 3, "stop")) for i in range(0, 60)])

@@ -45,23 +45,23 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     nbs = sorted(p.stem for p in (ROOT / "nbs").glob("[0-9]*.ipynb"))
     for stem in nbs: assert (site / f"{stem}.html").exists(), stem
     assert (site / "index.html").exists() and (site / "study_guide.html").exists()
-    page = (site / "42_credibility_metrics.html").read_text()
+    page = (site / "43_credibility_metrics.html").read_text()
     assert "agresti_coull" in page and "Agresti-Coull interval of k successes in n" in page   # show_doc rendered
     assert "figures/figure_2.png" in page and (site / "figures" / "figure_2.png").exists()
     assert "#| export" not in page and "#| hide" not in page                                  # directives applied, hidden cells gone
-    assert (site / "notebooks" / "42_credibility_metrics.ipynb").exists()                   # the source notebook, linked
+    assert (site / "notebooks" / "43_credibility_metrics.ipynb").exists()                   # the source notebook, linked
     nav = (site / "index.html").read_text()
     order = [nav.find(f'href="{s}.html"') for s in nbs]
     assert all(i > 0 for i in order) and order == sorted(order), "navigation is not in stage order"
     text = lambda page: " ".join(re.sub(r"<[^>]+>", "", html.unescape((site / page).read_text())).split())
-    fn, cls = text("42_credibility_metrics.html"), text("04_stages.html")
+    fn, cls = text("43_credibility_metrics.html"), text("08_stages.html")
     assert "def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]" in fn   # a function
     assert "parameter type default k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
     assert "class Stage( name: str, title: str," in cls and "module str ''" in cls                 # a class, as one
     assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
-    backends = (site / "01_llm_backends.html").read_text()
-    assert 'href="01_llm.html#backend"' in backends                 # a cross-link to the page documenting `Backend`
-    assert re.search(r'id="backend"[^>]*>Backend', (site / "01_llm.html").read_text())
+    backends = (site / "12_llm_backends.html").read_text()
+    assert 'href="11_llm_client.html#backend"' in backends                 # a cross-link to the page documenting `Backend`
+    assert re.search(r'id="backend"[^>]*>Backend', (site / "11_llm_client.html").read_text())
     assert json.loads((site / "build.json").read_text())["symbol_links"] > 50
     guide = (site / "study_guide.html").read_text()
     for s in ("10_claims", "20_collect", "30_sources", "40_credibility", "50_groundedness", "80_report"):
@@ -98,7 +98,7 @@ def test_site_in_chromium_pages_links_search(site):
         assert not broken, broken[:10]
         driver.get((site / "index.html").as_uri()); time.sleep(0.5)
         driver.save_screenshot(str(shots / "index.png"))
-        driver.get((site / "42_credibility_metrics.html").as_uri()); time.sleep(0.5)
+        driver.get((site / "43_credibility_metrics.html").as_uri()); time.sleep(0.5)
         driver.save_screenshot(str(shots / "stage-page.png"))
         driver.get((site / "index.html").as_uri())
         driver.find_element(By.CSS_SELECTOR, "label.md-search__icon, .md-search__input").click()
@@ -106,13 +106,13 @@ def test_site_in_chromium_pages_links_search(site):
         box.send_keys("Agresti-Coull")
         deadline, hits = time.time() + 20, []
         while time.time() < deadline and not hits:
-            hits = [a for a in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link") if "42_credibility_metrics" in (a.get_attribute("href") or "")]
+            hits = [a for a in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link") if "43_credibility_metrics" in (a.get_attribute("href") or "")]
             time.sleep(0.3)
         assert hits, "the search found no credibility metrics page for Agresti-Coull"
         driver.save_screenshot(str(shots / "search.png"))
         hits[0].click()
         time.sleep(1)
-        assert "42_credibility_metrics.html" in driver.current_url, driver.current_url
+        assert "43_credibility_metrics.html" in driver.current_url, driver.current_url
     finally:
         driver.quit()
     for n in ("index.png", "stage-page.png", "search.png"): assert (shots / n).stat().st_size > 20_000, n

@@ -9,7 +9,7 @@ from groundbench.embed import Embedder, EmbeddingCache
 from groundbench.groundedness.judge import SCOPES, judge_units, retrieve, source_chunks
 from groundbench.groundedness.metrics import response_scores
 from groundbench.groundedness.units import decontextualise, extract_units
-from groundbench.llm import LLM, LLMCache, MockBackend
+from groundbench.llm.client import LLM, LLMCache, MockBackend
 
 
 def convs():

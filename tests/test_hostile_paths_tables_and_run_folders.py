@@ -249,7 +249,7 @@ def test_compare_reads_a_run_whose_estimate_is_malformed(tmp_path):
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert "estimate.csv left out" in p.stderr, p.stderr
     assert "CR" in p.stdout and "BotB" in p.stdout, p.stdout
-    from groundbench.report import load_outputs
+    from groundbench.report.tables import load_outputs
     o = load_outputs([run])
     assert o.estimates is None and any("estimate.csv left out" in n for n in o.notes), o.notes
 
@@ -290,7 +290,7 @@ def test_cache_merge_refuses_foreign_and_corrupt_caches_and_concurrent_merges_lo
     import sqlite3
     import subprocess
     from conftest import BIN
-    from groundbench.llm import Completion, LLMCache
+    from groundbench.llm.client import Completion, LLMCache
     foreign = tmp_path / "foreign.sqlite"
     with sqlite3.connect(foreign) as c:
         c.execute("CREATE TABLE completions (x TEXT)")

@@ -194,8 +194,8 @@ def test_expertqa_and_tables_in_one_run_and_the_paper_rows_say_what_was_asked_an
     from groundbench.collect.stage import run as collect
     from groundbench.core import load_settings
     from groundbench.credibility.stage import run as rate
-    from groundbench.estimate_steps import plan_inputs
-    from groundbench.report import run as report
+    from groundbench.plan.steps import plan_inputs
+    from groundbench.report.tables import run as report
     from groundbench.runfolder import Run
     mapping = {**awkward_csv(tmp_path / "answers.csv"), "collected_on": "2025-03"}
     del mapping["collected_at"]

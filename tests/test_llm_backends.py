@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pydantic
 import pytest
 
-from groundbench.llm import LLM, ChatRequest, LLMCache, complete_json, llm_from_settings, make_backend, request
-from groundbench.backends import LLMHTTPError, OpenAIBackend
+from groundbench.llm.client import LLM, ChatRequest, LLMCache, complete_json, llm_from_settings, make_backend, request
+from groundbench.llm.backends import LLMHTTPError, OpenAIBackend
 
 
 class Verdict(pydantic.BaseModel):
@@ -199,10 +199,10 @@ def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
     does not depend on the request before it. Three of the study's own prompts (judge, SourceCheckup, SourceBench layout)
     under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our backend
     answering them in one order and in the reverse order, give byte-identical answers and token counts (the notebook
-    01_llm compares one more with one thread)."""
+    11_llm_client compares one more with one thread)."""
     from llama_cpp import Llama
-    from groundbench.llm import load_prompt
-    from groundbench.backends import LlamaCppBackend, bundled_gguf, llama_threads
+    from groundbench.llm.client import load_prompt
+    from groundbench.llm.backends import LlamaCppBackend, bundled_gguf, llama_threads
     page = "Measles vaccines are safe and effective, according to the WHO. They do not change DNA. " * 12
     schema = {"type": "object", "properties": {"supported": {"type": "boolean"}, "justification": {"type": "string"}},
               "required": ["supported", "justification"]}

@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT
 from groundbench.core import load_settings
 from groundbench.embed import BUNDLED_EMBEDDING, real_judge
-from groundbench.llm import llm_from_settings
+from groundbench.llm.client import llm_from_settings
 
 # the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its model card
 CHECKPOINTS = {

@@ -31,7 +31,7 @@ from groundbench.groundedness.methods import (FACTSCORE_INSTRUCTION, atomic_fact
                                               factscore_prompt, punkt_english, read_fact_lines, read_true_false)
 from groundbench.groundedness.metrics import length_penalty
 from groundbench.groundedness.units import parse_code_block, read_first_code_block, read_verify_units
-from groundbench.llm import LLM, MockBackend
+from groundbench.llm.client import LLM, MockBackend
 from groundbench.runfolder import Run
 from groundbench.sourcebench import (METRICS, read_scores_official, score_pages, sourcebench_pages, system_scores)
 from groundbench.stages import COLLECT, SOURCES

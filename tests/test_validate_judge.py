@@ -44,7 +44,7 @@ def test_shipped_sample_baselines_and_its_build_script():
     chk = subprocess.run([sys.executable, ROOT / "scripts" / "build_judge_pairs_sample.py", "--check"], capture_output=True, text=True)
     assert chk.returncode == 0, chk.stdout + chk.stderr
     from groundbench.embed import embedder_from_settings
-    from groundbench.validation_pairs import PairColumns, load_pairs, validate_pairs
+    from groundbench.labels.pairs import PairColumns, load_pairs, validate_pairs
     pairs, counts = load_pairs(ROOT / "data/external/expertqa/judge_pairs_sample.csv",
                                PairColumns("claim", "evidence passage", "expert support", group="system", split="split"))
     assert counts["pairs"] == 60 and counts["gold_supported_share"] == 0.5

@@ -8,7 +8,7 @@ import types
 import pydantic
 import pytest
 
-from groundbench.llm import ChatRequest, complete_json, llm_from_settings
+from groundbench.llm.client import ChatRequest, complete_json, llm_from_settings
 
 
 class Label(pydantic.BaseModel):

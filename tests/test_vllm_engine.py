@@ -29,7 +29,7 @@ class Label(pydantic.BaseModel):
 @pytest.fixture(scope="module")
 def folder():
     "The smoke model as vLLM loads it: converted once per machine into the default cache (setup_vllm_cpu.sh does it)."
-    from groundbench.vllm_backend import smoke_model_folder
+    from groundbench.llm.vllm_backend import smoke_model_folder
     return smoke_model_folder()
 
 
@@ -46,14 +46,14 @@ def cpu_settings(folder, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(cpu_settings):
-    from groundbench.llm import llm_from_settings
+    from groundbench.llm.client import llm_from_settings
     llm = llm_from_settings(cpu_settings)
     yield llm
     llm.backend.close()
 
 
 def ask(llm, prompts, **kw):
-    from groundbench.llm import ChatRequest
+    from groundbench.llm.client import ChatRequest
     return [ChatRequest.of(p, **{"max_tokens": 48, **kw}) for p in prompts]
 
 
@@ -63,8 +63,8 @@ PROMPTS = ["Is the sky blue? Think, then give a label.", "Name three fruits.", "
 
 def test_the_engine_takes_exactly_the_arguments_the_backend_passes(engine, folder):
     from vllm.engine.arg_utils import EngineArgs
-    from groundbench.vllm_backend import engine_args
-    from groundbench.backends import bundled_gguf, file_revision
+    from groundbench.llm.vllm_backend import engine_args
+    from groundbench.llm.backends import bundled_gguf, file_revision
     b = engine.backend
     assert set(engine_args(b.engine_args, cpu=True)) <= {f.name for f in dataclasses.fields(EngineArgs)}
     cfg = b.llm.llm_engine.vllm_config
@@ -78,7 +78,7 @@ def test_the_engine_takes_exactly_the_arguments_the_backend_passes(engine, folde
 
 def test_token_counts_and_finish_reasons_come_from_the_engine(engine, folder):
     from transformers import AutoTokenizer
-    from groundbench.llm import ChatRequest
+    from groundbench.llm.client import ChatRequest
     tok = AutoTokenizer.from_pretrained(str(folder))
     cut, done = engine.backend.generate([ChatRequest.of(PROMPTS[1], max_tokens=5),
                                          ChatRequest.of(PROMPTS[4], max_tokens=64, grammar='root ::= "four"')])
@@ -95,7 +95,7 @@ def test_every_grammar_the_package_ships_and_a_json_schema(engine):
     from groundbench.groundedness.judge import judge_grammar
     from groundbench.groundedness.methods import FACT_GRAMMAR, VERIFY_LABELS
     from groundbench.groundedness.units import DECONTEXT_GRAMMAR, LABELS8, unit_grammar
-    from groundbench.llm import complete_json
+    from groundbench.llm.client import complete_json
     line = lambda labels: re.compile(r"- .+: (" + "|".join(labels) + ")")
     checks = {unit_grammar(): ("lines", line(LABELS8)), unit_grammar(VERIFY_LABELS): ("lines", line(VERIFY_LABELS)),
               FACT_GRAMMAR: ("lines", re.compile(r"- .+")),
@@ -141,7 +141,7 @@ def test_same_answers_on_rerun_and_alone_as_in_a_batch(engine):
 
 
 def test_a_rerun_is_served_by_the_cache(engine, cpu_settings):
-    from groundbench.llm import LLM, LLMCache
+    from groundbench.llm.client import LLM, LLMCache
     reqs = ask(engine, PROMPTS[:4], max_tokens=24)
     a = engine.complete(reqs, step="cached", progress=False)
     again = LLM(engine.backend, LLMCache(engine.cache.path))
@@ -152,7 +152,7 @@ def test_a_rerun_is_served_by_the_cache(engine, cpu_settings):
 
 def test_two_data_parallel_engines_answer_as_one(engine, cpu_settings):
     "Regression: the workers were daemons, and vLLM's engine may not start processes of its own in a daemon."
-    from groundbench.vllm_backend import VLLMBackend
+    from groundbench.llm.vllm_backend import VLLMBackend
     reqs = ask(engine, PROMPTS + [p + " Answer briefly." for p in PROMPTS])
     one = engine.backend.generate(reqs)
     kw = {k: v for k, v in cpu_settings["llm"].items() if k in ("dtype", "enforce_eager", "kv_cache_gib",
@@ -181,9 +181,9 @@ def vllm_server(folder, tmp_path_factory):
 
 
 def test_the_openai_backend_against_vllms_server(engine, vllm_server):
-    from groundbench.backends import OpenAIBackend
+    from groundbench.llm.backends import OpenAIBackend
     from groundbench.groundedness.judge import judge_grammar
-    from groundbench.llm import LLM, complete_json
+    from groundbench.llm.client import LLM, complete_json
     g = judge_grammar(40, numbered=False)
     name = "smollm2-135m-instruct"
     server = OpenAIBackend(name, base_url=vllm_server, api_key_env="", grammar_field="structured_outputs")

@@ -21,7 +21,7 @@ from .api import (CHAT_API_COLLECTORS, CHAT_API_PARSERS, APICollector,
                                      parse_openai_text, thought)
 from .base import CitationList, ParsedAnswer, citable_url, is_refusal, span_segments
 from ..core import Citation
-from ..backends import post_with_retries
+from ..llm.backends import post_with_retries
 from ..sources.fetch import FetchSettings, fetch_all, _default_resolve
 
 # %% auto #0

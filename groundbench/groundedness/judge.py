@@ -18,7 +18,7 @@ import pydantic
 from ..core import Judgment, Unit
 from ..embed import Embedder, VectorIndex, chunk_text
 from .units import PAPER, Variant
-from ..llm import LLM, complete_json, load_prompt, request
+from ..llm.client import LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',

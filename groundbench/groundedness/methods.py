@@ -22,7 +22,7 @@ from ..core import Conversation, Judgment, Unit, project_root
 from .judge import judge_units, retrieve
 from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VERIFIED, Variant, decontextualise,
                                             parse_unit_lines, read_verify_units, unit_grammar)
-from ..llm import LLM, complete_retried, load_prompt, request
+from ..llm.client import LLM, complete_retried, load_prompt, request
 
 # %% auto #0
 __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE_FIRST', 'FACTSCORE_BM25', 'FACT_GRAMMAR',

@@ -20,7 +20,7 @@ from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_
 from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
 from .units import VERIFIED, Variant, decontextualise, extract_units, variant_from_settings
-from ..llm import LLM, llm_from_settings
+from ..llm.client import LLM, llm_from_settings
 from ..runfolder import Run
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
 from ..tables import write_output, write_table_files

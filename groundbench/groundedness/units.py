@@ -15,7 +15,8 @@ from typing import Literal, Sequence
 import pydantic
 
 from ..core import Conversation, Unit
-from ..llm import LLM, complete_json, complete_parsed, complete_retried, load_prompt, request, with_schema
+from ..llm.client import (LLM, complete_json, complete_parsed, complete_retried, load_prompt, request,
+                                    with_schema)
 
 # %% auto #0
 __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'EXTRACT_TOKENS', 'DECONTEXT_TOKENS',

@@ -14,8 +14,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from groundbench.backends import LlamaCppBackend
-from groundbench.llm import Completion, cache_key
+from groundbench.llm.backends import LlamaCppBackend
+from groundbench.llm.client import Completion, cache_key
 
 ANSWER_STORE_ENV = "GROUNDBENCH_ANSWER_STORE"
 

@@ -3,5 +3,5 @@ PYTHONPATH): with an answer store named, the `llamacpp` backend is the test run'
 import os
 
 if os.environ.get("GROUNDBENCH_ANSWER_STORE"):
-    from groundbench.llm import register_backend
+    from groundbench.llm.client import register_backend
     register_backend("llamacpp", "answer_store:StoredLlamaCpp")
