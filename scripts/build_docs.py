@@ -30,13 +30,13 @@ from groundbench.stages import (CLAIMS, COLLECT, CREDIBILITY, GROUNDEDNESS, PROF
                                 SOURCES)
 
 # stage order and grouping of the navigation: (section, notebook-name prefixes)
-SECTIONS = [("Foundations", ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")), ("Claims", ("10",)),
-            ("Collection", ("20", "21", "22", "23", "24", "25", "26", "27", "28", "29")),
-            ("Sources", ("30", "31", "32", "33")), ("Credibility", ("40", "41", "42", "43", "44")),
-            ("Groundedness", ("50", "51", "52", "53", "54")), ("More lenses", ("60", "65", "68")),
-            ("Validation", ("70", "71", "72", "73")),
-            ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("87", "88")),
-            ("Running a study", ("89", "90", "91"))]
+SECTIONS = [("Foundations", tuple(f"{i:02d}" for i in range(10))), ("Claims", ("10",)),
+            ("Models", tuple(str(i) for i in range(11, 20))),
+            ("Collection", tuple(str(i) for i in range(20, 30))), ("Sources", ("30", "31", "32", "33")),
+            ("Credibility", ("40", "41", "42", "43", "44", "45")), ("Groundedness", ("50", "51", "52", "53", "54")),
+            ("More lenses", ("60", "65", "68")), ("Labels and validation", ("70", "71", "72", "73")),
+            ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("86", "87", "88", "89")),
+            ("Running a study", ("90", "91", "92", "93"))]
 # figures of the report a stage notebook describes
 FIGURES = {"43_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
            PROFILE: ["figure_profile"]}
