@@ -47,7 +47,7 @@ def llama_client(reqs, threads: int) -> tuple[float, int, list[str]]:
     outs = llm.complete(reqs, step="judge", progress=False)
     labels = [read_first_bracket(o.text)[0] for o in outs]
     assert len(labels) == len(reqs)
-    return time.perf_counter() - t, llm.stats["judge"]["completion_tokens"], [o.text for o in outs]
+    return time.perf_counter() - t, llm.stats["judge"].completion_tokens, [o.text for o in outs]
 
 
 def main():

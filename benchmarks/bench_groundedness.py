@@ -57,7 +57,7 @@ t_retrieval = time.perf_counter() - t_r
 judg = judge_units(ours, ev, llm, SCOPES, progress=False)
 t_built = time.perf_counter() - t0
 steps = ("extract_units", "decontextualise", "judge")
-built = {k: sum(llm.stats[s][k] for s in steps) for k in ("requests", "calls", "deduplicated", "prompt_tokens",
+built = {k: sum(getattr(llm.stats[s], k) for s in steps) for k in ("requests", "calls", "deduplicated", "prompt_tokens",
                                                           "completion_tokens")}
 built["seconds"] = round(t_built, 1)
 
@@ -90,7 +90,7 @@ seq_ours = [u for u in seq_units if u.label in VERIFIED]
 seq_judg = [j for u in seq_ours for j in judge_units([u], ev, seq_llm, SCOPES,
                                                      progress=False)] if [u.unit_id for u in seq_ours] == [
                                                          u.unit_id for u in ours] else []
-seq = {k: sum(seq_llm.step_stats(s)[k] for s in steps) for k in ("requests", "calls", "prompt_tokens",
+seq = {k: sum(getattr(seq_llm.step_stats(s), k) for s in steps) for k in ("requests", "calls", "prompt_tokens",
                                                                  "completion_tokens")}
 seq["seconds"] = round(time.perf_counter() - t0, 1)
 same_units = [(u.text, u.label, u.decontextualised) for u in units] == [(u.text, u.label,
@@ -108,14 +108,14 @@ llm2 = llm_from_settings(settings)
 t0 = time.perf_counter()
 u2 = extract_units(convs, llm2, progress=False); u2, _ = decontextualise(u2, convs, llm2, progress=False)
 judge_units([u for u in u2 if u.label in VERIFIED], ev, llm2, SCOPES, progress=False)
-rerun = {"calls": sum(llm2.stats[s]["calls"] for s in steps), "seconds": round(time.perf_counter() - t0, 2)}
+rerun = {"calls": sum(llm2.stats[s].calls for s in steps), "seconds": round(time.perf_counter() - t0, 2)}
 
 n_v = max(len(ours), 1)
-per_call = {st: {"calls": seq_llm.step_stats(st)["calls"],
-                 "prompt_tokens_per_call": round(seq_llm.step_stats(st)["prompt_tokens"] / max(seq_llm.step_stats(
+per_call = {st: {"calls": seq_llm.step_stats(st).calls,
+                 "prompt_tokens_per_call": round(seq_llm.step_stats(st).prompt_tokens / max(seq_llm.step_stats(
                      st)["calls"], 1)),
-                 "completion_tokens_per_call": round(seq_llm.step_stats(st)["completion_tokens"] / max(
-                     seq_llm.step_stats(st)["calls"], 1))} for st in steps}
+                 "completion_tokens_per_call": round(seq_llm.step_stats(st).completion_tokens / max(
+                     seq_llm.step_stats(st).calls, 1))} for st in steps}
 
 # -- prefix caching (vLLM's automatic prefix caching, 16-token blocks): the share of each step's prompt tokens that are
 # not

@@ -37,7 +37,7 @@ def client(b: VLLMBackend, reqs) -> tuple[float, int]:
     t = time.perf_counter()
     labels = [read_first_bracket(o.text)[0] for o in llm.complete(reqs, step="judge", progress=False)]
     assert len(labels) == len(reqs)
-    return time.perf_counter() - t, llm.stats["judge"]["completion_tokens"]
+    return time.perf_counter() - t, llm.stats["judge"].completion_tokens
 
 
 def judge_grammars(structured: str, folder: Path) -> dict:

@@ -24,7 +24,7 @@ __all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile', 'ru
 
 # %% ../nbs/68_profile.ipynb #56ec3d15
 def rate_parts(cred_rates: pd.DataFrame | None, ground_rates: pd.DataFrame | None) -> list[pd.DataFrame]:
-    """The credibility and groundedness lenses of a profile, from the tidy rates of notebooks 42 and 53 (one run's or
+    """The credibility and groundedness lenses of a profile, from the tidy rates of notebooks 43 and 53 (one run's or
     several runs')."""
     parts = []
     if cred_rates is not None and len(cred_rates):

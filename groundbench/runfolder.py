@@ -18,6 +18,7 @@ import time
 import traceback
 from importlib import metadata
 from pathlib import Path
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -26,7 +27,7 @@ from .core import RecordError, load_settings, now_iso, project_root, resolve_pat
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info',
-           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'StageExecution', 'stage_executions',
+           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
            'model_record', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
@@ -181,13 +182,50 @@ class StageRecord:
     def count(self, **kw): self.counts.update({k: to_plain(v) for k, v in kw.items()})
     def add_llm(self, step: str, stats: dict): self.llm[step] = to_plain(stats)
 
+# %% ../nbs/01_runfolder.ipynb #1c1cc42e
+@dataclass
+class StepStats:
+    """One LLM step's counters, as the client counts them (`LLM.step_stats`) and a manifest keeps them: `requests`
+    asked, `calls` made to the model, `cache_hits`, `deduplicated` (asked twice in a batch, sent once),
+    `prompt_tokens` and `completion_tokens` of the calls, `seconds` in the model, answers parsed `parse_ok`,
+    `parse_repaired` (after one repair round) and `parse_failed`, and outputs cut at their token limit:
+    `cut_at_limit` (every answer the step used, cached ones too), of which asked again with twice the budget
+    (`cut_retried`) and still cut, kept and marked (`cut_kept`)."""
+    requests: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    deduplicated: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    parse_ok: int = 0
+    parse_repaired: int = 0
+    parse_failed: int = 0
+    cut_at_limit: int = 0
+    cut_retried: int = 0
+    cut_kept: int = 0
+
+    @classmethod
+    def of(cls, record: dict, strict: bool = False) -> StepStats:
+        """A step's counters from a manifest's record; unknown keys ignored. A value that is not a count reads as 0, or
+        with `strict` is a ValueError naming the field."""
+        out = cls()
+        for f in dataclasses.fields(cls):
+            x = record.get(f.name, 0) if isinstance(record, dict) else 0
+            ok = isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 and (f.type != "int" or x == int(x))
+            if not ok and strict: raise ValueError(f"{f.name} is {str(x)[:40]!r}, not a count")
+            setattr(out, f.name, (float(x) if f.type == "float" else int(x)) if ok else type(getattr(out, f.name))())
+        return out
+
+
 # %% ../nbs/01_runfolder.ipynb #d72069df
 @dataclass
 class StageExecution:
     """A stage's record in a manifest, as `stage_execution` writes it: `status` ('running', 'done', 'failed'; '' for a
     stage that never ran), `started_at` and `finished_at` (ISO times), `seconds`, `error` (the exception's line),
-    `parameters` (as the stage ran), `counts` (what it made), `llm` (per LLM step, that step's counters: calls,
-    cache_hits, prompt_tokens ...), `stopped_by_budget` (the budget's report) and `history` (every execution)."""
+    `parameters` (as the stage ran), `counts` (what it made), `llm` (per LLM step, that step's counters as written:
+    read them as `StepStats` through `steps` and `step`), `stopped_by_budget` (the budget's report) and `history`
+    (every execution)."""
     name: str
     status: str = ""
     started_at: str = ""
@@ -215,10 +253,14 @@ class StageExecution:
     @property
     def done(self) -> bool: return self.status == "done"
 
-    def step(self, step: str) -> dict | None:
+    @property
+    def steps(self) -> dict[str, StepStats]:
+        "The counters of each LLM step the stage made (the embedder's record, `llm['embedding']`, is not a step)."
+        return {str(k): StepStats.of(v) for k, v in self.llm.items() if k != "embedding" and isinstance(v, dict)}
+
+    def step(self, step: str) -> StepStats | None:
         "The counters of LLM step `step`, or None where the stage made no such step."
-        v = self.llm.get(step)
-        return v if isinstance(v, dict) else None
+        return self.steps.get(step)
 
 def stage_executions(manifest: dict) -> dict[str, StageExecution]:
     "Every stage a manifest records, in its order."
@@ -236,16 +278,17 @@ def stage_usage(manifest: dict) -> list[dict]:
     """Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion
     tokens, and model outputs cut at their token limit (every step summed)."""
     def num(x): return x if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
+    total = lambda steps, k: sum(getattr(s, k) for s in steps)
     stages = manifest.get("stages", {}) if isinstance(manifest, dict) else None
     if not isinstance(stages, dict):
         raise RecordError("manifest: field 'stages': not a mapping of stage names to records")
     rows = []
     for name, st in stages.items():
         if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
-        llm = [v for v in StageExecution.of(manifest, name).llm.values() if isinstance(v, dict)]
+        steps = StageExecution.of(manifest, name).steps.values()
         rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))),
                          **{
-            out: sum(num(v.get(k, 0)) for v in llm) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
+            out: total(steps, k) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
                                                                     ("prompt_tokens", "prompt_tokens"),
                                                                    ("completion_tokens", "completion_tokens"),
                                                                    ("cut_at_limit", "cut_at_limit"))}))
@@ -258,9 +301,7 @@ def cut_outputs(manifest: dict) -> list[dict]:
     (`cut_kept`), beside the requests; steps that cut nothing included (a zero is a finding too)."""
     rows = []
     for u in stage_usage(manifest):
-        for step, v in StageExecution.of(manifest, u["stage"]).llm.items():
-            if not isinstance(v, dict) or step == "embedding": continue
-            n = lambda k: int(v.get(k, 0)) if isinstance(v.get(k, 0), (int, float)) else 0
-            rows.append(dict(stage=u["stage"], step=str(step), requests=n("requests"), cut_at_limit=n("cut_at_limit"),
-                             cut_retried=n("cut_retried"), cut_kept=n("cut_kept")))
+        for step, v in StageExecution.of(manifest, u["stage"]).steps.items():
+            rows.append(dict(stage=u["stage"], step=step, requests=v.requests, cut_at_limit=v.cut_at_limit,
+                             cut_retried=v.cut_retried, cut_kept=v.cut_kept))
     return rows

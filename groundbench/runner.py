@@ -141,7 +141,7 @@ class StageProgress:
 
 # %% ../nbs/90_runner.ipynb #4c843e69
 def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):
-    """Print the run's estimate (notebook 88) and keep it as estimate.csv/.json for the report's estimate-vs-actual
+    """Print the run's estimate (notebook 89) and keep it as estimate.csv/.json for the report's estimate-vs-actual
     table. An estimate never stops a run: an error is printed and kept in the manifest (`estimate_error`), and no stale
     table is kept."""
     from groundbench.plan.estimate import estimate_run, format_estimate, write_estimate

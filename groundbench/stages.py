@@ -23,7 +23,7 @@ __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURC
 class Stage:
     """One stage of a run: its notebook's name, what it is, the stages it reads, its main outputs, its LLM steps and
     the module its notebook exports (whose `run(run_dir, ...)` executes the stage). A record, nothing more: the runner
-    (notebook 89) executes stages, the estimate (87, 88) plans their requests."""
+    (notebook 90) executes stages, the estimate (86-89) plans their requests."""
     name: str
     title: str
     reads: tuple[str, ...] = ()

@@ -35,7 +35,7 @@ def test_batching_dedup_and_units_without_citations(tmp_path):
     cs = convs()
     units = extract_units(cs, llm, progress=False)
     assert mock.batches == [2]  # three segments, two distinct requests, one batch
-    assert llm.stats["extract_units"]["deduplicated"] == 1
+    assert llm.stats["extract_units"].deduplicated == 1
     units, status = decontextualise(units, cs, llm, progress=False)
     assert len(units) == 3 and set(status.values()) == {"ok"}
     sources = pd.DataFrame({"conversation_id": [cs[0].conversation_id, cs[1].conversation_id], "citation_index": [1, 1],
@@ -49,7 +49,7 @@ def test_batching_dedup_and_units_without_citations(tmp_path):
     assert by[(u_b.unit_id, "all")].skipped == "no evidence"  # its only source has no text: Unverifiable without a call
     assert by[(u_c.unit_id, "all")].skipped == "no evidence"  # no citations at all
     st = llm.stats["judge"]  # only (a, all) and (a, credible) had evidence: the same chunks, so one call serves both
-    assert (st["requests"], st["calls"], st["deduplicated"]) == (2, 1, 1)
+    assert (st.requests, st.calls, st.deduplicated) == (2, 1, 1)
     r = response_scores(units, js).set_index("conversation_id")
     assert r.loc[cs[0].conversation_id, "gs"] == 1.0 and r.loc[cs[0].conversation_id, "cg"] == 1.0 and r.loc[cs[0].conversation_id, "ncg"] == 0.0
     assert r.loc[cs[2].conversation_id, "gs"] == 0.0 and r.loc[cs[2].conversation_id, "hs"] == 0.5  # one Unverifiable: 0.5 / sqrt(1)

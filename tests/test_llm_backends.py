@@ -30,17 +30,17 @@ def test_llamacpp_in_process_structured_and_cached(isolated_settings):
         assert (r.value is None) == (r.parse_status == "failed")
         if r.value: Verdict(**r.value)
     st = llm.stats["judge"]
-    assert st["deduplicated"] >= 1 and st["calls"] >= 2 and st["completion_tokens"] > 0
+    assert st.deduplicated >= 1 and st.calls >= 2 and st.completion_tokens > 0
     first = [r.value for r in res]
     # same settings, new client: everything from the disk cache, identical answers
     llm2 = llm_from_settings(isolated_settings)
     res2 = complete_json(llm2, reqs, Verdict, step="judge", progress=False)
-    assert llm2.stats["judge"]["calls"] == 0 and llm2.stats["judge"]["cache_hits"] >= 3
+    assert llm2.stats["judge"].calls == 0 and llm2.stats["judge"].cache_hits >= 3
     assert [r.value for r in res2] == first
     # another output-changing setting (max tokens) is another cache entry
     llm3 = llm_from_settings(isolated_settings)
     llm3.complete([request(llm3, PROMPT, max_tokens=20)], progress=False)
-    assert llm3.stats["default"]["calls"] == 1
+    assert llm3.stats["default"].calls == 1
 
 
 def test_llamacpp_holds_the_bundled_model_to_a_grammar(isolated_settings):
@@ -70,7 +70,7 @@ def test_openai_backend_against_llama_server(llama_server, isolated_settings, tm
     # the server's cache entries are its own: the same prompt on the in-process backend is a new call
     local = llm_from_settings(isolated_settings)
     local.complete([request(local, "Say hi.", max_tokens=16)], progress=False)
-    assert local.stats["default"]["calls"] == 1
+    assert local.stats["default"].calls == 1
 
 
 @pytest.mark.llama_server
@@ -163,7 +163,7 @@ def test_concurrency_is_bounded_and_used(flaky_server, tmp_path):
     outs = llm.complete([ChatRequest.of(f"q{i}") for i in range(12)], progress=False)
     assert [o.text for o in outs] == [f"Q{i}" for i in range(12)]
     assert 2 <= h.max_inflight <= 4
-    assert llm.stats["default"]["calls"] == 12
+    assert llm.stats["default"].calls == 12
 
 
 def test_json_schema_payload_forms(flaky_server):

@@ -70,11 +70,11 @@ def test_vllm_one_call_per_batch_with_parallelism_and_structured_outputs(fake_vl
     assert params[0].kw["structured_outputs"].json == Label.model_json_schema()
     assert params[0].kw["temperature"] == 0.0 and params[0].kw["seed"] == 0
     st = llm.stats["judge"]
-    assert (st["calls"], st["deduplicated"], st["completion_tokens"]) == (10, 1, 30)
+    assert (st.calls, st.deduplicated, st.completion_tokens) == (10, 1, 30)
     # a rerun is served by the cache: vLLM is not called again
     llm2 = llm_from_settings(s)
     complete_json(llm2, reqs, Label, step="judge", progress=False)
-    assert len(fake_vllm["chat"]) == 1 and llm2.stats["judge"]["cache_hits"] == 11
+    assert len(fake_vllm["chat"]) == 1 and llm2.stats["judge"].cache_hits == 11
 
 
 FAKE_VLLM = '''
@@ -124,6 +124,6 @@ def test_data_parallel_engines_each_make_a_share_once(tmp_path, monkeypatch, iso
         assert all(keys == ["max_tokens", "seed", "structured_outputs", "temperature"] for v in logs.values() for _, keys in v)
         assert sorted(p.read_text() for p in tmp_path.glob("log.*.devices")) == ["0,1", "2,3"]         # its own GPUs
         again = complete_json(llm, reqs, Label, step="judge", progress=False)                         # one cache for both
-        assert [r.value for r in again] == [r.value for r in res] and llm.stats["judge"]["calls"] == 10
+        assert [r.value for r in again] == [r.value for r in res] and llm.stats["judge"].calls == 10
     finally:
         llm.backend.close()

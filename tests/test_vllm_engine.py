@@ -147,7 +147,7 @@ def test_a_rerun_is_served_by_the_cache(engine, cpu_settings):
     again = LLM(engine.backend, LLMCache(engine.cache.path))
     b = again.complete(reqs, step="cached", progress=False)
     assert [o.text for o in b] == [o.text for o in a]
-    assert (again.stats["cached"]["calls"], again.stats["cached"]["cache_hits"]) == (0, 4)
+    assert (again.stats["cached"].calls, again.stats["cached"].cache_hits) == (0, 4)
 
 
 def test_two_data_parallel_engines_answer_as_one(engine, cpu_settings):

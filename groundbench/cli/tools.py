@@ -1,4 +1,4 @@
-"""The commands around a run: check a judge against people (`validate-judge`, `validate-sourcebench`), read an archived page (`parse`), sign in once (`login`), check an assistant's page (`doctor`), rate (`credibility`) and fetch (`fetch`) URLs. They register on the app of notebook 90.
+"""The commands around a run: check a judge against people (`validate-judge`, `validate-sourcebench`), read an archived page (`parse`), sign in once (`login`), check an assistant's page (`doctor`), rate (`credibility`) and fetch (`fetch`) URLs. They register on the app of notebook 92.
 
 Docs: https://groundbench.github.io/groundbench/cli_tools.html.md"""
 

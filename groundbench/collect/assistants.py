@@ -1,4 +1,4 @@
-"""ChatGPT, Perplexity and Qwen Chat are three YAML files read by one collector (`BrowserCollector`, notebook 22). An assistant's YAML names its page, the selectors, the flows that switch web search on or thinking off, the model menu and what each model is called there; adding an assistant is one more YAML file and a fixture page to test it on, with no Python.
+"""ChatGPT, Perplexity and Qwen Chat are three YAML files read by one collector (`BrowserCollector`, notebook 23). An assistant's YAML names its page, the selectors, the flows that switch web search on or thinking off, the model menu and what each model is called there; adding an assistant is one more YAML file and a fixture page to test it on, with no Python.
 
 Docs: https://groundbench.github.io/groundbench/collect_assistants.html.md"""
 

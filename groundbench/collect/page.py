@@ -1,4 +1,4 @@
-"""An assistant's answer page read without a browser: its YAML configuration, the answer's blocks and citation pills, the URLs the collector wrote into the page, and a whole-page screenshot. The browser collector (notebook 22) and the page flows (28) both build on this notebook, so neither imports the other's parsing.
+"""An assistant's answer page read without a browser: its YAML configuration, the answer's blocks and citation pills, the URLs the collector wrote into the page, and a whole-page screenshot. The browser collector (notebook 23) and the page flows (28) both build on this notebook, so neither imports the other's parsing.
 
 Docs: https://groundbench.github.io/groundbench/collect_page.html.md"""
 

@@ -170,7 +170,7 @@ class PaperRater:
 def make_rater(table: str | Sequence[str] = "mbfc_vykopal2025", root: str | Path | None = None,
                rules: str | None = "full", satire_category_as_satire: bool = False):
     """A rater for `rules`: `paper` rates exactly as the seed authors' released code (`PaperRater`, above); anything
-    else is a `Rater` (notebook 41) with those rule families."""
+    else is a `Rater` (notebook 42) with those rule families."""
     if is_paper(rules): return PaperRater(root)
     return Rater(table, root, rules, satire_category_as_satire)
 

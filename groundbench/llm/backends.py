@@ -1,4 +1,4 @@
-"""The three ways the study calls a model, each a `Backend` (notebook 01): llama.cpp in process (the bundled smoke model, or any GGUF file), any OpenAI-compatible server (vLLM's, llama.cpp's, hosted APIs), and vLLM's offline batch engine (its own notebook, `vllm_backend`). `groundbench.llm.client` registers them by name and imports this module only when one is made, so the client and everything that only reads results never load a model library.
+"""The three ways the study calls a model, each a `Backend` (notebook 11): llama.cpp in process (the bundled smoke model, or any GGUF file), any OpenAI-compatible server (vLLM's, llama.cpp's, hosted APIs), and vLLM's offline batch engine (its own notebook, `vllm_backend`). `groundbench.llm.client` registers them by name and imports this module only when one is made, so the client and everything that only reads results never load a model library.
 
 Docs: https://groundbench.github.io/groundbench/llm_backends.html.md"""
 

@@ -1,4 +1,4 @@
-"""Limits a run may not spend past (calls, tokens, US dollars; for the run and for one stage), the prices they are computed with, and the error that stops a stage at the limit. The client (notebook 01) admits each batch against the budget before it calls the model.
+"""Limits a run may not spend past (calls, tokens, US dollars; for the run and for one stage), the prices they are computed with, and the error that stops a stage at the limit. The client (notebook 11) admits each batch against the budget before it calls the model.
 
 Docs: https://groundbench.github.io/groundbench/llm_budget.html.md"""
 

@@ -22,7 +22,8 @@ import pydantic
 from tqdm.auto import tqdm
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
-from ..core import load_settings, now_iso, package_dir, resolve_path, stable_id, write_json
+from ..core import load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain, write_json
+from ..runfolder import StepStats
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
@@ -167,21 +168,12 @@ class LLMCache:
         self.db.commit()
     def __len__(self): return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
 
-# %% ../../nbs/11_llm_client.ipynb #26a63231
-def _new_stats() -> dict:
-    """A step's counters: requests, calls made, cache hits, duplicates sent once, tokens, seconds, parse statuses, and
-    outputs cut at their token limit (`cut_at_limit`, every answer the step used, cached ones too), of which asked again
-    with twice the budget (`cut_retried`) and still cut, kept and marked (`cut_kept`)."""
-    return {"requests": 0, "calls": 0, "cache_hits": 0, "deduplicated": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "seconds": 0.0, "parse_ok": 0, "parse_repaired": 0, "parse_failed": 0, "cut_at_limit": 0,
-            "cut_retried": 0, "cut_kept": 0}
-
 # %% ../../nbs/11_llm_client.ipynb #a2af064e
-def cache_lookup(cache: LLMCache | None, desc: dict, requests: Sequence[ChatRequest], st: dict) -> tuple:
+def cache_lookup(cache: LLMCache | None, desc: dict, requests: Sequence[ChatRequest], st: StepStats) -> tuple:
     """`requests` against the cache: (their cache keys, the answers found by slot, the requests to send by slot, cache
     hits). A slot is the cache key, or ("nocache", i) for a request that is not cached; a request asked twice in the
     batch is sent once. Counts requests, duplicates and cache hits in the step's counters `st`."""
-    st["requests"] += len(requests)
+    st.requests += len(requests)
     keys = [cache_key(desc, r) for r in requests]
     cached = cache.get_many([k for k in keys if k]) if cache is not None else {}
     result: dict[Any, Completion] = {}
@@ -189,10 +181,10 @@ def cache_lookup(cache: LLMCache | None, desc: dict, requests: Sequence[ChatRequ
     for i, (k, r) in enumerate(zip(keys, requests)):
         slot = k if k else ("nocache", i)
         if k in cached: result[slot] = cached[k]
-        elif slot in todo: st["deduplicated"] += 1
+        elif slot in todo: st.deduplicated += 1
         else: todo[slot] = r
     hits = sum(1 for k in keys if k in cached)
-    st["cache_hits"] += hits
+    st.cache_hits += hits
     return keys, result, todo, hits
 
 # %% ../../nbs/11_llm_client.ipynb #bde28a9f
@@ -202,15 +194,15 @@ class LLM:
                  chunk_size: int | None = None, budget: Budget | None = None):
         self.backend, self.cache, self.smoke = backend, cache, smoke
         self.chunk_size = chunk_size or getattr(backend, "preferred_batch", 64)
-        self.stats: dict[str, dict] = {}
+        self.stats: dict[str, StepStats] = {}
         self.budget = budget
         self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
-    def step_stats(self, step: str) -> dict:
+    def step_stats(self, step: str) -> StepStats:
         "Counters of `step` (created empty)."
-        return self.stats.setdefault(step, _new_stats())
+        return self.stats.setdefault(step, StepStats())
 
     def complete(self, requests: Sequence[ChatRequest], step: str = "default",
                  progress: bool = True) -> list[Completion]:
@@ -229,10 +221,10 @@ class LLM:
             if not part: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i)
             t0 = time.perf_counter()
             outs = self.backend.generate([todo[s] for s in part])
-            st["seconds"] += time.perf_counter() - t0
-            st["calls"] += len(part)
-            st["prompt_tokens"] += sum(o.prompt_tokens for o in outs)
-            st["completion_tokens"] += sum(o.completion_tokens for o in outs)
+            st.seconds += time.perf_counter() - t0
+            st.calls += len(part)
+            st.prompt_tokens += sum(o.prompt_tokens for o in outs)
+            st.completion_tokens += sum(o.completion_tokens for o in outs)
             result.update(zip(part, outs))
             if self.cache is not None:
                 self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
@@ -241,9 +233,9 @@ class LLM:
             report_progress(self.progress_file, step, i + len(part), len(slots), hits, t0)
             if stop: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i - len(part))
         bar.close()
-        st["seconds"] = round(st["seconds"], 3)
+        st.seconds = round(st.seconds, 3)
         out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
-        st["cut_at_limit"] += sum(o.cut for o in out)
+        st.cut_at_limit += sum(o.cut for o in out)
         return out
 
 # %% ../../nbs/11_llm_client.ipynb #ac1d8599
@@ -261,7 +253,7 @@ def budget_stop(budget: Budget, stats: dict, stop: tuple, step: str, blocked: in
     spent = next(sp for sc, nm, lim, sp in budget.limits() if nm == name)  # after the calls this chunk could make
     raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step,
                           "blocked": blocked, "calls_made": budget.calls, "tokens_made": budget.tokens,
-                          "llm": {k: dict(v) for k, v in stats.items()}})
+                          "llm": to_plain(stats)})
 
 # %% ../../nbs/11_llm_client.ipynb #9834bd1d
 @dataclass(frozen=True)
@@ -322,8 +314,8 @@ def _retry_cut(llm: LLM, requests: list[ChatRequest], outs: list[Completion], st
     again = llm.complete([dataclasses.replace(requests[i], max_tokens=2 * requests[i].max_tokens) for i in cut], step,
                          progress)
     st, outs = llm.step_stats(step), list(outs)
-    st["cut_retried"] += len(cut)
-    st["cut_kept"] += sum(o.cut for o in again)
+    st.cut_retried += len(cut)
+    st.cut_kept += sum(o.cut for o in again)
     for i, o in zip(cut, again): outs[i] = o
     return outs
 
@@ -345,13 +337,13 @@ def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[
         fixed = {i: (o.text, parse(o.text), o.cut) for i, o in zip(bad, rep)}
     st, res = llm.step_stats(step), []
     for i, (o, (v, err)) in enumerate(zip(outs, parsed)):
-        if v is not None: res.append(Structured(v, "ok", o.text, cut=o.cut)); st["parse_ok"] += 1
+        if v is not None: res.append(Structured(v, "ok", o.text, cut=o.cut)); st.parse_ok += 1
         elif fixed[i][1][0] is not None:
             res.append(Structured(fixed[i][1][0], "repaired", fixed[i][0], cut=fixed[i][2]))
-            st["parse_repaired"] += 1
+            st.parse_repaired += 1
         else:
             res.append(Structured(None, "failed", fixed[i][0], f"first: {err}; repair: {fixed[i][1][1]}", fixed[i][2]))
-            st["parse_failed"] += 1
+            st.parse_failed += 1
     return res
 
 # %% ../../nbs/11_llm_client.ipynb #19b111c8
@@ -376,7 +368,7 @@ def complete_retried(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[
     st, res = llm.step_stats(step), []
     for o, (v, err), n in zip(outs, got, tries):
         status = "failed" if v is None else "ok" if n == 1 else "repaired"
-        st[f"parse_{status}"] += 1
+        setattr(st, f"parse_{status}", getattr(st, f"parse_{status}") + 1)
         res.append(Structured(v, status, o.text, "" if v is not None else f"{err} (after {n} calls)", o.cut))
     return res
 

@@ -33,7 +33,7 @@ class Estimate:
     tokens: str
     notes: tuple
     cost_note: str = ""
-    collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 88_plan_collect)
+    collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 89_plan_collect)
     collection_notes: tuple = ()
 
 # %% ../../nbs/89_plan_estimate.ipynb #25e6cba0

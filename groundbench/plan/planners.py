@@ -1,4 +1,4 @@
-"""What each stage would ask the model, step by step, before the run: the functions `groundbench estimate` (notebook 88) calls through the stage registry.
+"""What each stage would ask the model, step by step, before the run: the functions `groundbench estimate` (notebook 89) calls through the stage registry.
 
 Docs: https://groundbench.github.io/groundbench/plan_planners.html.md"""
 

@@ -1,4 +1,4 @@
-"""How `groundbench estimate` (notebook 88) builds each LLM step's row without loading the model: the prompt-token counter, what earlier runs measured, the cache followed, what the run will work on, and stage by stage the requests the stage would make.
+"""How `groundbench estimate` (notebook 89) builds each LLM step's row without loading the model: the prompt-token counter, what earlier runs measured, the cache followed, what the run will work on, and stage by stage the requests the stage would make.
 
 Docs: https://groundbench.github.io/groundbench/plan_steps.html.md"""
 
@@ -22,7 +22,7 @@ import pandas as pd
 from ..claims import REWRITE_TOKENS, prompts_from_files
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCES, STAGES
 from ..core import Conversation, Prompt, project_root, read_records, resolve_path
-from ..runfolder import model_record, stage_executions
+from ..runfolder import StepStats, model_record, stage_executions
 from ..sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
 from ..sourcecheckup import SUPPORT_TOKENS
 from ..groundedness.methods import OUTPUT_TOKENS
@@ -36,7 +36,7 @@ __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 
            'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../../nbs/86_plan_steps.ipynb #e5a10006
-STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 04)
+STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 08)
 # every step's output budget as the paper variants run it (VERIFY's 2,048 for ours and VERIFY; a lenient run asks for
 # less, so its figures stay below these bounds)
 MAX_TOKENS = {"question_rewrite": REWRITE_TOKENS,
@@ -126,12 +126,10 @@ def usage_history(runs_dir: str | Path | None, model: str) -> dict:
                 if not st.done: continue
                 for step, v in st.llm.items():
                     if step == "embedding" or not isinstance(v, dict): continue
+                    try: counts = StepStats.of(v, strict=True)
+                    except ValueError as e: raise ValueError(f"stage {stage!r}, step {step!r}: {e}") from None
                     h = mine.setdefault((stage, step), Counter())
-                    for k in STAT_KEYS:
-                        x = v.get(k, 0) or 0
-                        if not isinstance(x, int) or isinstance(x, bool) or x < 0:
-                            raise ValueError(f"stage {stage!r}, step {step!r}: {k} is {str(x)[:40]!r}, not a count")
-                        h[k] += x
+                    for k in STAT_KEYS: h[k] += getattr(counts, k)
                     h["runs"] += 1
         except (OSError, ValueError, AttributeError, TypeError) as e:  # one broken earlier run never stops an estimate
             warnings.warn(f"{mf}: not used as history ({str(e)[:200]})", stacklevel=2)

@@ -40,8 +40,8 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     for r in est.itertuples():
         st = StageExecution.of(manifest, r.stage)
         v = st.step(r.step) if st.done else None
-        calls = float(v.get("calls", 0)) if isinstance(v, dict) else float("nan")
-        comp = float(v.get("completion_tokens", 0)) if isinstance(v, dict) else float("nan")
+        calls = float(v.calls) if v else float("nan")
+        comp = float(v.completion_tokens) if v else float("nan")
         inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
         ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low,
                                                           r.calls_high) and inside(comp, r.completion_low,
@@ -49,7 +49,7 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
         rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low,
                      "calls_expected": r.calls_expected,
                      "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
-                     "prompt_tokens": float(v.get("prompt_tokens", 0)) if isinstance(v, dict) else float("nan"),
+                     "prompt_tokens": float(v.prompt_tokens) if v else float("nan"),
                      "completion_low": r.completion_low,
                      "completion_expected": r.completion_expected, "completion_high": r.completion_high,
                      "completion_tokens": comp, "within_range": ok})
