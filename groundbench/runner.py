@@ -27,8 +27,8 @@ from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'run_summary', 'parse_worker',
-           'parse_params', 'run_file']
+           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'collection_notes', 'credibility_notes',
+           'RunSummary', 'run_summary', 'parse_worker', 'parse_params', 'run_file']
 
 # %% ../nbs/90_runner.ipynb #49797ea6
 @dataclass
@@ -248,47 +248,78 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
             _run_stage(spec, run, name, declared[name], kernel, log_output, shared, i > 0, quiet)
     return run
 
-# %% ../nbs/90_runner.ipynb #7424e3e0
-def run_summary(run: Run) -> str:
-    """One line per stage: status, seconds, LLM calls and cache hits of its last execution; collection and credibility
-    notes."""
-    m = run.manifest()
-    smoke = "  [SMOKE RUN: bundled small models, not real judgments]" if m.get("smoke_run") else ""
-    lines = [f"run {printable(m.get('run_id'))} in {printable(run.dir)}" + smoke]
-    cuts = {}
-    for c in cut_outputs(m):
-        if c["requests"]: cuts.setdefault(c["stage"], []).append(c)
-    for u in stage_usage(m):
-        lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  "
-                     f"llm calls {u['llm_calls']:>6}  cache hits {u['cache_hits']:>6}")
-        if u["stage"] in cuts:  # every step that asked the model, a zero included
-            lines.append("      cut at their token limit: " + "; ".join(
-                f"{printable(c['step'])} {c['cut_at_limit']} of {c['requests']}"
-                + (f" ({c['cut_retried']} asked again with twice the budget, {c['cut_kept']} still cut: kept, marked)"
-                   if c["cut_retried"] else "") for c in cuts[u["stage"]]))
-    c = StageExecution.of(m, COLLECT).counts
-    ti = c.get("table_import") if isinstance(c, dict) else None
+# %% ../nbs/90_runner.ipynb #d62a3dfc
+def collection_notes(c: dict) -> list[str]:
+    "The lines a run's collection counts `c` call for: rows rejected or repaired on import, a sample, pills, sources."
+    out = []
+    ti = c.get("table_import")
     if isinstance(ti, dict) and (ti.get("rows_rejected") or ti.get("urls_repaired") or ti.get("urls_dropped")):
-        lines.append(f"  import: {ti.get('rows_rejected', 0)} rows rejected, {ti.get('urls_repaired', 0)} cited URLs "
-                     f"repaired, {ti.get('urls_dropped', 0)} dropped (20_collect/rejected_rows.csv, url_changes.csv)")
-    if isinstance(c, dict) and isinstance(c.get("imported_answers"), int) and \
-            c.get("conversations", c["imported_answers"]) < c["imported_answers"]:
-        lines.append(f"  sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "
-                     "(parameter sample; 0 keeps them all)")
-    if isinstance(c, dict) and (c.get("unresolved_pills") or c.get("model_mismatches")):
-        lines.append(f"  collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
-                     f"{c.get('model_mismatches', 0)} answers by another model than asked")
-    if isinstance(c, dict) and (c.get("sources_missing") or c.get("redirects_unresolved") or
-                                c.get("api_assistants_left_out")):
-        lines.append(f"  collection: {c.get('sources_missing', 0)} answers searched but came without sources "
-                     f"(sources_missing), {c.get('redirects_unresolved', 0)} redirect links unresolved; left out: "
-                     + ("; ".join(map(printable, c.get("api_assistants_left_out") or [])) or "none"))
-    if (f := STAGES[CREDIBILITY].folder(run.dir) / "corrections.csv").exists():
-        import pandas as pd
-        from groundbench.credibility.audit import corrections_headline
-        rs = StageExecution.of(m, CREDIBILITY).counts.get("rule_set", "?")
-        lines += ["  credibility " + printable(s) for s in corrections_headline(pd.read_csv(f), str(rs))]
-    return "\n".join(lines)
+        out.append(f"import: {ti.get('rows_rejected', 0)} rows rejected, {ti.get('urls_repaired', 0)} cited URLs "
+                   f"repaired, {ti.get('urls_dropped', 0)} dropped (20_collect/rejected_rows.csv, url_changes.csv)")
+    if isinstance(c.get("imported_answers"), int) and c.get("conversations", c["imported_answers"]) < \
+            c["imported_answers"]:
+        out.append(f"sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "
+                   "(parameter sample; 0 keeps them all)")
+    if c.get("unresolved_pills") or c.get("model_mismatches"):
+        out.append(f"collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
+                   f"{c.get('model_mismatches', 0)} answers by another model than asked")
+    if c.get("sources_missing") or c.get("redirects_unresolved") or c.get("api_assistants_left_out"):
+        out.append(f"collection: {c.get('sources_missing', 0)} answers searched but came without sources "
+                   f"(sources_missing), {c.get('redirects_unresolved', 0)} redirect links unresolved; left out: "
+                   + ("; ".join(map(str, c.get("api_assistants_left_out") or [])) or "none"))
+    return out
+
+def credibility_notes(run: Run, m: dict) -> list[str]:
+    "The headline of the credibility stage's corrections (ours against the paper's code), where it ran."
+    if not (f := STAGES[CREDIBILITY].folder(run.dir) / "corrections.csv").exists(): return []
+    import pandas as pd
+    from groundbench.credibility.audit import corrections_headline
+    rs = StageExecution.of(m, CREDIBILITY).counts.get("rule_set", "?")
+    return ["credibility " + s for s in corrections_headline(pd.read_csv(f), str(rs))]
+
+
+# %% ../nbs/90_runner.ipynb #7424e3e0
+@dataclass
+class RunSummary:
+    """What a run did, as `groundbench run` and `status` print it: `run_id`, `folder`, `smoke` (made with the bundled
+    small models), `stages` (per stage its last execution: `stage_usage` rows: status, seconds, LLM calls, cache hits,
+    tokens), `cuts` (per stage, each step that asked the model: `cut_outputs` rows, a zero included) and `notes` (what
+    the collection, the import and the credibility rules did that a reader should know)."""
+    run_id: str
+    folder: Path
+    smoke: bool = False
+    stages: list[dict] = field(default_factory=list)
+    cuts: dict[str, list[dict]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        "The summary of `run`, read from its manifest and its credibility corrections."
+        m = run.manifest()
+        cuts: dict[str, list[dict]] = {}
+        for c in cut_outputs(m):
+            if c["requests"]: cuts.setdefault(c["stage"], []).append(c)
+        return cls(str(m.get("run_id", "")), Path(run.dir), m.get("smoke_run") is True, stage_usage(m), cuts,
+                   collection_notes(StageExecution.of(m, COLLECT).counts) + credibility_notes(run, m))
+
+    def text(self) -> str:
+        "One line per stage (status, seconds, LLM calls and cache hits), its cut outputs, then the notes."
+        smoke = "  [SMOKE RUN: bundled small models, not real judgments]" if self.smoke else ""
+        lines = [f"run {printable(self.run_id)} in {printable(self.folder)}" + smoke]
+        for u in self.stages:
+            lines.append(f"  {printable(u['stage']):<18} {printable(u['status']):<8} {u['seconds']:>8.1f} s  "
+                         f"llm calls {u['llm_calls']:>6}  cache hits {u['cache_hits']:>6}")
+            if u["stage"] in self.cuts:
+                lines.append("      cut at their token limit: " + "; ".join(
+                    f"{printable(c['step'])} {c['cut_at_limit']} of {c['requests']}"
+                    + (f" ({c['cut_retried']} asked again with twice the budget, {c['cut_kept']} still cut: kept, "
+                       "marked)" if c["cut_retried"] else "") for c in self.cuts[u["stage"]]))
+        return "\n".join(lines + ["  " + printable(n) for n in self.notes])
+
+def run_summary(run: Run) -> str:
+    "The text of `RunSummary.of(run)`."
+    return RunSummary.of(run).text()
+
 
 # %% ../nbs/90_runner.ipynb #39fe9732
 def parse_worker(text: str | None) -> tuple[int, int] | None:
