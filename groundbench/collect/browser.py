@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
-from fastcore.basics import patch
 
 from .base import Archive, CollectionError, ParsedAnswer, conversation_from_record
 from .page import (answer_selector, full_screenshot, load_ui_config, model_label_text,
@@ -24,7 +23,8 @@ from ..core import Conversation, Prompt, now_iso, to_plain
 
 # %% auto #0
 __all__ = ['CHROMIUM', 'CHROMEDRIVER', 'CHROMIUM_SERVICE_HOSTS', 'QUIET_SWITCHES', 'make_driver', 'reap_with', 'remote_driver',
-           'BrowserCollector', 'same_model', 'reparse_record']
+           'ChromiumPage', 'PromptSteps', 'AnswerReading', 'BrowserCollector', 'check_page', 'wait_for', 'play_flow',
+           'select_model', 'set_toggles', 'hover_spans', 'ask', 'app_version', 'same_model', 'reparse_record']
 
 # %% ../../nbs/23_collect_browser.ipynb #c3b290da
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -90,8 +90,134 @@ def remote_driver(remote_url: str, options):
     conn = ChromiumRemoteConnection(remote_url, vendor_prefix="goog", browser_name="chrome", ignore_proxy=True)
     return RemoteChromium(command_executor=conn, options=options)
 
+# %% ../../nbs/23_collect_browser.ipynb #b9456388
+class ChromiumPage:
+    """The Chromium page a browser collector drives: the driver (started on first use, with the stream hook where the
+    assistant's answers stream), the page's address, the load timeout, opening the assistant's page."""
+
+    @property
+    def driver(self):
+        if self._driver is None:
+            sc = self.cfg.get("stream_capture")
+            self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc),
+                                       remote_url=self.remote_url)
+            self._driver.set_page_load_timeout(self.page_load_s)
+            if sc:
+                from groundbench.collect.flows import install_stream_hook
+                install_stream_hook(self._driver, sc["url_contains"])
+        return self._driver
+
+    def close(self):
+        if self._driver is not None: self._driver.quit(); self._driver = None
+
+    def url(self) -> str:
+        "The start URL; with `base_url` (a local fixture) its host is replaced."
+        start = self.cfg["start_url"]
+        if not self.base_url: return start
+        from urllib.parse import urlsplit
+        p = urlsplit(start)
+        return self.base_url.rstrip("/") + (p.path or "/") + (f"?{p.query}" if p.query else "")
+
+    @property
+    def page_load_s(self) -> float:
+        "Seconds a start page may take to load (`waits.page_load_s`, 120 by default)."
+        return float(self.cfg["waits"].get("page_load_s", 120))
+
+    def open_page(self, archive: Archive | None = None, prompt_id: str = ""):
+        """Load the start page, within `waits.page_load_s` (120 s by default): a page that cannot be reached, or whose
+        loading never ends, is a `CollectionError` naming the page and what the browser said."""
+        from selenium.common.exceptions import TimeoutException, WebDriverException
+        try: self.driver.get(self.url())
+        except TimeoutException: why = f"the page did not finish loading in {self.page_load_s:g} s"
+        except WebDriverException as e:
+            why = f"the page could not be opened ({' '.join(str(e.msg or e).split())[:160]})"
+        else: return
+        if archive is None: raise CollectionError(f"{self.provider}: {why} (page {self.url()})")
+        _stop(self, why, archive, prompt_id)
+
+# %% ../../nbs/23_collect_browser.ipynb #d85d115a
+class PromptSteps:
+    """The steps of one prompt a flow or the doctor may call one by one: send it, wait for the answer, the assistant's
+    own steps after it."""
+
+    def send_prompt(self, text: str, archive, prompt_id):
+        """Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's
+        renderers)."""
+        box = _find(self, "prompt_box")
+        box.click()
+        box.send_keys(text)
+        wait_for(self, lambda: _find(self, "send_button") is not None and _find(self, "send_button").is_enabled(), 10,
+                      "the send button", archive, prompt_id)
+        any_answer = answer_selector(self.cfg)
+        n_before = len(self.driver.find_elements("css selector", any_answer))
+        _find(self, "send_button").click()
+        wait_for(self, lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before,
+                      self.cfg["waits"].get("start_timeout_s", 60),
+                      "the answer to start", archive, prompt_id)
+
+    def wait_answer(self, archive, prompt_id):
+        """Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable
+        for `stable_s`."""
+        sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
+        last, stable_since = None, time.time()
+        def done():
+            nonlocal last, stable_since
+            if sel.get("stop_button") and _visible(self, "stop_button"): last = None; return False
+            if sel.get("streaming") and _find(self, "streaming") is not None: last = None; return False
+            if sel.get("done") and _find(self, "done") is None: return False
+            txt = self.driver.find_elements("css selector", any_answer)[-1].text
+            if txt != last: last, stable_since = txt, time.time(); return False
+            return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
+        wait_for(self, done, self.timeout_s, "the answer to finish", archive, prompt_id)
+
+    def after_answer(self, archive, prompt_id):
+        """Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and
+        wait for its items."""
+        sel = self.cfg["selectors"]
+        if not sel.get("panel_button"): return
+        from selenium.webdriver.common.by import By
+        btns = [b for b in self.driver.find_elements(By.CSS_SELECTOR, sel["panel_button"]) if b.is_displayed()]
+        if pat := self.cfg.get("panel_button_text"):
+            btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
+        if not btns: return  # an answer without sources has no panel
+        btns[-1].click()
+        # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
+        end = time.time() + 10
+        while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
+
+# %% ../../nbs/23_collect_browser.ipynb #a511d74b
+class AnswerReading:
+    """What the collector reads off an answered page: popovers and the captured stream (`enrich_answer`), the model the
+    page shows."""
+
+    def enrich_answer(self, archive) -> dict:
+        """Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was
+        found."""
+        from groundbench.collect.flows import (assign_stream_urls, captured_stream, fallback_notice, resolve_popovers,
+                                               stream_sources)
+        from selenium.webdriver.common.by import By
+        out = {}
+        answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
+        if not answers: return out
+        if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
+        sc = self.cfg.get("stream_capture")
+        if sc:
+            body = captured_stream(self.driver, sc["url_contains"])
+            srcs = stream_sources(body, sc.get("sources_path", "choices.0.delta.extra.web_search_info")) if body else []
+            out["stream"] = {"body": archive.put(body, "txt") if body else "", "sources": len(srcs),
+                             "pills_resolved": (assign_stream_urls(self.driver, answers[-1], self.cfg, srcs)
+                                                if srcs else 0)}
+        if notice := fallback_notice(self.driver, self.cfg): out["model_fallback_notice"] = notice
+        return out
+
+    def visible_model(self) -> str:
+        "The model name the page shows."
+        el = _find(self, "model_label")
+        if el is None: return ""
+        return model_label_text(el.get_attribute(self.cfg.get("model_label_attr", "data-model")) or el.text or "")
+
 # %% ../../nbs/23_collect_browser.ipynb #c7835daf
-class BrowserCollector:
+class BrowserCollector(ChromiumPage, PromptSteps, AnswerReading):
     "Collect answers through an assistant's web page."
     def __init__(self, config: str | Path | dict, base_url: str | None = None, model: str | None = None,
                  profile_dir: str | Path | None = None,
@@ -110,109 +236,77 @@ class BrowserCollector:
         self.timeout_s = w.get("answer_timeout_s", 240) if timeout_s is None else timeout_s
         self._driver = driver
 
-# %% ../../nbs/23_collect_browser.ipynb #168db187
-@patch(as_prop=True)
-def driver(self: BrowserCollector):
-    if self._driver is None:
-        sc = self.cfg.get("stream_capture")
-        self._driver = make_driver(self.profile_dir, self.headless, performance_log=bool(sc),
-                                   remote_url=self.remote_url)
-        self._driver.set_page_load_timeout(self.page_load_s)
-        if sc:
-            from groundbench.collect.flows import install_stream_hook
-            install_stream_hook(self._driver, sc["url_contains"])
-    return self._driver
-
-# %% ../../nbs/23_collect_browser.ipynb #abb1d98c
-@patch
-def close(self: BrowserCollector):
-    if self._driver is not None: self._driver.quit(); self._driver = None
-
-# %% ../../nbs/23_collect_browser.ipynb #a8834e00
-@patch
-def url(self: BrowserCollector) -> str:
-    "The start URL; with `base_url` (a local fixture) its host is replaced."
-    start = self.cfg["start_url"]
-    if not self.base_url: return start
-    from urllib.parse import urlsplit
-    p = urlsplit(start)
-    return self.base_url.rstrip("/") + (p.path or "/") + (f"?{p.query}" if p.query else "")
+    def collect(self, prompts: Sequence[Prompt], archive: Archive,
+                progress: bool = True) -> list[Conversation]:
+        "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
+        todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
+        try:
+            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
+                rec = ask(self, p, archive)
+                if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
+                    time.sleep(self.delay_s); rec = ask(self, p, archive)
+                if rec.get("model_mismatch") and self.on_model_mismatch != "record":
+                    raise CollectionError(
+                        f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says "
+                        f"{rec['model_answered']!r} answered"
+                        + (" (again, after a retry)" if self.on_model_mismatch == "retry" else "")
+                        + (f": {rec['model_fallback_notice']}" if rec.get("model_fallback_notice") else "")
+                        + ". Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
+                archive.save_record(self.provider, p.prompt_id, rec)
+                if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
+        finally: self.close()
+        return [conversation_from_record(json.loads(archive.record_path(self.provider,
+                                                                        p.prompt_id).read_text())) for p in prompts]
 
 # %% ../../nbs/23_collect_browser.ipynb #44c1dbfb
 # -- small helpers over CSS selectors
-@patch
-def _find(self: BrowserCollector, key: str):
-    s = self.cfg["selectors"].get(key)
+def _find(bc: BrowserCollector, key: str):
+    s = bc.cfg["selectors"].get(key)
     if not s: return None
     from selenium.webdriver.common.by import By
-    els = self.driver.find_elements(By.CSS_SELECTOR, s)
+    els = bc.driver.find_elements(By.CSS_SELECTOR, s)
     return els[-1] if els else None
 
 # %% ../../nbs/23_collect_browser.ipynb #22cb456f
-@patch
-def _visible(self: BrowserCollector, key: str) -> bool:
-    el = self._find(key)
+def _visible(bc: BrowserCollector, key: str) -> bool:
+    el = _find(bc, key)
     try: return bool(el and el.is_displayed())
     except Exception: return False
 
 # %% ../../nbs/23_collect_browser.ipynb #6550f1f6
-@patch
-def _page_text(self: BrowserCollector) -> str:
+def _page_text(bc: BrowserCollector) -> str:
     from selenium.webdriver.common.by import By
-    try: return self.driver.find_element(By.TAG_NAME, "body").text
+    try: return bc.driver.find_element(By.TAG_NAME, "body").text
     except Exception: return ""
 
 # %% ../../nbs/23_collect_browser.ipynb #f1ac6ed6
-@patch
-def _stop(self: BrowserCollector, why: str, archive: Archive, prompt_id: str):
+def _stop(bc: BrowserCollector, why: str, archive: Archive, prompt_id: str):
     try:
-        url = self.driver.current_url
-        shot = f"screenshot {archive.root / archive.put(full_screenshot(self.driver), 'png')}"
-    except Exception: shot, url = "no screenshot: the browser did not answer", self.url()
-    raise CollectionError(f"{self.provider}: {why} (prompt {prompt_id}; page {url}; {shot}). "
+        url = bc.driver.current_url
+        shot = f"screenshot {archive.root / archive.put(full_screenshot(bc.driver), 'png')}"
+    except Exception: shot, url = "no screenshot: the browser did not answer", bc.url()
+    raise CollectionError(f"{bc.provider}: {why} (prompt {prompt_id}; page {url}; {shot}). "
                           "Nothing was lost: rerun to resume after fixing it.")
 
-# %% ../../nbs/23_collect_browser.ipynb #49dbb60c
-@patch(as_prop=True)
-def page_load_s(self: BrowserCollector) -> float:
-    "Seconds a start page may take to load (`waits.page_load_s`, 120 by default)."
-    return float(self.cfg["waits"].get("page_load_s", 120))
-
-# %% ../../nbs/23_collect_browser.ipynb #22c9b6b1
-@patch
-def open_page(self: BrowserCollector, archive: Archive | None = None, prompt_id: str = ""):
-    """Load the start page, within `waits.page_load_s` (120 s by default): a page that cannot be reached, or whose
-    loading never ends, is a `CollectionError` naming the page and what the browser said."""
-    from selenium.common.exceptions import TimeoutException, WebDriverException
-    try: self.driver.get(self.url())
-    except TimeoutException: why = f"the page did not finish loading in {self.page_load_s:g} s"
-    except WebDriverException as e: why = f"the page could not be opened ({' '.join(str(e.msg or e).split())[:160]})"
-    else: return
-    if archive is None: raise CollectionError(f"{self.provider}: {why} (page {self.url()})")
-    self._stop(why, archive, prompt_id)
-
 # %% ../../nbs/23_collect_browser.ipynb #37ae6f4f
-@patch
-def check_page(self: BrowserCollector, archive: Archive, prompt_id: str):
+def check_page(bc: BrowserCollector, archive: Archive, prompt_id: str):
     "Stop on a login wall, captcha, rate limit or unknown page (texts matched outside the prompt and the answers)."
     from groundbench.collect.flows import find_blocker
-    hit = find_blocker(self.driver, self.cfg, composer_usable=self._visible("prompt_box"))
+    hit = find_blocker(bc.driver, bc.cfg, composer_usable=_visible(bc, "prompt_box"))
     if hit:
         kind, what = hit
-        self._stop({"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
+        _stop(bc, {"login_wall": "login wall: sign in once in a visible window with the same profile (see README)",
                     "captcha": "captcha or challenge: solve it in a visible window with the same profile, then rerun",
                     "rate_limit": "rate limit message: wait, or raise waits.between_prompts_s"}[kind] + f" [{what}]",
                    archive, prompt_id)
 
 # %% ../../nbs/23_collect_browser.ipynb #efef993b
-@patch
-def _visible_sel(self: BrowserCollector, s: str) -> bool:
+def _visible_sel(bc: BrowserCollector, s: str) -> bool:
     from selenium.webdriver.common.by import By
-    return any(e.is_displayed() for e in self.driver.find_elements(By.CSS_SELECTOR, s))
+    return any(e.is_displayed() for e in bc.driver.find_elements(By.CSS_SELECTOR, s))
 
 # %% ../../nbs/23_collect_browser.ipynb #6d053be0
-@patch
-def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: Archive, prompt_id: str,
+def wait_for(bc: BrowserCollector, cond, timeout: float, what: str, archive: Archive, prompt_id: str,
              poll: float = 0.2):
     "Poll `cond()` until true; on timeout, check for blockers, then stop with `what`."
     end, checked = time.time() + timeout, time.time()
@@ -221,229 +315,119 @@ def wait_for(self: BrowserCollector, cond, timeout: float, what: str, archive: A
             if cond(): return
         except Exception: pass
         # a blocker that appears meanwhile
-        if time.time() - checked > 2: self.check_page(archive, prompt_id); checked = time.time()
+        if time.time() - checked > 2: check_page(bc, archive, prompt_id); checked = time.time()
         time.sleep(poll)
-    self.check_page(archive, prompt_id)
-    self._stop(f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
+    check_page(bc, archive, prompt_id)
+    _stop(bc, f"timed out after {timeout:.0f} s waiting for {what}", archive, prompt_id)
 
 # %% ../../nbs/23_collect_browser.ipynb #5cb8719c
-# -- steps an assistant module may refine
-@patch
-def play_flow(self: BrowserCollector, name: str, archive, prompt_id):
+def play_flow(bc: BrowserCollector, name: str, archive, prompt_id):
     "Run one configured flow (notebook 28); a failed step stops with the flow, step and selector named."
     from groundbench.collect.flows import FlowError, run_flow
-    try: return run_flow(self.driver, name, self.cfg["flows"][name], {"model": self.model})
-    except FlowError as e: self._stop(str(e), archive, prompt_id)
+    try: return run_flow(bc.driver, name, bc.cfg["flows"][name], {"model": bc.model})
+    except FlowError as e: _stop(bc, str(e), archive, prompt_id)
 
 # %% ../../nbs/23_collect_browser.ipynb #0176c815
-@patch
-def select_model(self: BrowserCollector, archive, prompt_id):
-    "Pick `self.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
-    if self.model and (self.cfg.get("flows") or {}).get("model"): return self.play_flow("model", archive, prompt_id)
-    sel = self.cfg["selectors"]
-    if not self.model or not sel.get("model_switcher"): return
-    btn = self._find("model_switcher")
-    if btn is None: self._stop("no model switcher", archive, prompt_id)
-    if self.model.lower() in (btn.get_attribute("aria-label") or btn.text).lower(): return
+def select_model(bc: BrowserCollector, archive, prompt_id):
+    "Pick `bc.model`: with the `model` flow where the YAML has one, else in the model menu, if the UI has one."
+    if bc.model and (bc.cfg.get("flows") or {}).get("model"): return play_flow(bc, "model", archive, prompt_id)
+    sel = bc.cfg["selectors"]
+    if not bc.model or not sel.get("model_switcher"): return
+    btn = _find(bc, "model_switcher")
+    if btn is None: _stop(bc, "no model switcher", archive, prompt_id)
+    if bc.model.lower() in (btn.get_attribute("aria-label") or btn.text).lower(): return
     btn.click()
     from selenium.webdriver.common.by import By
-    self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive,
+    wait_for(bc, lambda: bc.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]), 10, "the model menu", archive,
                   prompt_id)
-    for it in self.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]):
-        if it.text.strip().lower() == self.model.lower() or (it.get_attribute("data-model")
-                                                             or "").lower() == self.model.lower():
+    for it in bc.driver.find_elements(By.CSS_SELECTOR, sel["model_item"]):
+        if it.text.strip().lower() == bc.model.lower() or (it.get_attribute("data-model")
+                                                             or "").lower() == bc.model.lower():
             it.click(); return
-    self._stop(f"model {self.model!r} is not in the model menu", archive, prompt_id)
+    _stop(bc, f"model {bc.model!r} is not in the model menu", archive, prompt_id)
 
 # %% ../../nbs/23_collect_browser.ipynb #93e1539d
-@patch
-def set_toggles(self: BrowserCollector, archive, prompt_id):
+def set_toggles(bc: BrowserCollector, archive, prompt_id):
     """Put every configured toggle (web search on, thinking off, ...) in its wanted state: the YAML's flows other than
     `model`, then `toggles`."""
-    for name in (self.cfg.get("flows") or {}):
-        if name != "model": self.play_flow(name, archive, prompt_id)
+    for name in (bc.cfg.get("flows") or {}):
+        if name != "model": play_flow(bc, name, archive, prompt_id)
     from selenium.webdriver.common.by import By
-    for t in self.cfg.get("toggles") or []:
-        els = self.driver.find_elements(By.CSS_SELECTOR, t["selector"])
-        if not els: self._stop(f"no {t['name']} toggle ({t['selector']})", archive, prompt_id)
+    for t in bc.cfg.get("toggles") or []:
+        els = bc.driver.find_elements(By.CSS_SELECTOR, t["selector"])
+        if not els: _stop(bc, f"no {t['name']} toggle ({t['selector']})", archive, prompt_id)
         attr, want = t.get("attr", "aria-pressed"), str(t["want"])
         if (els[-1].get_attribute(attr) or "") != want: els[-1].click()
-        self.wait_for(lambda: (self.driver.find_elements(By.CSS_SELECTOR,
+        wait_for(bc, lambda: (bc.driver.find_elements(By.CSS_SELECTOR,
                                                          t["selector"])[-1].get_attribute(attr) or "") == want, 5,
                       f"{t['name']} to be {want}", archive, prompt_id)
 
-# %% ../../nbs/23_collect_browser.ipynb #4066ab28
-@patch
-def after_answer(self: BrowserCollector, archive, prompt_id):
-    """Open the sources panel, if configured (by selector, or a button whose text matches `panel_button_text`), and
-    wait for its items."""
-    sel = self.cfg["selectors"]
-    if not sel.get("panel_button"): return
-    from selenium.webdriver.common.by import By
-    btns = [b for b in self.driver.find_elements(By.CSS_SELECTOR, sel["panel_button"]) if b.is_displayed()]
-    if pat := self.cfg.get("panel_button_text"):
-        btns = [b for b in btns if re.search(pat, (b.text or b.get_attribute("aria-label") or "").strip(), re.I)]
-    if not btns: return  # an answer without sources has no panel
-    btns[-1].click()
-    # a panel that shows no items is not fatal: pills may resolve otherwise, or are counted unresolved
-    end = time.time() + 10
-    while time.time() < end and not self.driver.find_elements(By.CSS_SELECTOR, sel["panel_item"]): time.sleep(0.2)
-
 # %% ../../nbs/23_collect_browser.ipynb #76a27896
-@patch
-def hover_spans(self: BrowserCollector) -> int:
+def hover_spans(bc: BrowserCollector) -> int:
     """Hover every citation pill of the last answer and keep, as marked spans in the page, the words it highlights
     (GPT-4o)."""
-    hv, sel = self.cfg.get("hover") or {}, self.cfg["selectors"]
+    hv, sel = bc.cfg.get("hover") or {}, bc.cfg["selectors"]
     models = [m.lower() for m in hv.get("models", [])]
-    if not hv or not sel.get("highlight") or (models and (self.model or "").lower() not in models): return 0
+    if not hv or not sel.get("highlight") or (models and (bc.model or "").lower() not in models): return 0
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    answer = self.driver.find_elements(By.CSS_SELECTOR, sel["answer"])[-1]
+    answer = bc.driver.find_elements(By.CSS_SELECTOR, sel["answer"])[-1]
     found = []
-    away = self._find("prompt_box")
+    away = _find(bc, "prompt_box")
     for pill in answer.find_elements(By.CSS_SELECTOR, sel["citation"]):
-        try: ActionChains(self.driver).move_to_element(pill).perform()
+        try: ActionChains(bc.driver).move_to_element(pill).perform()
         except Exception: continue
         end, got = time.time() + float(hv.get("wait_s", 1.0)), []
         while time.time() < end and not got:
-            got = self.driver.execute_script(_READ_HIGHLIGHTS, answer, sel["highlight"]); time.sleep(0.05)
-        url = self.driver.execute_script(_PILL_URL, pill)  # a highlight without a URL covers the hovered pill's
+            got = bc.driver.execute_script(_READ_HIGHLIGHTS, answer, sel["highlight"]); time.sleep(0.05)
+        url = bc.driver.execute_script(_PILL_URL, pill)  # a highlight without a URL covers the hovered pill's
         found += [g[:3] + [g[3] or url] for g in got if g[:3] + [g[3] or url] not in found]
-        if away is not None: ActionChains(self.driver).move_to_element(away).perform()
+        if away is not None: ActionChains(bc.driver).move_to_element(away).perform()
     time.sleep(0.1)
-    return int(self.driver.execute_script(_MARK_SPANS, answer, found) or 0)
-
-# %% ../../nbs/23_collect_browser.ipynb #e1ee3267
-@patch
-def send_prompt(self: BrowserCollector, text: str, archive, prompt_id):
-    """Type `text` into the prompt box, send it, and wait until an answer element starts (in any of the page's
-    renderers)."""
-    box = self._find("prompt_box")
-    box.click()
-    box.send_keys(text)
-    self.wait_for(lambda: self._find("send_button") is not None and self._find("send_button").is_enabled(), 10,
-                  "the send button", archive, prompt_id)
-    any_answer = answer_selector(self.cfg)
-    n_before = len(self.driver.find_elements("css selector", any_answer))
-    self._find("send_button").click()
-    self.wait_for(lambda: len(self.driver.find_elements("css selector", any_answer)) > n_before,
-                  self.cfg["waits"].get("start_timeout_s", 60),
-                  "the answer to start", archive, prompt_id)
-
-# %% ../../nbs/23_collect_browser.ipynb #18cc0d43
-@patch
-def wait_answer(self: BrowserCollector, archive, prompt_id):
-    """Wait until the answer has finished: no stop button or streaming marker, the done element present, text stable
-    for `stable_s`."""
-    sel, w, any_answer = self.cfg["selectors"], self.cfg["waits"], answer_selector(self.cfg)
-    last, stable_since = None, time.time()
-    def done():
-        nonlocal last, stable_since
-        if sel.get("stop_button") and self._visible("stop_button"): last = None; return False
-        if sel.get("streaming") and self._find("streaming") is not None: last = None; return False
-        if sel.get("done") and self._find("done") is None: return False
-        txt = self.driver.find_elements("css selector", any_answer)[-1].text
-        if txt != last: last, stable_since = txt, time.time(); return False
-        return bool(txt.strip()) and time.time() - stable_since >= w.get("stable_s", 2)
-    self.wait_for(done, self.timeout_s, "the answer to finish", archive, prompt_id)
+    return int(bc.driver.execute_script(_MARK_SPANS, answer, found) or 0)
 
 # %% ../../nbs/23_collect_browser.ipynb #547182ad
-@patch
-def ask(self: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
+def ask(bc: BrowserCollector, prompt: Prompt, archive: Archive) -> dict:
     "Collect one prompt; returns its archive record."
-    sel, w = self.cfg["selectors"], self.cfg["waits"]
+    sel, w = bc.cfg["selectors"], bc.cfg["waits"]
     started = now_iso()
-    self.open_page(archive, prompt.prompt_id)
+    bc.open_page(archive, prompt.prompt_id)
     end = time.time() + w.get("page_timeout_s", 30)
-    while time.time() < end and self._find("prompt_box") is None:
-        self.check_page(archive, prompt.prompt_id)
+    while time.time() < end and _find(bc, "prompt_box") is None:
+        check_page(bc, archive, prompt.prompt_id)
         time.sleep(0.2)
-    self.check_page(archive, prompt.prompt_id)
-    if self._find("prompt_box") is None: self._stop("unknown page: no prompt box", archive, prompt.prompt_id)
-    self.select_model(archive, prompt.prompt_id)
-    self.set_toggles(archive, prompt.prompt_id)
-    self.send_prompt(prompt.text, archive, prompt.prompt_id)
-    self.wait_answer(archive, prompt.prompt_id)
-    self.check_page(archive, prompt.prompt_id)
-    self.after_answer(archive, prompt.prompt_id)
-    extra = self.enrich_answer(archive)
-    hovered = self.hover_spans()
-    html = self.driver.execute_script("return document.documentElement.outerHTML")
-    thinking = bool(sel.get("thinking_done") and self._find("thinking_done") is not None)
-    model_shown = self.visible_model()
-    parsed = parse_answer_html(html, self.cfg, thinking=thinking, model_shown=model_shown)
+    check_page(bc, archive, prompt.prompt_id)
+    if _find(bc, "prompt_box") is None: _stop(bc, "unknown page: no prompt box", archive, prompt.prompt_id)
+    select_model(bc, archive, prompt.prompt_id)
+    set_toggles(bc, archive, prompt.prompt_id)
+    bc.send_prompt(prompt.text, archive, prompt.prompt_id)
+    bc.wait_answer(archive, prompt.prompt_id)
+    check_page(bc, archive, prompt.prompt_id)
+    bc.after_answer(archive, prompt.prompt_id)
+    extra = bc.enrich_answer(archive)
+    hovered = hover_spans(bc)
+    html = bc.driver.execute_script("return document.documentElement.outerHTML")
+    thinking = bool(sel.get("thinking_done") and _find(bc, "thinking_done") is not None)
+    model_shown = bc.visible_model()
+    parsed = parse_answer_html(html, bc.cfg, thinking=thinking, model_shown=model_shown)
     answered = parsed.model_answered or model_shown
-    mismatch = bool(self.model and answered and not same_model(self.model, answered, self.cfg.get("model_aliases")))
-    return {"provider": self.provider, "model": self.model or model_shown, "model_shown": model_shown,
+    mismatch = bool(bc.model and answered and not same_model(bc.model, answered, bc.cfg.get("model_aliases")))
+    return {"provider": bc.provider, "model": bc.model or model_shown, "model_shown": model_shown,
             "prompt_id": prompt.prompt_id, "prompt_text": prompt.text, "html": archive.put(html, "html"),
-            "screenshot": archive.put(full_screenshot(self.driver), "png"),
-            "url": self.driver.current_url, "parsed": to_plain(parsed), "started_at": started,
+            "screenshot": archive.put(full_screenshot(bc.driver), "png"),
+            "url": bc.driver.current_url, "parsed": to_plain(parsed), "started_at": started,
             "collected_at": now_iso(),
-            "source": "browser", "ui_config": Path(self.cfg["_path"]).name, "hover_spans": hovered,
+            "source": "browser", "ui_config": Path(bc.cfg["_path"]).name, "hover_spans": hovered,
             "renderer": parsed.renderer,
-            "model_answered": answered, "model_mismatch": mismatch, "app_version": self.app_version(), **extra}
+            "model_answered": answered, "model_mismatch": mismatch, "app_version": app_version(bc), **extra}
 
 # %% ../../nbs/23_collect_browser.ipynb #87f18cb9
-@patch
-def app_version(self: BrowserCollector) -> str:
+def app_version(bc: BrowserCollector) -> str:
     "The app version or build the page exposes (`app_version_script` in the YAML), or ''."
-    js = self.cfg.get("app_version_script")
+    js = bc.cfg.get("app_version_script")
     if not js: return ""
-    try: return str(self.driver.execute_script(js) or "")[:100]
+    try: return str(bc.driver.execute_script(js) or "")[:100]
     except Exception: return ""
-
-# %% ../../nbs/23_collect_browser.ipynb #3b48c27f
-@patch
-def enrich_answer(self: BrowserCollector, archive) -> dict:
-    "Before archiving: read pill popovers and the captured stream into the page (notebook 28); returns what was found."
-    from groundbench.collect.flows import (assign_stream_urls, captured_stream, fallback_notice, resolve_popovers,
-                                           stream_sources)
-    from selenium.webdriver.common.by import By
-    out = {}
-    answers = self.driver.find_elements(By.CSS_SELECTOR, answer_selector(self.cfg))
-    if not answers: return out
-    if self.cfg.get("popover"): out["popovers"] = resolve_popovers(self.driver, answers[-1], self.cfg)
-    sc = self.cfg.get("stream_capture")
-    if sc:
-        body = captured_stream(self.driver, sc["url_contains"])
-        srcs = stream_sources(body, sc.get("sources_path", "choices.0.delta.extra.web_search_info")) if body else []
-        out["stream"] = {"body": archive.put(body, "txt") if body else "", "sources": len(srcs),
-                         "pills_resolved": assign_stream_urls(self.driver, answers[-1], self.cfg, srcs) if srcs else 0}
-    if notice := fallback_notice(self.driver, self.cfg): out["model_fallback_notice"] = notice
-    return out
-
-# %% ../../nbs/23_collect_browser.ipynb #93082ec2
-@patch
-def visible_model(self: BrowserCollector) -> str:
-    "The model name the page shows."
-    el = self._find("model_label")
-    if el is None: return ""
-    return model_label_text(el.get_attribute(self.cfg.get("model_label_attr", "data-model")) or el.text or "")
-
-# %% ../../nbs/23_collect_browser.ipynb #390d8360
-@patch
-def collect(self: BrowserCollector, prompts: Sequence[Prompt], archive: Archive,
-            progress: bool = True) -> list[Conversation]:
-    "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
-    todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
-    try:
-        for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
-            rec = self.ask(p, archive)
-            if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
-                time.sleep(self.delay_s); rec = self.ask(p, archive)
-            if rec.get("model_mismatch") and self.on_model_mismatch != "record":
-                raise CollectionError(
-                    f"{self.provider}: prompt {p.prompt_id}: asked for {self.model!r}, the page says "
-                    f"{rec['model_answered']!r} answered"
-                    + (" (again, after a retry)" if self.on_model_mismatch == "retry" else "")
-                    + (f": {rec['model_fallback_notice']}" if rec.get("model_fallback_notice") else "")
-                    + ". Nothing was lost: rerun later to resume, or use on_model_mismatch: record.")
-            archive.save_record(self.provider, p.prompt_id, rec)
-            if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
-    finally: self.close()
-    return [conversation_from_record(json.loads(archive.record_path(self.provider,
-                                                                    p.prompt_id).read_text())) for p in prompts]
 
 # %% ../../nbs/23_collect_browser.ipynb #e4943596
 _BLOCKS = "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, pre"

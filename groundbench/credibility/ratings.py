@@ -17,14 +17,13 @@ from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
-from fastcore.basics import patch
 
 from ..core import DomainRating, load_settings, resolve_path
 from ..urls import _PREFIXES, key_of, parent_chain, registrable_domain, split_url, strip_prefixes
 
 # %% auto #0
 __all__ = ['LABELS', 'LABEL_SCORES', 'CRED1_LABELS', 'AUTHOR_CATEGORIES', 'CATEGORIES', 'TABLES', 'RULE_FAMILIES', 'RULE_PRESETS',
-           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'is_paper']
+           'parse_rules', 'Entry', 'credibility_root', 'Rater', 'rate_urls', 'is_paper']
 
 # %% ../../nbs/42_credibility_ratings.ipynb #30b2e9c9
 LABELS = ("very high", "high", "mostly factual", "mixed", "low", "very low", "satire", "not rated")
@@ -128,55 +127,75 @@ class Rater:
         self.suffix_entries: dict[str, list[Entry]] = defaultdict(list)
         self.aliases: dict[str, str] = {}
         self.prefixes = _PREFIXES
-        self._load()
+        _load(self)
         self._cache: dict[str, tuple] = {}
 
-# %% ../../nbs/42_credibility_ratings.ipynb #32c106c6
-@patch
-def describe(self: Rater) -> dict:
-    "The configuration, for the manifest."
-    return {"tables": self.tables, "rules": list(self.rules),
-            "satire_category_as_satire": self.satire_category_as_satire}
+    def describe(self) -> dict:
+        "The configuration, for the manifest."
+        return {"tables": self.tables, "rules": list(self.rules),
+                "satire_category_as_satire": self.satire_category_as_satire}
+
+    def canonical_host(self, host: str) -> str:
+        """The host after prefix stripping and host aliases (x.com -> twitter.com); an alias of one registrable domain
+        for
+        another covers its subdomains too (news.bbc.co.uk -> news.bbc.com)."""
+        h = strip_prefixes(host, self.prefixes)
+        if h in self.aliases: return self.aliases[h]
+        for p in parent_chain(h)[1:]:
+            if p in self._domain_aliases: return h[: -len(p)] + self._domain_aliases[p]
+        return h
+
+    def rate(self, url: str) -> DomainRating:
+        "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
+        try: host, path = split_url(url)
+        except ValueError as e:
+            return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other",
+                                f"invalid URL: {e}")
+        key, label, score, cat, by, outlet = _decided(self, self.canonical_host(host), path)
+        return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
+
+    def rate_many(self, urls: Iterable[str]) -> pd.DataFrame:
+        "Ratings of many URLs as a table, the same as `rate` row by row, fast: hosts parsed in Arrow, decided once."
+        return rate_urls(self, urls)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #1ad4b274
-@patch
-def _add(self: Rater, key: str, e: Entry):
+def _add(rater: Rater, key: str, e: Entry):
     host, _, path = key.partition("/")
-    if path: self.path_entries[host].append(("/" + path, e))
-    else: self.host_entries[host].append(e)
+    if path: rater.path_entries[host].append(("/" + path, e))
+    else: rater.host_entries[host].append(e)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #5c30d4fe
-@patch
-def _load_entries(self: Rater):
+def _load_entries(rater: Rater):
     """Read the entries of this rater's rule families and tables from their files (host aliases by family in
     `_alias_from`)."""
-    cur, der, on = self.root / "curated", self.root / "derived", set(self.rules)
-    self._alias_from = {"authors_aliases": {}, "aliases": {}}
+    cur, der, on = rater.root / "curated", rater.root / "derived", set(rater.rules)
+    rater._alias_from = {"authors_aliases": {}, "aliases": {}}
     if "authors_aliases" in on:
-        for r in _read(self.root / "vykopal2025" / "sites_mapping.csv").itertuples():
-            self._alias_from["authors_aliases"][strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
+        for r in _read(rater.root / "vykopal2025" / "sites_mapping.csv").itertuples():
+            rater._alias_from["authors_aliases"][strip_prefixes(r.host.lower())] = strip_prefixes(r.mapped_to.lower())
     if "aliases" in on:
         al = _read(cur / "aliases.csv")
-        for r in al[al.kind == "host"].itertuples(): self._alias_from["aliases"].setdefault(r.alias, r.canonical)
+        for r in al[al.kind == "host"].itertuples(): rater._alias_from["aliases"].setdefault(r.alias, r.canonical)
     if "authors_categories" in on:
         for r in _read(der / "categories_vykopal2025.csv").itertuples():
             kind = "disinfo" if r.category == "disinformation" else "category"
-            self._add(r.key, Entry(r.label, r.category, f"authors {r.upstream_list}", kind, "authors_categories",
+            _add(rater, r.key, Entry(r.label, r.category, f"authors {r.upstream_list}", kind, "authors_categories",
                                    _CAT_ORDER.get(r.category, 9)))
     if "authors_factcheckers" in on:
         for k in _read(der / "factcheckers.csv").key:
-            self._add(k, Entry("high", "fact_checker", "authors fact-checkers", "category", "authors_factcheckers", 0))
+            _add(rater, k, Entry("high", "fact_checker", "authors fact-checkers", "category", "authors_factcheckers",
+                                 0))
     if "factcheck_subdomains" in on:
         for h in dict.fromkeys(_read(der / "factchecker_subdomains.csv").host):
-            self._add(h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
+            _add(rater, h, Entry("high", "fact_checker", "factcheck_subdomains", "category", "factcheck_subdomains", 0))
     if "disinformation_extra" in on:
         for r in _read(cur / "disinformation_extra.csv").itertuples():
-            self._add(key_of(r.host),
+            _add(rater, key_of(r.host),
                       Entry("very low", "disinformation", f"disinformation_extra ({r.operation})", "disinfo",
                                             "disinformation_extra"))
     if "fimi" in on:
         for r in _read(der / "fimi.csv").itertuples():
-            self._add(r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
+            _add(rater, r.key, Entry("very low", "disinformation", f"fimi ({r.operation})", "disinfo", "fimi"))
     gs = _read(der / "government_suffixes.csv")
     withheld = set(gs.suffix[gs.credible.astype(str) == "False"])  # states whose sites are on a disinformation list
     for name, cat in (("government", "government"), ("publications", "publication")):
@@ -184,27 +203,26 @@ def _load_entries(self: Rater):
         for r in _read(cur / f"{name}.csv").itertuples():
             if name == "government" and r.kind == "suffix" and r.value in withheld: continue
             e = Entry("high", cat, f"{name} ({r.kind} {r.value})", "category", name, _CAT_ORDER[cat])
-            if r.kind == "suffix": self.suffix_entries[r.value].append(e)
-            else: self._add(key_of(r.value), e)
+            if r.kind == "suffix": rater.suffix_entries[r.value].append(e)
+            else: _add(rater, key_of(r.value), e)
     if "social_media" in on:
         for r in _read(cur / "social_media.csv").itertuples():
-            self._add(r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category", "social_media",
-                                    4))
-    for i, t in enumerate(self.tables): self._load_table(t, i, der)
+            _add(rater, r.host, Entry("mixed", "social_media", f"social_media ({r.platform})", "category",
+                                      "social_media", 4))
+    for i, t in enumerate(rater.tables): _load_table(rater, t, i, der)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #bdb6faf8
-@patch
-def _index(self: Rater):
+def _index(rater: Rater):
     "Host aliases (the authors' first, ours where they name no alias), domain aliases and path entries by prefix."
-    self.aliases = dict(self._alias_from["authors_aliases"])
-    for a, c in self._alias_from["aliases"].items(): self.aliases.setdefault(a, c)
-    self._domain_aliases = {a: c for a,
-                            c in self.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
-    self._path_index: dict[str, dict[str, list[Entry]]] = {}
+    rater.aliases = dict(rater._alias_from["authors_aliases"])
+    for a, c in rater._alias_from["aliases"].items(): rater.aliases.setdefault(a, c)
+    rater._domain_aliases = {a: c for a,
+                            c in rater.aliases.items() if registrable_domain(a) == a and registrable_domain(c) == c}
+    rater._path_index: dict[str, dict[str, list[Entry]]] = {}
     # path entries by their exact prefix: a path is under those of its leading runs
-    for h, pes in self.path_entries.items():
+    for h, pes in rater.path_entries.items():
         pes.sort(key=lambda pe: -len(pe[0]))
-        for pre, e in pes: self._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
+        for pre, e in pes: rater._path_index.setdefault(h, {}).setdefault(pre, []).append(e)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #9a0e9c2c
 def _data_stamp(root: Path) -> tuple:
@@ -218,86 +236,70 @@ def _every_family(root: str, tables: tuple[str, ...], satire: bool, stamp: tuple
     r = Rater.__new__(Rater)
     r.root, r.tables, r.rules, r.satire_category_as_satire = Path(root), list(tables), RULE_PRESETS["full"], satire
     r.host_entries, r.path_entries, r.suffix_entries = defaultdict(list), defaultdict(list), defaultdict(list)
-    r._load_entries()
+    _load_entries(r)
     return r
 
 # %% ../../nbs/42_credibility_ratings.ipynb #e7a4b773
-@patch
-def _load(self: Rater):
+def _load(rater: Rater):
     """This rater's entries: those of its families and tables in the rater with every family (read once, see
     `_every_family`), in the order they were read; a rule set is a filter, so comparing rule sets re-reads nothing."""
-    full = _every_family(str(self.root), tuple(self.tables), self.satire_category_as_satire, _data_stamp(self.root))
-    keep = set(self.rules) | set(self.tables)
+    full = _every_family(str(rater.root), tuple(rater.tables), rater.satire_category_as_satire, _data_stamp(rater.root))
+    keep = set(rater.rules) | set(rater.tables)
     for name in ("host_entries", "suffix_entries"):
         for k, es in getattr(full, name).items():
-            if kept := [e for e in es if e.family in keep]: getattr(self, name)[k] = kept
+            if kept := [e for e in es if e.family in keep]: getattr(rater, name)[k] = kept
     for h, pes in full.path_entries.items():
-        if kept := [(p, e) for p, e in pes if e.family in keep]: self.path_entries[h] = kept
-    self._alias_from = {f: dict(full._alias_from[f]) if f in keep else {} for f in ("authors_aliases", "aliases")}
-    self._index()
+        if kept := [(p, e) for p, e in pes if e.family in keep]: rater.path_entries[h] = kept
+    rater._alias_from = {f: dict(full._alias_from[f]) if f in keep else {} for f in ("authors_aliases", "aliases")}
+    _index(rater)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #2a67c855
-@patch
-def _load_table(self: Rater, t: str, order: int, der: Path):
+def _load_table(rater: Rater, t: str, order: int, der: Path):
     if t == "mbfc_vykopal2025":
         for r in _read(der / "mbfc.csv").itertuples():
             label, questionable = r.label, r.mbfc_category in ("fake-news",
                                                                "conspiracy") and r.label in ("low", "very low")
             explains = questionable or r.mbfc_category == "satire"  # MBFC's page named only where it explains the label
             by = f"mbfc_vykopal2025 ({r.mbfc_category})" if explains else "mbfc_vykopal2025"
-            if self.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
+            if rater.satire_category_as_satire and r.mbfc_category == "satire" and label == "not rated":
                 label, by = "satire", by + " satire category"
             cat = "disinformation" if questionable else "other" if r.mbfc_category == "satire" else "news_media"
-            self._add(r.key, Entry(label, cat, by, "table", t, order))
-        if "section_paths" in self.rules:
+            _add(rater, r.key, Entry(label, cat, by, "table", t, order))
+        if "section_paths" in rater.rules:
             for r in _read(der / "mbfc_section_paths.csv").itertuples():
                 if r.widened in (True, "True"):
-                    self._add(r.host, Entry(r.label, "news_media", f"mbfc_vykopal2025 (section {r.key} widened)",
+                    _add(rater, r.host, Entry(r.label, "news_media", f"mbfc_vykopal2025 (section {r.key} widened)",
                                             "table", "section_paths", order + 0.5))
     elif t == "lin2023":
         for r in _read(der / "lin2023.csv").itertuples():
-            self._add(r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
+            _add(rater, r.key, Entry(r.label, "news_media", f"lin2023 (pc1 {float(r.pc1):.2f})", "table", t, order))
     elif t == "cred1":
         for r in _read(der / "cred1.csv").itertuples():
             cat = ("disinformation" if r.category in ("fake", "conspiracy") else "other" if r.category == "satire"
                    else "news_media")
-            self._add(r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
-
-# %% ../../nbs/42_credibility_ratings.ipynb #30b2d596
-@patch
-def canonical_host(self: Rater, host: str) -> str:
-    """The host after prefix stripping and host aliases (x.com -> twitter.com); an alias of one registrable domain for
-    another covers its subdomains too (news.bbc.co.uk -> news.bbc.com)."""
-    h = strip_prefixes(host, self.prefixes)
-    if h in self.aliases: return self.aliases[h]
-    for p in parent_chain(h)[1:]:
-        if p in self._domain_aliases: return h[: -len(p)] + self._domain_aliases[p]
-    return h
+            _add(rater, r.key, Entry(r.label, cat, f"cred1 ({r.category})", "table", t, order))
 
 # %% ../../nbs/42_credibility_ratings.ipynb #849b857b
-@patch
-def _chain(self: Rater, host: str) -> tuple[str, ...]: return parent_chain(host)
+def _chain(rater: Rater, host: str) -> tuple[str, ...]: return parent_chain(host)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #eb8a8692
-@patch
-def _matches(self: Rater, host: str, path: str) -> list[tuple[float, str, Entry]]:
+def _matches(rater: Rater, host: str, path: str) -> list[tuple[float, str, Entry]]:
     "Every (specificity, matched key, entry) for a canonical host and path, most specific first."
     out, p = [], path.lower()
-    for depth, h in enumerate(self._chain(host)):
+    for depth, h in enumerate(_chain(rater, host)):
         spec = 1000 - depth * 10
-        for prefix, e in self._under(h, p): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
-        for e in self.host_entries.get(h, ()): out.append((spec, h, e))
+        for prefix, e in _under(rater, h, p): out.append((spec + 5 + min(len(prefix), 999) / 1000, h + prefix, e))
+        for e in rater.host_entries.get(h, ()): out.append((spec, h, e))
     labels = host.split(".")
     for depth in range(len(labels)):
         t = ".".join(labels[depth:])
-        for e in self.suffix_entries.get(t, ()): out.append((100 - depth, t, e))
+        for e in rater.suffix_entries.get(t, ()): out.append((100 - depth, t, e))
     return sorted(out, key=lambda m: -m[0])
 
 # %% ../../nbs/42_credibility_ratings.ipynb #46e16e6c
-@patch
-def _decide(self: Rater, host: str, path: str) -> tuple:
+def _decide(rater: Rater, host: str, path: str) -> tuple:
     "(matched key, label, score, category, decided_by, outlet) by the precedence above."
-    ms = self._matches(host, path)
+    ms = _matches(rater, host, path)
     hosts = [k for s, k, e in ms if s >= 200]  # host and path entries, not suffix rules
     outlet = hosts[0].split("/")[0] if hosts else host
     dis = [m for m in ms if m[2].kind == "disinfo"]
@@ -317,17 +319,15 @@ def _decide(self: Rater, host: str, path: str) -> tuple:
     return ("", "unrated", float("nan"), "other", "unrated", outlet)
 
 # %% ../../nbs/42_credibility_ratings.ipynb #fec8e8ec
-@patch
-def _path_dependent(self: Rater, host: str) -> bool:
+def _path_dependent(rater: Rater, host: str) -> bool:
     """True when the host or a parent up to its registrable domain has path entries (its rating then depends on the
     path)."""
-    return any(self.path_entries.get(x) for x in self._chain(host))
+    return any(rater.path_entries.get(x) for x in _chain(rater, host))
 
 # %% ../../nbs/42_credibility_ratings.ipynb #c30162a7
-@patch
-def _under(self: Rater, h: str, path: str) -> list[tuple[str, Entry]]:
+def _under(rater: Rater, h: str, path: str) -> list[tuple[str, Entry]]:
     "The path entries of host `h` that a (lowercase) path is under, longest first: one lookup per leading segment run."
-    idx = self._path_index.get(h)
+    idx = rater._path_index.get(h)
     if not idx: return []
     out, i = [], 0
     while True:
@@ -338,36 +338,22 @@ def _under(self: Rater, h: str, path: str) -> list[tuple[str, Entry]]:
         i = j
 
 # %% ../../nbs/42_credibility_ratings.ipynb #bd48e1a4
-@patch
-def _prefix_key(self: Rater, host: str, path: str) -> str:
+def _prefix_key(rater: Rater, host: str, path: str) -> str:
     "The path entries a path is under: all of the rating that depends on the path."
     p = path.lower()
-    return "|".join(h + pre for h in self._chain(host) for pre, _ in self._under(h, p))
+    return "|".join(h + pre for h in _chain(rater, host) for pre, _ in _under(rater, h, p))
 
 # %% ../../nbs/42_credibility_ratings.ipynb #576bed21
-@patch
-def _decided(self: Rater, h: str, path: str, dependent: bool | None = None) -> tuple:
+def _decided(rater: Rater, h: str, path: str, dependent: bool | None = None) -> tuple:
     "The decision for canonical host `h` and `path`, memoised by host and the path entries the path is under."
-    dependent = self._path_dependent(h) if dependent is None else dependent
-    ck = (h, self._prefix_key(h, path) if dependent else "")
-    if ck not in self._cache: self._cache[ck] = self._decide(h, path)
-    return self._cache[ck]
-
-# %% ../../nbs/42_credibility_ratings.ipynb #e4982499
-@patch
-def rate(self: Rater, url: str) -> DomainRating:
-    "The rating of one URL; malformed URLs get a clear 'unrated' record, never an exception."
-    try: host, path = split_url(url)
-    except ValueError as e:
-        return DomainRating(url if isinstance(url, str) else "", "", "", "", "unrated", float("nan"), "other",
-                            f"invalid URL: {e}")
-    key, label, score, cat, by, outlet = self._decided(self.canonical_host(host), path)
-    return DomainRating(url, host, registrable_domain(host) or host, key, label, score, cat, by, outlet)
+    dependent = _path_dependent(rater, h) if dependent is None else dependent
+    ck = (h, _prefix_key(rater, h, path) if dependent else "")
+    if ck not in rater._cache: rater._cache[ck] = _decide(rater, h, path)
+    return rater._cache[ck]
 
 # %% ../../nbs/42_credibility_ratings.ipynb #ebafcee0
-@patch
-def rate_many(self: Rater, urls: Iterable[str]) -> pd.DataFrame:
-    "Ratings of many URLs as a table, the same as `rate` row by row, fast: hosts are parsed in Arrow and decided once."
+def rate_urls(rater: Rater, urls: Iterable[str]) -> pd.DataFrame:
+    "`Rater.rate_many`: the URLs' hosts parsed in Arrow, each host decided once, the rest row by row as `rate`."
     cols = list(DomainRating.__dataclass_fields__)
     u = np.asarray(list(urls) if not isinstance(urls, (pd.Series, np.ndarray)) else urls, dtype=object)
     n = len(u)
@@ -384,10 +370,10 @@ def rate_many(self: Rater, urls: Iterable[str]) -> pd.DataFrame:
     for i, h in enumerate(hosts):
         # the exact way
         if "." not in h or h.endswith(".") or h.startswith(".") or not h.isascii() or "xn--" in h: continue
-        ch = canon[i] = self.canonical_host(h)
-        if self._path_dependent(ch): dependent[i] = True; continue
+        ch = canon[i] = rater.canonical_host(h)
+        if _path_dependent(rater, ch): dependent[i] = True; continue
         host_rec[i] = len(records)
-        records.append((h, registrable_domain(h) or h, *self._decided(ch, "", False)))
+        records.append((h, registrable_domain(h) or h, *_decided(rater, ch, "", False)))
     rec = host_rec[hcode]                            # hcode -1 picks the sentinel: -1
     memo: dict[tuple, int] = {}
     dep = np.flatnonzero(dependent[hcode])
@@ -395,13 +381,13 @@ def rate_many(self: Rater, urls: Iterable[str]) -> pd.DataFrame:
     for i, rest in zip(dep, rests):                  # hosts with path entries: decided per path entry matched
         h, path = hosts[hcode[i]], _url_path(rest or "")
         ch = canon[hcode[i]]
-        k = (h, self._prefix_key(ch, path))
+        k = (h, _prefix_key(rater, ch, path))
         if k not in memo:
             memo[k] = len(records)
-            records.append((h, registrable_domain(h) or h, *self._decided(ch, path, True)))
+            records.append((h, registrable_domain(h) or h, *_decided(rater, ch, path, True)))
         rec[i] = memo[k]
     for i in np.flatnonzero(rec < 0):                # anything else: exactly as `rate`
-        r = self.rate(u[i])
+        r = rater.rate(u[i])
         rec[i] = len(records)
         records.append(tuple(getattr(r, c) for c in cols[1:]))
     out = {"url": np.where(isstr, u, "")}

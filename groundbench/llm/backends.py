@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Callable
 
 import httpx
-from fastcore.basics import patch
 
 from ..core import package_dirs, sha256_file
 from .client import Backend, ChatRequest, Completion

@@ -16,7 +16,6 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from fastcore.basics import patch
 
 from .backends import SMOLLM2, bundled_gguf, file_revision
 from .client import Backend, ChatRequest, Completion, models_dir
@@ -166,8 +165,8 @@ class VLLMBackend(Backend):
         if not load: return  # described (cache keys, estimates) without starting an engine
         if path is None: a["model"] = str(smoke_model_folder(models))
         _OPEN.add(self)
-        if self.data_parallel_size == 1: self._start_one()
-        else: self._start_workers(int(tensor_parallel_size) * int(pipeline_parallel_size))
+        if self.data_parallel_size == 1: _start_one(self)
+        else: _start_workers(self, int(tensor_parallel_size) * int(pipeline_parallel_size))
 
     def describe(self):
         "What changes greedy answers: the model, its dtype, eager or compiled, the structured-output engine."
@@ -180,17 +179,28 @@ class VLLMBackend(Backend):
         try: self.close()
         except Exception: pass
 
-# %% ../../nbs/14_llm_vllm.ipynb #a7b4b5dc
-@patch
-def _start_one(self: VLLMBackend):
-    import vllm
-    self._vllm = vllm
-    self.llm = vllm.LLM(**engine_args(self.engine_args, on_cpu()))
+    def generate(self, requests):
+        "One `chat` call for the batch, or one per data-parallel engine for its contiguous share."
+        if self.workers: return [Completion(*row) for row in _parallel_rows(self.workers, requests)]
+        outs = self.llm.chat([r.message_dicts() for r in requests],
+                             sampling_params=[make_sampling(self._vllm, _sampling_spec(r)) for r in requests],
+                             use_tqdm=True)
+        return [Completion(*row) for row in _vllm_rows(outs)]
 
-@patch
-def _start_workers(self: VLLMBackend, per: int):
+    def close(self):
+        "Stop the engine, or the data-parallel engines, and their processes."
+        if getattr(self, "llm", None) is not None: _shutdown(self.llm); self.llm = None
+        _stop_workers(self.workers); self.workers = []
+
+# %% ../../nbs/14_llm_vllm.ipynb #a7b4b5dc
+def _start_one(backend: VLLMBackend):
+    import vllm
+    backend._vllm = vllm
+    backend.llm = vllm.LLM(**engine_args(backend.engine_args, on_cpu()))
+
+def _start_workers(backend: VLLMBackend, per: int):
     import multiprocessing as mp
-    n = self.data_parallel_size
+    n = backend.data_parallel_size
     visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()] \
         or [str(i) for i in range(per * n)]
     if len(visible) < per * n:
@@ -199,44 +209,36 @@ def _start_workers(self: VLLMBackend, per: int):
     ctx = mp.get_context("spawn")
     for i in range(n):
         a, b = ctx.Pipe()
-        p = ctx.Process(target=_dp_worker, args=(",".join(visible[i * per:(i + 1) * per]), self.engine_args, b))
+        p = ctx.Process(target=_dp_worker, args=(",".join(visible[i * per:(i + 1) * per]), backend.engine_args, b))
         p.start()
-        self.workers.append((p, a))
-    for p, a in self.workers:
+        backend.workers.append((p, a))
+    for p, a in backend.workers:
         kind, info = a.recv()
-        if kind != "ready": self.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
+        if kind != "ready": backend.close(); raise RuntimeError(f"vLLM data-parallel engine failed to start: {info}")
 
-# %% ../../nbs/14_llm_vllm.ipynb #00e21418
-@patch
-def generate(self: VLLMBackend, requests):
-    if not self.workers:
-        outs = self.llm.chat([r.message_dicts() for r in requests],
-                             sampling_params=[make_sampling(self._vllm, _sampling_spec(r)) for r in requests],
-                             use_tqdm=True)
-        return [Completion(*row) for row in _vllm_rows(outs)]
-    n = len(self.workers)
-    # contiguous shares: neighbours share prompt prefixes
+# %% ../../nbs/14_llm_vllm.ipynb #deabe6b7
+def _parallel_rows(workers: list, requests) -> list[tuple]:
+    """The answers' rows of the data-parallel engines `workers`, each given a contiguous share (neighbours share
+    prefixes)."""
+    n = len(workers)
     bounds = [round(i * len(requests) / n) for i in range(n + 1)]
     shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
-    for (p, conn), share in zip(self.workers, shares):
+    for (p, conn), share in zip(workers, shares):
         if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))
     rows = []
-    for (p, conn), share in zip(self.workers, shares):
+    for (p, conn), share in zip(workers, shares):
         if not share: continue
         kind, got = conn.recv()
         if kind != "ok": raise RuntimeError(f"vLLM data-parallel engine {p.pid}: {got}")
         rows += got
-    return [Completion(*row) for row in rows]
+    return rows
 
-# %% ../../nbs/14_llm_vllm.ipynb #0848011a
-@patch
-def close(self: VLLMBackend):
-    "Stop the engine, or the data-parallel engines, and their processes."
-    if getattr(self, "llm", None) is not None: _shutdown(self.llm); self.llm = None
-    for p, conn in self.workers:
+def _stop_workers(workers: list):
+    "Ask each data-parallel engine's process to stop; kill what has not stopped in 30 s."
+    for p, conn in workers:
         try: conn.send(None)
         except (OSError, BrokenPipeError): pass
-    for p, _ in self.workers:
+    for p, _ in workers:
         p.join(30)
         if p.is_alive(): p.kill(); p.join(5)
-    self.workers = []
+

@@ -8,12 +8,12 @@ Docs: https://groundbench.github.io/groundbench/sources_browser.html.md"""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 from urllib.parse import urlsplit
-from fastcore.basics import patch
 
 from .fetch import FetchFailure, _default_resolve, check_url
 
@@ -38,39 +38,67 @@ class GuardProxy:
     def __enter__(self): self.start(); return self
     def __exit__(self, *a): self.stop()
 
+    def start(self) -> int:
+        "Start serving on 127.0.0.1 in a background thread; returns the port."
+        ready = threading.Event()
+        def run():
+            self._loop = asyncio.new_event_loop()
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(functools.partial(_handle, self), "127.0.0.1", 0, limit=65536))
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            self._loop.run_forever()
+        self._thread = threading.Thread(target=run, daemon=True, name="groundbench-guard-proxy")
+        self._thread.start()
+        ready.wait(10)
+        return self.port
+
+    def stop(self):
+        "Stop serving."
+        if self._loop is None: return
+        async def close():
+            self._server.close()
+            for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]: t.cancel()
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop = None
+
+    def chromium_args(self) -> list[str]:
+        "The Chromium switches that send every request through this proxy."
+        return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>",
+                "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--dns-prefetch-disable"]
+
 # %% ../../nbs/33_sources_browser.ipynb #ce53fbd9
-@patch
-async def _check(self: GuardProxy, url: str) -> tuple[str, int, str]:
+async def _check(proxy: GuardProxy, url: str) -> tuple[str, int, str]:
     from groundbench.collect.browser import CHROMIUM_SERVICE_HOSTS
     if urlsplit(url).hostname in CHROMIUM_SERVICE_HOSTS:  # the browser's, not the page's: never sent, kept apart
-        self.browser_services.append(url)
+        proxy.browser_services.append(url)
         raise FetchFailure("Chromium's own call to a Google service, never sent", "refused")
     try:
-        out = await asyncio.to_thread(check_url, url, self.allow_private, self.resolve)
-        self.passed.append(url)
+        out = await asyncio.to_thread(check_url, url, proxy.allow_private, proxy.resolve)
+        proxy.passed.append(url)
         return out
     except FetchFailure as e:
-        self.refused.append({"url": url, "reason": e.reason, "error": str(e)})
+        proxy.refused.append({"url": url, "reason": e.reason, "error": str(e)})
         raise
 
 # %% ../../nbs/33_sources_browser.ipynb #f69b2c68
-@patch
-async def _handle(self: GuardProxy, reader, writer):
+async def _handle(proxy: GuardProxy, reader, writer):
     try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout_s)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), proxy.idle_timeout_s)
         line, *lines = head.decode("latin-1").split("\r\n")
         method, target, version = line.split(" ", 2)
-        if method.upper() == "CONNECT": await self._tunnel(target, reader, writer)
-        else: await self._forward(method, target, version, [l for l in lines if l], reader, writer)
-    except FetchFailure as e: await self._deny(writer, str(e))
+        if method.upper() == "CONNECT": await _tunnel(proxy, target, reader, writer)
+        else: await _forward(proxy, method, target, version, [l for l in lines if l], reader, writer)
+    except FetchFailure as e: await _deny(proxy, writer, str(e))
     except Exception: pass  # a broken client or server: drop the connection
     finally:
         try: writer.close()
         except Exception: pass
 
 # %% ../../nbs/33_sources_browser.ipynb #af44e1a1
-@patch
-async def _deny(self: GuardProxy, writer, why: str):
+async def _deny(proxy: GuardProxy, writer, why: str):
     body = f"refused by groundbench's address guard: {why}".encode()
     try:
         writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
@@ -79,78 +107,39 @@ async def _deny(self: GuardProxy, writer, why: str):
     except Exception: pass
 
 # %% ../../nbs/33_sources_browser.ipynb #1483f19c
-@patch
-async def _tunnel(self: GuardProxy, target: str, reader, writer):
-    host, port, ip = await self._check(f"https://{target}/")
-    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
+async def _tunnel(proxy: GuardProxy, target: str, reader, writer):
+    host, port, ip = await _check(proxy, f"https://{target}/")
+    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), proxy.idle_timeout_s)
     writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
     await writer.drain()
-    await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer))
+    await asyncio.gather(_pipe(proxy, reader, up_w), _pipe(proxy, up_r, writer))
 
 # %% ../../nbs/33_sources_browser.ipynb #3d5692c9
-@patch
-async def _forward(self: GuardProxy, method: str, target: str, version: str, lines: list[str], reader, writer):
+async def _forward(proxy: GuardProxy, method: str, target: str, version: str, lines: list[str], reader, writer):
     if not target.lower().startswith("http://"):
         raise FetchFailure(f"not an absolute http URL: {target[:100]!r}", "invalid_url")
-    host, port, ip = await self._check(target)
+    host, port, ip = await _check(proxy, target)
     p = urlsplit(target)
     path = (p.path or "/") + (f"?{p.query}" if p.query else "")
     keep = [l for l in lines if l.split(":", 1)[0].strip().lower() not in _HOP]
     length = next((int(l.split(":", 1)[1]) for l in keep if l.lower().startswith("content-length:")), 0)
-    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), self.idle_timeout_s)
+    up_r, up_w = await asyncio.wait_for(asyncio.open_connection(ip, port), proxy.idle_timeout_s)
     up_w.write("\r\n".join([f"{method} {path} {version}", *keep, "Connection: close", "", ""]).encode("latin-1"))
     if length: up_w.write(await reader.readexactly(length))
     await up_w.drain()
-    await self._pipe(up_r, writer)
+    await _pipe(proxy, up_r, writer)
     up_w.close()
 
 # %% ../../nbs/33_sources_browser.ipynb #599545c8
-@patch
-async def _pipe(self: GuardProxy, src, dst):
+async def _pipe(proxy: GuardProxy, src, dst):
     try:
-        while chunk := await asyncio.wait_for(src.read(65536), self.idle_timeout_s):
+        while chunk := await asyncio.wait_for(src.read(65536), proxy.idle_timeout_s):
             dst.write(chunk)
             await dst.drain()
     except Exception: pass
     finally:
         try: dst.close()
         except Exception: pass
-
-# %% ../../nbs/33_sources_browser.ipynb #3d543d1e
-@patch
-def start(self: GuardProxy) -> int:
-    "Start serving on 127.0.0.1 in a background thread; returns the port."
-    ready = threading.Event()
-    def run():
-        self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, limit=65536))
-        self.port = self._server.sockets[0].getsockname()[1]
-        ready.set()
-        self._loop.run_forever()
-    self._thread = threading.Thread(target=run, daemon=True, name="groundbench-guard-proxy")
-    self._thread.start()
-    ready.wait(10)
-    return self.port
-
-# %% ../../nbs/33_sources_browser.ipynb #66df8549
-@patch
-def stop(self: GuardProxy):
-    "Stop serving."
-    if self._loop is None: return
-    async def close():
-        self._server.close()
-        for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]: t.cancel()
-    asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-    self._loop.call_soon_threadsafe(self._loop.stop)
-    self._thread.join(10)
-    self._loop = None
-
-# %% ../../nbs/33_sources_browser.ipynb #0931f69f
-@patch
-def chromium_args(self: GuardProxy) -> list[str]:
-    "The Chromium switches that send every request through this proxy."
-    return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>",
-            "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--dns-prefetch-disable"]
 
 # %% ../../nbs/33_sources_browser.ipynb #b0a1c00a
 @dataclass
