@@ -17,17 +17,13 @@ from ..core import printable
 from ..runner import parse_params
 
 # %% auto #0
-__all__ = ['app', 'GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'error_line', 'say_error', 'fail', 'checked_settings', 'same_file',
-           'check_out']
+__all__ = ['GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'command_family', 'build_app', 'error_line', 'say_error', 'fail',
+           'checked_settings', 'same_file', 'check_out']
 
 # %% ../../nbs/91_cli_app.ipynb #424ec064
-app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="groundbench: how web-search chat assistants cite sources and ground their answers.")
-
 GLOBAL_SETTINGS: dict = {}          # `groundbench --setting k=v COMMAND`: checked here, merged by the command
 SETTING_COMMANDS = ("run", "estimate")   # the commands that take settings
 
-@app.callback(invoke_without_command=True)
 def _main(ctx: typer.Context,
           version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit"),
           setting: Optional[List[str]] = typer.Option(
@@ -41,6 +37,21 @@ def _main(ctx: typer.Context,
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
     if setting: GLOBAL_SETTINGS.update(checked_settings(setting, ctx.invoked_subcommand))
+
+def command_family() -> typer.Typer:
+    "An empty family of commands (the run's, notebook 92; the tools', 93): a Typer its module registers commands on."
+    return typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+def build_app(*families: typer.Typer) -> typer.Typer:
+    """The `groundbench` app: the global options (`--version`, `--setting`) and the commands of each of `families`,
+    merged; nothing joins the app by being imported."""
+    app = typer.Typer(name="groundbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                      help="groundbench: how web-search chat assistants cite sources and ground their answers.")
+    app.callback(invoke_without_command=True)(_main)
+    for f in families:
+        app.registered_commands += f.registered_commands
+        app.registered_groups += f.registered_groups
+    return app
 
 # %% ../../nbs/91_cli_app.ipynb #12f69ce8
 def error_line(e: BaseException) -> str:

@@ -18,8 +18,8 @@ import typer
 import yaml
 
 from ..claims import ROLES, prompts_from_files
-from .app import GLOBAL_SETTINGS, app, check_out, fail, say_error
-from .tools import COMMANDS as TOOL_COMMANDS   # importing it registers the tools on `app`
+from .app import GLOBAL_SETTINGS, build_app, check_out, command_family, fail, say_error
+from .tools import COMMANDS as TOOL_COMMANDS, tools
 from ..core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from ..runfolder import Run
 from ..core import printable
@@ -27,11 +27,13 @@ from ..runner import (StageFailed, check_parameters, load_run_spec, parse_params
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs', 'import_cmd', 'compare_cmd', 'estimate_cmd',
-           'cache_merge_cmd', 'run_cmd', 'status_cmd', 'main']
+__all__ = ['commands', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs', 'import_cmd', 'compare_cmd',
+           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'groundbench_app', 'main']
 
 # %% ../../nbs/92_cli_commands.ipynb #804d0c15
-@app.command("prompts")
+commands = command_family()   # the commands of a run: prompts, import, compare, estimate, cache merge, run, status
+
+@commands.command("prompts")
 def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table (.csv, .parquet or .jsonl)"),
                 claims: Optional[Path] = typer.Option(
                     None, help="claims CSV: id (or claim_id), topic, claim[, question]"),
@@ -74,7 +76,7 @@ def import_specs(source: Path, maps: list[str]) -> list[dict]:
 IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.parquet", "rejected_rows.csv",
                   "import_counts.json")
 
-@app.command("import")
+@commands.command("import")
 def import_cmd(source: Path = typer.Argument(
     ..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
                out: Path = typer.Option(..., "--out", "-o", help="output folder"),
@@ -109,7 +111,7 @@ def import_cmd(source: Path = typer.Argument(
                + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
-@app.command("compare")
+@commands.command("compare")
 def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<run_id>)"),
                 a: str = typer.Option(..., "--a", help="side A: an assistant, a run id, or run:assistant"),
                 b: str = typer.Option(..., "--b", help="side B, the same way"),
@@ -134,7 +136,7 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
                + (f" -> {out}" if out else ""))
 
 # %% ../../nbs/92_cli_commands.ipynb #66976067
-@app.command("estimate")
+@commands.command("estimate")
 def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (papermill_params/*.yaml)"),
                  runs_dir: Optional[Path] = typer.Option(
                      None, help="folder of run folders: this run's outputs and earlier runs' "
@@ -167,7 +169,7 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0032
 cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
+commands.add_typer(cache_app, name="cache")
 
 @cache_app.command("merge")
 def cache_merge_cmd(inputs: List[Path] = typer.Argument(
@@ -187,7 +189,7 @@ def cache_merge_cmd(inputs: List[Path] = typer.Argument(
     typer.echo(", ".join(f"{n} {t}" for t, n in r["rows"].items()) + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #8ae3c17f
-@app.command("run")
+@commands.command("run")
 def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (papermill_params/*.yaml)"),
             run_id: Optional[str] = typer.Option(None, help="run id (default: the file's run_id; only with one file)"),
             runs_dir: Optional[Path] = typer.Option(
@@ -229,7 +231,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
     for s in summaries: typer.echo(s)
 
 # %% ../../nbs/92_cli_commands.ipynb #ce72a84c
-@app.command("status")
+@commands.command("status")
 def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>")):
     "Print a run's stages with status, time, LLM calls and cache hits."
     if not run_dir.is_dir(): fail(f"{run_dir}: not a folder (give a run folder, runs/<run_id>)")
@@ -258,13 +260,17 @@ EXAMPLES = {  # one worked example per command, shown under its --help
     "merge": "groundbench cache merge hostA/llm.sqlite hostB/llm.sqlite --out runs/.cache/llm.sqlite"}
 
 if set(TOOL_COMMANDS) - set(EXAMPLES): raise RuntimeError(f"no example for {set(TOOL_COMMANDS) - set(EXAMPLES)}")
-for _info in [*app.registered_commands, *cache_app.registered_commands]:
-    _info.epilog = _info.epilog or f"Example: {EXAMPLES[_info.name]}"
+
+def groundbench_app() -> typer.Typer:
+    "The whole `groundbench` app: the run's commands and the tools, each with its worked example under its --help."
+    for info in [*commands.registered_commands, *tools.registered_commands, *cache_app.registered_commands]:
+        info.epilog = info.epilog or f"Example: {EXAMPLES[info.name]}"
+    return build_app(commands, tools)
 
 # %% ../../nbs/92_cli_commands.ipynb #01693d92
 def main():
     "The console entry point: any error that escapes a command is one clear line and exit code 2, never a traceback."
-    try: app()
+    try: groundbench_app()()
     except SystemExit: raise
     except KeyboardInterrupt:
         typer.echo("groundbench: interrupted", err=True); sys.exit(130)

@@ -1,4 +1,4 @@
-"""The commands around a run: check a judge against people (`validate-judge`, `validate-sourcebench`), read an archived page (`parse`), sign in once (`login`), check an assistant's page (`doctor`), rate (`credibility`) and fetch (`fetch`) URLs. They register on the app of notebook 92.
+"""The commands around a run: check a judge against people (`validate-judge`, `validate-sourcebench`), read an archived page (`parse`), sign in once (`login`), check an assistant's page (`doctor`), rate (`credibility`) and fetch (`fetch`) URLs. They form the `tools` family, which notebook 92 puts into the app beside the run's commands.
 
 Docs: https://groundbench.github.io/groundbench/cli_tools.html.md"""
 
@@ -18,16 +18,18 @@ import pandas as pd
 import typer
 import yaml
 
-from .app import app, fail, say_error
+from .app import build_app, command_family, fail, say_error
 from ..core import RecordError, load_settings, load_yaml, write_table
 from ..core import printable
 
 # %% auto #0
-__all__ = ['COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd',
-           'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
+__all__ = ['tools', 'COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api',
+           'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
 # %% ../../nbs/93_cli_tools.ipynb #c14e0012
-@app.command("validate-judge")
+tools = command_family()   # validate, parse, login, doctor, credibility, fetch, annotate, agreement
+
+@tools.command("validate-judge")
 def validate_judge_cmd(pairs: Path = typer.Argument(
     ..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
                        claim_col: str = typer.Option(..., "--claim-col", help="column holding the statement to check"),
@@ -83,7 +85,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
     typer.echo(f"-> {out}")
 
 # %% ../../nbs/93_cli_tools.ipynb #03c04489
-@app.command("validate-sourcebench")
+@tools.command("validate-sourcebench")
 def validate_sourcebench_cmd(scores: Path = typer.Argument(
     ..., help="pages with human 1-5 scores: query, url, text, CR..LC or CR_1, CR_2 ..."),
                              out: Path = typer.Option(Path("sourcebench-validation"), "--out", help="output folder"),
@@ -127,7 +129,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
     typer.echo(f"-> {out}")
 
 # %% ../../nbs/93_cli_tools.ipynb #57df4fa8
-@app.command("parse")
+@tools.command("parse")
 def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groundbench/collect/<name>.yaml) or an API "
                                                         "(openai-chat, openai-responses, perplexity-api)"),
               html: Optional[Path] = typer.Option(None, help="archived page (browser providers)"),
@@ -140,7 +142,7 @@ def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groun
     typer.echo(parsed.to_json())
 
 # %% ../../nbs/93_cli_tools.ipynb #0f6209e8
-@app.command("login")
+@tools.command("login")
 def login_cmd(assistant: str = typer.Argument(
     ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...)"),
               profile_dir: Path = typer.Option(..., help="the Chrome profile folder that collection runs will use")):
@@ -187,7 +189,7 @@ def doctor_api(provider: str, model: str | None, base_url: str | None, out: Path
                                          else ""), 1)
 
 # %% ../../nbs/93_cli_tools.ipynb #d0c70002
-@app.command("doctor")
+@tools.command("doctor")
 def doctor_cmd(
         assistant: str = typer.Argument(
             ..., help="a browser assistant: groundbench/collect/<name>.yaml (chatgpt, perplexity, qwen ...); or an "
@@ -236,7 +238,7 @@ def doctor_cmd(
     if not ok: raise typer.Exit(1)
 
 # %% ../../nbs/93_cli_tools.ipynb #2930e22b
-@app.command("credibility")
+@tools.command("credibility")
 def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to rate"),
                     from_file: Optional[str] = typer.Option(
                         None, "--from", help="a file with one URL per line, or - for standard input"),
@@ -269,7 +271,7 @@ def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs 
         typer.echo(json.dumps(d, ensure_ascii=False))
 
 # %% ../../nbs/93_cli_tools.ipynb #14e75f26
-@app.command("fetch")
+@tools.command("fetch")
 def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fetch"),
               out: Path = typer.Option(..., "--out",
                                        help="folder for the archive and fetch records (reused: a rerun fetches only "
@@ -325,7 +327,7 @@ def _item_text(row, shown: int, total: int, done: int, show_judge: bool) -> str:
     if show_judge: lines.append(f"judge: {row.judge_label}")
     return "\n".join(lines)
 
-@app.command("annotate")
+@tools.command("annotate")
 def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
                  annotator: str = typer.Option(..., "--annotator", help="your name: labels go to labels/<name>.csv"),
                  n: int = typer.Option(20, "--n", help="items in the sample (drawn once per run; 0: all)"),
@@ -362,7 +364,7 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
                + (f" --task {task}" if task != "groundedness" else "") + f" --label {'|'.join(t.labels)}|skip")
 
 # %% ../../nbs/93_cli_tools.ipynb #d7f0b6d6
-@app.command("agreement")
+@tools.command("agreement")
 def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
                   n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals")):
     """Agreement between a run's annotators and of its judges with them (groundedness: kappa, the judge beside two
