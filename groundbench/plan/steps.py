@@ -31,7 +31,7 @@ from ..llm.client import (LLM, Backend, ChatRequest, cache_key, llm_from_setting
                                     repair_request, with_schema)
 
 # %% auto #0
-__all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'StepEstimate',
+__all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'worst_case', 'StepEstimate',
            'PromptCounter', 'usage_history', 'History', 'cut_retries', 'Context', 'expect', 'NotCached',
            'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
@@ -46,6 +46,11 @@ MAX_TOKENS = {"question_rewrite": REWRITE_TOKENS,
               **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_extract": PAPER.budget}
 # extractions asked again once with twice the budget when cut (then, lenient, one repair): up to 3 calls and 4 budgets
 CUT_RETRIED = ("extract_units", "verify_extract", "factscore_facts")
+
+def worst_case(step: str) -> tuple[int, int]:
+    """(calls, output budgets) one request of `step` may take at most: the call and one repair round (2, 2); for an
+    extraction step that asks a cut answer again with twice the budget (`CUT_RETRIED`), that retry too (3, 4)."""
+    return (3, 4) if step in CUT_RETRIED else (2, 2)
 PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise",
            "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
@@ -206,7 +211,7 @@ class Context:
         mt = max((r.max_tokens for r in reqs), default=MAX_TOKENS.get(step, 0))
         pt, how = self.counter.count_many(todo)
         extra = (self.counter.count(repair_request(todo[0], "", "e")) - self.counter.count(todo[0]) + mt) if todo else 0
-        k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+        k = worst_case(step)
         row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN,
                            k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN,
                            k[1] * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
@@ -220,7 +225,7 @@ class Context:
                        prompt_per_call: float | None = None) -> StepEstimate:
         "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
         mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
-        k = (3, 4) if step in CUT_RETRIED else (2, 2)     # (calls, budgets) a request may take at most
+        k = worst_case(step)
         row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN,
                            max_tokens=mt, note=note)
         if high is not None: row.completion_high = k[1] * high * mt
