@@ -1,5 +1,6 @@
 """Issue 17: `groundbench estimate PARAMS.yaml` before a run, in seconds and without loading a model. Its figures are
 checked against what runs spend in tests/test_demo.py (the demo's estimate vs actual, every step inside its ranges)."""
+import re
 import time
 
 import pandas as pd
@@ -34,3 +35,69 @@ def test_estimate_prices_a_hosted_model_and_says_when_it_cannot(tmp_path):
     spec.write_text(spec.read_text().replace("gpt-4o", "a-model-nobody-prices"))
     p = groundbench("estimate", spec, "--runs-dir", tmp_path / "runs", check=True)
     assert "no price in" in p.stdout and "tokens only" in p.stdout
+
+
+# Issue 45: an estimate a newcomer can trust. Every parameter file with each backend (the file's own, a priced hosted
+# model, vLLM on a GPU): every figure's range holds its expected value, the printed text says "expected (low to high)"
+# with no range upside down, and the warning about the bundled smoke model appears exactly where a file meant for real
+# judgments would use it (the files meant as smoke runs, the demo, expertqa-12 and vllm-cpu, stay quiet).
+BACKENDS = {"file's own": {}, "openai": {"llm.backend": "openai", "llm.model": "gpt-4o",
+                                          "llm.base_url": "http://127.0.0.1:9/v1"},
+            "vllm": {"llm.backend": "vllm", "llm.model": "meta-llama/Llama-3.3-70B-Instruct"}}
+WARNS = {"chatgpt-web", "claude", "expertqa", "gemini", "gpt-4o", "gpt-5", "grok", "perplexity", "qwen-chat",
+         "sourcebench", "today", "validation"}
+FIGURES = (("calls_expected", "calls_low", "calls_high"), ("completion_expected", "completion_low", "completion_high"),
+           ("cost_usd", "cost_usd_low", "cost_usd_high"), ("gpu_hours", "gpu_hours_low", "gpu_hours_high"))
+_SPAN = re.compile(r"(unknown|\$?[\d,.]+) \((\$?[\d,.]+) to (no bound|\$?[\d,.]+)\)")
+
+
+def _num(s: str) -> float: return float(s.replace("$", "").replace(",", ""))
+
+
+def test_every_parameter_file_with_every_backend_gives_ranges_that_hold_and_warns_where_it_should(tmp_path):
+    from groundbench.core import load_settings
+    from groundbench.plan.estimate import estimate_run, format_estimate, totals
+    from groundbench.runner import load_run_spec
+    files = sorted((ROOT / "papermill_params").glob("*.yaml"))
+    assert len(files) >= 20
+    warned = set()
+    for f in files:
+        spec = load_run_spec(f)
+        for backend, over in BACKENDS.items():
+            s = load_settings(overrides={**spec.settings, **over, "paths.cache_dir": str(tmp_path / "cache")})
+            e = estimate_run(spec.stages, spec.parameters, s, tmp_path / "runs" / spec.run_id, tmp_path / "runs")
+            t, where = e.table, f"{f.name} ({backend})"
+            for exp, low, high in (c for c in FIGURES if c[0] in e.table):
+                for r in t.itertuples():
+                    x, lo, hi = getattr(r, exp), getattr(r, low), getattr(r, high)
+                    assert lo <= hi or hi != hi, (where, r.step, low, lo, high, hi)
+                    assert x != x or lo <= x + 1e-9, (where, r.step, exp, x, low, lo)
+                    assert x != x or hi != hi or x <= hi + 1e-9, (where, r.step, exp, x, high, hi)
+                tx, tl, th = totals(t, exp.replace("_expected", ""))
+                assert tl <= tx + 1e-9 or tx != tx, (where, exp, tl, tx)
+                assert th != th or tx <= th + 1e-9, (where, exp, tx, th)
+            text = format_estimate(e)
+            table = text.split("\nnotes:")[0]
+            assert not re.search(r"\d--|--\)|\(-|- \(", table), where     # no "0-7,653--" or "- (0--)" of old
+            for x, lo, hi in _SPAN.findall(text):
+                assert hi == "no bound" or _num(lo) <= _num(hi), (where, x, lo, hi)
+                assert x == "unknown" or _num(lo) <= _num(x) + 0.01, (where, x, lo, hi)
+            if e.warnings:
+                assert backend == "file's own" and "SMOKE RUN" in text and "llm.backend=openai" in text, where
+                warned.add(f.stem)
+    assert warned == WARNS, warned ^ WARNS
+
+
+def test_an_api_collection_and_a_priced_judge_add_up(tmp_path):
+    p = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", "--runs-dir", tmp_path / "runs",
+                    "--setting", "llm.backend=openai", "--setting", "llm.model=gpt-4o",
+                    "--setting", "llm.base_url=http://127.0.0.1:9/v1", check=True)
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("altogether: "))
+    coll, judge, total = re.match(r"altogether: collection \$([\d,.]+) \+ judging \$([\d,.]+) .* = \$([\d,.]+) ",
+                                  line).groups()
+    assert abs(_num(coll) + _num(judge) - _num(total)) < 0.011, line
+    assert "WARNING" not in p.stdout                                     # a real judge: no smoke warning
+    own = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", "--runs-dir", tmp_path / "runs",
+                      check=True).stdout
+    assert "WARNING: the judge is smollm2-135m-instruct, the bundled smoke model" in own
+    assert "costs no money per token" in own

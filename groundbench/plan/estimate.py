@@ -21,7 +21,8 @@ from .steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs,
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
-__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'estimate_run', 'collection_lines', 'format_estimate', 'write_estimate']
+__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'smoke_warning', 'estimate_run', 'collection_lines', 'grand_total',
+           'totals', 'format_estimate', 'write_estimate']
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10013
 @dataclass
@@ -33,8 +34,9 @@ class Estimate:
     tokens: str
     notes: tuple
     cost_note: str = ""
-    collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 89_plan_collect)
+    collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 88)
     collection_notes: tuple = ()
+    warnings: tuple = ()                     # printed last: a long run with the bundled smoke model
 
 # %% ../../nbs/89_plan_estimate.ipynb #25e6cba0
 def _shares(text: str) -> dict:
@@ -48,13 +50,15 @@ def _shares(text: str) -> dict:
 def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     "Cost columns (USD or GPU-hours) for the backend, and a note saying how they were made."
     name = ctx.desc.get("backend")
+    share_low = (t.calls_low / t.calls_expected).where(t.calls_expected > 0, 0.0).clip(upper=1.0)
+    prompt_low = t.prompt_tokens * share_low     # the prompt tokens of the calls a run cannot avoid
     if name == "llamacpp": return t, f"{ctx.model} runs locally with llama.cpp (CPU): no money per token"
     if name == "vllm":
         g = ctx.settings.get("gpu") or {}
         pre, dec = float(g.get("prefill_tokens_per_s", 5000)), float(g.get("decode_tokens_per_s", 3000))
         share = _shares(g.get("new_prompt_share"))
         new = t.prompt_tokens * t.step.map(lambda s: share.get(s, 1.0))
-        t = t.assign(gpu_hours_low=(new / pre + t.completion_low / dec) / 3600,
+        t = t.assign(gpu_hours_low=(new * share_low / pre + t.completion_low / dec) / 3600,
                      gpu_hours=(new / pre + t.completion_expected / dec) / 3600,
                      gpu_hours_high=(t.prompt_tokens_high / pre + t.completion_high / dec) / 3600)
         return t, (
@@ -68,7 +72,7 @@ def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     row = model_price(prices, ctx.model)
     if row is None: return t, f"{ctx.model}: no price in {path}: tokens only (add a row to price it)"
     pi, po = float(row["input_usd_per_mtok"]), float(row["output_usd_per_mtok"])
-    t = t.assign(cost_usd_low=(t.prompt_tokens * pi + t.completion_low * po) / 1e6,
+    t = t.assign(cost_usd_low=(prompt_low * pi + t.completion_low * po) / 1e6,
                  cost_usd=(t.prompt_tokens * pi + t.completion_expected * po) / 1e6,
                  cost_usd_high=(t.prompt_tokens_high * pi + t.completion_high * po) / 1e6)
     return t, f"{ctx.model}: ${pi} in / ${po} out per million tokens ({row['source']}, {row['checked']})"
@@ -85,6 +89,27 @@ def merge_same_steps(t: pd.DataFrame) -> pd.DataFrame:
             out[c] = NAN if c.endswith("high") and g[c].isna().any() else g[c].sum(min_count=1)
         return pd.Series(out)
     return t.groupby(["stage", "step"], sort=False).apply(one, include_groups=False).reset_index()[t.columns]
+
+# %% ../../nbs/89_plan_estimate.ipynb #43cf9dd9
+def smoke_warning(t: pd.DataFrame, settings: dict, model: str) -> list[str]:
+    """A warning block when the judge is the bundled smoke model and the run would keep it busy past
+    `[estimate] smoke_warning_hours` (at `smoke_seconds_per_call`): the calls and hours that means, that the result
+    would be a smoke run, and the settings that pick a real judge. Nothing for a small run (the demo) or a real
+    judge."""
+    smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
+    if model not in smoke or t.empty: return []
+    est = settings.get("estimate") or {}
+    per, limit = float(est.get("smoke_seconds_per_call", 3.75)), float(est.get("smoke_warning_hours", 3))
+    calls = float(t.calls_expected.fillna(t.calls_low).sum())
+    hours = calls * per / 3600
+    if hours < limit: return []
+    return [f"WARNING: the judge is {model}, the bundled smoke model: about {calls:,.0f} model calls, about "
+            f"{hours:,.1f} hours at {per:g} s a call (a 2-core machine), and the result would be a SMOKE RUN, not real "
+            "judgments.",
+            "  For real judgments pick a real judge: a hosted model (--setting llm.backend=openai --setting "
+            "llm.model=gpt-4o --setting llm.base_url=https://api.openai.com/v1) or vLLM on a GPU (the settings of "
+            "papermill_params/gpu.yaml); the user guide: A real judge on a GPU."]
+
 
 # %% ../../nbs/89_plan_estimate.ipynb #3cd7e239
 def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_dir: str | Path | None = None,
@@ -111,7 +136,7 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         pids = [p.prompt_id for p in prompts_to_collect(params, settings, run_dir)]
         coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
-                    tuple(cnotes))
+                    tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model)))
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10015
 def _n(x, d=0) -> str:
@@ -134,37 +159,62 @@ def collection_lines(e: Estimate) -> list[str]:
     lines.append(f"  total: {money(total)}" + (" (some parts unpriced: see the notes)" if e.collection_notes else ""))
     return lines + [f"  {n}" for n in e.collection_notes]
 
+# %% ../../nbs/89_plan_estimate.ipynb #e422d463
+def grand_total(e: Estimate) -> list[str]:
+    "Collection and judging together, where the collection costs money (API assistants)."
+    c = e.collection
+    if c is None or c.empty: return []
+    coll = float(c.cost_usd.dropna().sum())
+    if "cost_usd" not in e.table:
+        return [f"altogether: collection ${coll:,.2f}; judging with {e.model} ({e.backend}) costs no money per token"]
+    exp, low, high = totals(e.table, "cost_usd")
+    exp = 0.0 if math.isnan(exp) else exp
+    return [f"altogether: collection ${coll:,.2f} + judging {_span(exp, low, high, 2, '$')} = "
+            + _span(coll + exp, coll + low, coll + high, 2, "$")]
+
+
 # %% ../../nbs/89_plan_estimate.ipynb #c36fec55
+def _span(exp, low, high, d: int = 0, unit: str = "") -> str:
+    "`expected (low to high)`: an unknown figure says so, a range without an upper bound says 'no bound'."
+    f = lambda x, none: none if x is None or (isinstance(x, float) and math.isnan(x)) else f"{unit}{x:,.{d}f}"
+    return f"{f(exp, 'unknown')} ({f(low, unit + '0')} to {f(high, 'no bound')})"
+
+def totals(t: pd.DataFrame, base: str) -> tuple[float, float, float]:
+    """(expected, low, high) of a figure (`calls`, `completion`, `cost_usd`, `gpu_hours`) over the steps: the expected
+    sum of the steps that have one, the lows summed, the high only where every step is bounded (else NaN: no bound)."""
+    exp = t[base + "_expected"] if base + "_expected" in t else t[base]
+    low, high = t[base + "_low"], t[base + "_high"]
+    return (exp.sum(min_count=1), low.fillna(0).sum(), high.sum() if len(t) and high.notna().all() else NAN)
+
 def format_estimate(e: Estimate) -> str:
-    "The estimate as text: one line per step, totals, then what it assumed."
+    "The estimate as text: one line per step (each figure `expected (low to high)`), totals, what it assumed."
     t, tail = e.table, collection_lines(e)
-    if t.empty: return "\n".join([f"Estimate for {e.model} ({e.backend}): no LLM step among these stages", *tail])
+    if t.empty: return "\n".join([f"Estimate for {e.model} ({e.backend}): no LLM step among these stages", *tail,
+                                  *e.warnings])
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
-    head = (f"{'stage':<17} {'step':<21} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
-            f"{'calls (low-expected-high)':>27} {'prompt tok':>11} {'completion tok (exp, range)':>30}"
-            + (f" {'$ exp (low-high)' if cost == 'cost_usd' else 'GPU-h exp (low-high)':>25}" if cost else ""))
+    d, unit = (2, "$") if cost == "cost_usd" else (2, "")
+    head = (f"{'stage':<17} {'step':<22} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
+            f"{'calls: expected (low to high)':>34} {'prompt tok':>11} {'completion tok: expected (low to high)':>42}"
+            + (f" {'$' if cost == 'cost_usd' else 'GPU-hours'}: expected (low to high)" if cost else ""))
     lines = [f"Estimate for {e.model} ({e.backend}); prompt tokens: {e.tokens}", head]
     for r in t.itertuples():
-        calls = f"{_n(r.calls_low)}-{_n(r.calls_expected)}-{_n(r.calls_high)}"
-        comp = f"{_n(r.completion_expected)} ({_n(r.completion_low)}-{_n(r.completion_high)})"
-        d = 4 if cost == "cost_usd" else 2
-        c = (f" {_n(getattr(r, cost), d)} ({_n(getattr(r, cost + '_low'), d)}-{_n(getattr(r, cost + '_high'), d)})"
-             if cost else "")
-        row = (f"{r.stage:<17} {r.step:<21} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} "
-               f"{calls:>27} {_n(r.prompt_tokens):>11} {comp:>30}")
-        lines.append(row + f"{c:>26}" if cost else row)
-    tot = lambda c: t[c].sum(min_count=1) if len(t) and not t[c].isna().all() else NAN
-    high = t.calls_high.sum(min_count=1) if not t.calls_high.isna().any() else NAN
-    lines.append(f"total: calls {_n(t.calls_low.sum())}-{_n(tot('calls_expected'))}-{_n(high)}"
-                 f" (high: '-' where a step has no bound), prompt tokens {_n(tot('prompt_tokens'))}, completion tokens "
-                 f"{_n(tot('completion_expected'))}"
-                 + (f", {cost} {_n(tot(cost), 4)} ({_n(tot(cost + '_low'), 4)}-{_n(tot(cost + '_high'), 4)})"
-                    if cost else ""))
+        row = (f"{r.stage:<17} {r.step:<22} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} "
+               f"{_span(r.calls_expected, r.calls_low, r.calls_high):>34} {_n(r.prompt_tokens):>11} "
+               f"{_span(r.completion_expected, r.completion_low, r.completion_high):>42}")
+        lines.append(row + (" " + _span(getattr(r, cost), getattr(r, cost + "_low"), getattr(r, cost + "_high"), d,
+                                        unit) if cost else ""))
+    unknown = int(t.calls_expected.isna().sum())
+    lines.append(f"total: calls {_span(*totals(t, 'calls'))}, prompt tokens {_n(t.prompt_tokens.sum(min_count=1))}, "
+                 f"completion tokens {_span(*totals(t, 'completion'))}"
+                 + (f", {'cost' if cost == 'cost_usd' else 'GPU-hours'} {_span(*totals(t, cost), d, unit)}"
+                    if cost else "")
+                 + (f" (expected: {unknown} step(s) not known before the run left out)" if unknown else ""))
     lines += ["notes:"] + [f"  {t.stage} {t.step}: {t.note}" for t in t.itertuples()
                            if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
     lines.append(
         "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
-    return "\n".join(lines + tail)
+    return "\n".join(lines + tail + grand_total(e) + list(e.warnings))
+
 
 # %% ../../nbs/89_plan_estimate.ipynb #f29617f0
 def write_estimate(e: Estimate, folder: str | Path) -> Path:

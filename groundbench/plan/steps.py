@@ -217,7 +217,7 @@ class Context:
                            k[1] * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
         cached_cc = sum(c.completion_tokens for c in hits.values()) / len(hits) if hits else None
         again = cut_retries(row, cache, self.desc, [r for k, r in uniq.items() if k in hits and hits[k].cut], step)
-        expect(self.history, stage, step, len(todo) + again, row, None, cached_cc)
+        expect(self.history, stage, step, len(todo) + again, row, None, cached_cc, self.assume.get("completion_share"))
         row.prompt_tokens = pt * (row.calls_expected / len(todo)) if todo else 0.0
         return row
 
@@ -230,7 +230,8 @@ class Context:
                            max_tokens=mt, note=note)
         if high is not None: row.completion_high = k[1] * high * mt
         measured = self.history.per_call(stage, step, "prompt_tokens")
-        expect(self.history, stage, step, requests, row, measured if measured is not None else prompt_per_call)
+        expect(self.history, stage, step, requests, row, measured if measured is not None else prompt_per_call,
+               assumed_share=self.assume.get("completion_share"))
         if measured is None and prompt_per_call is not None:
             row.note += "; prompt tokens approximated from the prompt and its input size"
         return row
@@ -251,24 +252,28 @@ class Context:
 
 # %% ../../nbs/86_plan_steps.ipynb #7250a63f
 def expect(history: History, stage: str, step: str, n_calls_first: float, row: StepEstimate,
-           prompt_per_call: float | None, cached_completion: float | None = None):
+           prompt_per_call: float | None, cached_completion: float | None = None, assumed_share: float | None = None):
     """Fill `row`'s expected calls and tokens from `history` (the repair rate and tokens per call of earlier runs of
-    the model), else from the first round alone, and say which in its note."""
+    the model), else from the first round alone, and say which in its note. With no measured completion length, a call
+    is expected to fill `assumed_share` of its output budget (settings [estimate] completion_share), said so."""
     rate = history.repair_rate(stage, step)
     row.calls_expected = n_calls_first * (1 + (rate or 0.0))
     pc = history.per_call(stage, step, "prompt_tokens") if prompt_per_call is None else prompt_per_call
     if math.isnan(row.prompt_tokens) and pc is not None: row.prompt_tokens = row.calls_expected * pc
     cc = history.per_call(stage, step, "completion_tokens")
     if cc is None and cached_completion is not None: cc = cached_completion
+    assumed = cc is None and assumed_share is not None and row.max_tokens > 0
+    if assumed: cc = assumed_share * row.max_tokens
     if cc is not None: row.completion_expected = row.calls_expected * cc
     if pc is not None and math.isnan(row.prompt_tokens_high) and not math.isnan(row.calls_high):
         row.prompt_tokens_high = row.calls_high * pc
     n = history.runs(stage, step)
     said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {history.model}" if rate is not None
             and n else
-            "no earlier run of this model: first round only" + (", completion length of the cached answers of this step"
-                                                               if cc is not None
-                                                                else ", no expected completion length"))
+            "no earlier run of this model: first round only" + (
+                f", completion assumed at {assumed_share:.0%} of the output budget a call" if assumed
+                else ", completion length of the cached answers of this step" if cc is not None
+                else ", no expected completion length"))
     row.note = "; ".join(x for x in (row.note, said) if x)
 
 # %% ../../nbs/86_plan_steps.ipynb #e5a1001c
