@@ -219,6 +219,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     (src / "guide.md").write_text(guide_text(), encoding="utf-8")
     if (ROOT / "docs" / "images").exists(): shutil.copytree(ROOT / "docs" / "images", src / "docs" / "images")
     (src / "study_guide.md").write_text(study_guide(), encoding="utf-8")
+    shutil.copy2(ROOT / "docs" / "METHOD.md", src / "method.md")     # the specification, as the repository holds it
     (src / "assets" / "iframe-worker").mkdir(parents=True)
     shutil.copy2(ROOT / "docs" / "vendor" / "iframe-worker" / "shim.js", src / "assets" / "iframe-worker" / "shim.js")
     figs, mds, modules = 0, {}, {}
@@ -253,7 +254,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
            "markdown_extensions": ["tables", "admonition", "attr_list", "md_in_html", {"toc": {"permalink": True}},
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
            "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"},
-                   *[{k: v} for k, v in nav.items() if v]]}
+                   {"Specification": "method.md"}, *[{k: v} for k, v in nav.items() if v]]}
     import yaml
     # beside the sources: MkDocs wants docs_dir to be a sibling of its config
     conf = src.parent / f"{src.name}.mkdocs.yml"

@@ -45,9 +45,23 @@ def parameters(obj) -> list[dict]:
     for p in sig.parameters.values():
         if p.name in ("self", "cls"): continue
         star = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
-        out.append({"name": star + p.name, "type": annotation(p.annotation),
-                    "default": "" if p.default is p.empty else repr(p.default), "note": str(notes.get(p.name) or "")})
+        default, note = ("" if p.default is p.empty else repr(p.default)), str(notes.get(p.name) or "")
+        if cli := cli_parameter(p.default, p.name): default, note = cli
+        out.append({"name": star + p.name, "type": annotation(p.annotation), "default": default, "note": note})
     return out
+
+
+def cli_parameter(default, name: str) -> tuple[str, str] | None:
+    """A command-line parameter (a typer `Option` or `Argument` as a default): its real default ('required' for none)
+    and its help, led by the option's names; None for any other default."""
+    try: from typer.models import OptionInfo, ParameterInfo
+    except ImportError: return None
+    if not isinstance(default, ParameterInfo): return None
+    d = default.default
+    shown = "required" if d is ... else "" if d is None else repr(d)
+    names = ", ".join(x for x in (default.param_decls or ()) if x.startswith("-")) or (
+        "--" + name.replace("_", "-") if isinstance(default, OptionInfo) else "")
+    return shown, " ".join(x for x in (f"`{names}`" if names else "", default.help or "") if x)
 
 
 def returns(obj) -> str:
@@ -61,7 +75,8 @@ def returns(obj) -> str:
 def signature_line(kind: str, name: str, params: list[dict], ret: str) -> str:
     "`class Name(a: int, b=1)` or `def name(...) -> T`, one parameter a line when it would be long."
     args = [p["name"] + (f": {p['type']}" if p["type"] else "") + (
-        (" = " if p["type"] else "=") + p["default"] if p["default"] else "") for p in params]
+        (" = " if p["type"] else "=") + p["default"] if p["default"] and p["default"] != "required" else "")
+        for p in params]
     tail = f" -> {ret}" if ret else ""
     one = f"{kind} {name}({', '.join(args)}){tail}"
     return one if len(one) <= 100 else f"{kind} {name}(\n" + "".join(f"    {a},\n" for a in args) + f"){tail}"
@@ -84,7 +99,7 @@ class ApiRenderer(BasicMarkdownRenderer):
         doc += f"```python\n{signature_line(kind, self.nm, params, ret)}\n```\n\n"
         if d := own_doc(obj): doc += d + "\n\n"
         if params:
-            notes = any(p["note"] for p in params)
+            notes = True    # a description column always: the comment beside a parameter, or a command's help
             doc += "| parameter | type | default |" + (" meaning |" if notes else "") + "\n"
             doc += "|---|---|---|" + ("---|" if notes else "") + "\n"
             for p in params:

@@ -56,7 +56,7 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     text = lambda page: " ".join(re.sub(r"<[^>]+>", "", html.unescape((site / page).read_text())).split())
     fn, cls = text("43_credibility_metrics.html"), text("08_stages.html")
     assert "def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]" in fn   # a function
-    assert "parameter type default k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
+    assert "parameter type default meaning k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
     assert "class Stage( name: str, title: str," in cls and "module str ''" in cls                 # a class, as one
     assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
     backends = (site / "12_llm_backends.html").read_text()
@@ -133,3 +133,35 @@ def test_readme_first_screen_names_the_paper_and_shows_the_demo_and_its_report(t
         assert s in text, s
     assert ["docs/images/report-demo.png", 1400] in shown["images"]        # the report's picture, loaded, in view
     assert out.exists() and out.stat().st_size > 20_000
+
+
+def test_cli_pages_show_each_options_help_and_default_and_the_specification_is_on_the_site(site):
+    """Issue 45: the command-line pages once showed every default as `<typer.models.OptionInfo object at 0x...>` and no
+    option's help. In Chromium: the estimate command's table gives each option's names, help and real default; no page
+    of the site holds `object at 0x`; the specification (docs/METHOD.md) is a page of its own."""
+    from groundbench.collect.browser import make_driver
+    bad = [p.name for p in site.glob("*.html") if "object at 0x" in html.unescape(p.read_text())]
+    assert not bad, bad
+    shots = site / "_screenshots"; shots.mkdir(exist_ok=True)
+    driver = make_driver(None, headless=True, window=(1366, 900))
+    try:
+        driver.get((site / "92_cli_commands.html").as_uri() + "#estimate_cmd")
+        time.sleep(0.5)
+        rows = driver.execute_script(
+            "const h = document.getElementById('estimate_cmd'); let t = h.nextElementSibling;"
+            "while (t && t.tagName !== 'TABLE' && !t.querySelector('table')) t = t.nextElementSibling;"
+            "t = t.tagName === 'TABLE' ? t : t.querySelector('table');"
+            "return [...t.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.innerText));")
+        by = {r[0]: r for r in rows}
+        assert by["params"][2] == "required" and "a parameter file" in by["params"][3], by["params"]
+        assert by["setting"][2] == "" and "--setting" in by["setting"][3] and "over the file's settings" in by[
+            "setting"][3], by["setting"]
+        assert "--runs-dir" in by["runs_dir"][3] and "earlier runs" in by["runs_dir"][3], by["runs_dir"]
+        driver.save_screenshot(str(shots / "cli-page.png"))
+        driver.get((site / "method.html").as_uri())
+        assert "What groundbench computes" in driver.find_element("tag name", "h1").text
+        nav = (site / "index.html").read_text()
+        assert 'href="method.html"' in nav
+    finally:
+        driver.quit()
+    assert (shots / "cli-page.png").stat().st_size > 20_000
