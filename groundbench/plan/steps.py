@@ -227,8 +227,7 @@ class Context:
         mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
         k = worst_case(step)
         row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN,
-                           max_tokens=mt, note=note)
-        if high is not None: row.completion_high = k[1] * high * mt
+                           completion_high=k[1] * high * mt if high is not None else NAN, max_tokens=mt, note=note)
         measured = self.history.per_call(stage, step, "prompt_tokens")
         expect(self.history, stage, step, requests, row, measured if measured is not None else prompt_per_call,
                assumed_share=self.assume.get("completion_share"))

@@ -21,7 +21,9 @@ from ..core import assistant_name
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
 
 # %% auto #0
-__all__ = ['UNIT_COLUMNS', 'SCOPE_NAMES', 'COLOURS', 'RunExplorer', 'readable_table', 'explore_template', 'write_explorer', 'run']
+__all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'credible_counts', 'RunTables', 'ConversationData', 'UnitSearch',
+           'AnswerViews', 'readable_table', 'NotebookViews', 'explore_template', 'RunOverview', 'RunExplorer',
+           'write_explorer', 'run']
 
 # %% ../../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -29,9 +31,17 @@ def _opt(path: Path) -> pd.DataFrame | None:
     if not path.exists(): return None
     return pd.read_csv(path) if path.suffix == ".csv" else read_table(path)
 
+# %% ../../nbs/85_explorer.ipynb #71f2f29a
+def credible_counts(c: pd.DataFrame | None) -> dict[str, tuple[int, int]]:
+    "Per conversation, its (credible, non-credible) rated citations, counted for every conversation at once."
+    if c is None: return {}
+    both = pd.DataFrame({"credible": c.classified & (c.score > 0), "non_credible": c.classified & (c.score < 0)})
+    sums = both.groupby(c.conversation_id.to_numpy()).sum()
+    return {k: (int(v.credible), int(v.non_credible)) for k, v in sums.iterrows()}
+
 # %% ../../nbs/85_explorer.ipynb #af231fbd
-class RunExplorer:
-    "A run's stage outputs, indexed by conversation, for browsing."
+class RunTables:
+    "A run's stage outputs, read once and indexed by conversation: the base of `RunExplorer`."
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
         c20 = self.dir / COLLECT / "conversations.jsonl"
@@ -49,6 +59,8 @@ class RunExplorer:
         self.units_ = pd.DataFrame() if u is None else u
         self.judgments = {} if j is None else {(x["unit_id"], x["scope"]): x for x in j.to_dict("records")}
         self.smoke = Run(self.dir).is_smoke
+        self._index: dict = {}
+        self.credible_counts = credible_counts(self.citations)
         # sortable, searchable tables (itables) in a live session; False: plain tables a saved notebook shows
         self.interactive = True
 
@@ -63,10 +75,9 @@ class RunExplorer:
                      topic=p.topic if p else "",
                      role=p.role if p else "", prompt=c.prompt_text[:120], words=len(c.answer_text.split()),
                      citations=len(c.citations))
-            if self.citations is not None:
-                cc = self.citations[self.citations.conversation_id == cid]
-                r.update(credible=int((cc.classified & (cc.score > 0)).sum()),
-                         non_credible=int((cc.classified & (cc.score < 0)).sum()))
+            if self.citations is not None:     # counted for every conversation at once (`by_conversation`)
+                k = self.credible_counts.get(cid, (0, 0))
+                r.update(credible=int(k[0]), non_credible=int(k[1]))
             if self.scores is not None and cid in self.scores.index:
                 s = self.scores.loc[cid]
                 r.update(units=int(s.units), verified=int(s.verified), gs=s.gs, cg=s.cg, ncg=s.ncg)
@@ -76,33 +87,75 @@ class RunExplorer:
             if v is not None and len(df): df = df[df[col] == v]
         return df.reset_index(drop=True)
 
+    def rows_of(self, table: pd.DataFrame | None, cid: str) -> pd.DataFrame | None:
+        "The rows of a stage table (citations, sources, page scores) for conversation `cid`, by an index made once."
+        if table is None: return None
+        idx = self._index.get(id(table))
+        if idx is None: idx = self._index[id(table)] = table.groupby("conversation_id", sort=False).indices
+        return table.iloc[idx.get(cid, [])]
+
     def _conv(self, cid: str) -> Conversation:
         if cid not in self.convs: raise KeyError(f"{self.dir}: no conversation {cid!r}")
         return self.convs[cid]
 
 # %% ../../nbs/85_explorer.ipynb #5b183aa9
-def _sources(self: RunExplorer, cid: str) -> pd.DataFrame:
-    """The conversation's cited sources: rating (label, score, category, decided_by), fetch (status, valid,
-    substantive, characters) and SourceBench weighted score."""
-    c = self._conv(cid)
-    df = pd.DataFrame([{"citation": x.index, "url": x.url, "title": x.title} for x in c.citations],
-                      columns=["citation", "url", "title"])
-    if self.citations is not None:
-        r = self.citations[self.citations.conversation_id == cid][["citation_index", "host", "label", "score",
-                                                                   "category", "decided_by"]]
-        df = df.merge(r.rename(columns={"citation_index": "citation"}), on="citation", how="left")
-    if self.sources_ is not None:
-        s = self.sources_[self.sources_.conversation_id == cid]
-        s = s.assign(text_chars=s.text.fillna("").str.len()).rename(columns={"citation_index": "citation"})
-        # stage 30 numbers sources by citation; an importer's table may only have URLs
-        key = "citation" if "citation" in s else "url"
-        df = df.merge(s[[key] + [c for c in ("status", "valid", "substantive",
-                                             "text_chars") if c in s]].drop_duplicates(key), on=key, how="left")
-    if self.pages is not None:
-        p = self.pages[self.pages.conversation_id == cid][["url", "weighted", "missing_metrics"]]
-        p = p.rename(columns={"weighted": "sourcebench"})
-        df = df.merge(p, on="url", how="left")
-    return df
+SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible": "verdict_non_credible"}
+
+class ConversationData:
+    "The sources, units and evidence of one conversation."
+
+    def sources(self, cid: str) -> pd.DataFrame:
+        """The conversation's cited sources: rating (label, score, category, decided_by), fetch (status, valid,
+        substantive, characters) and SourceBench weighted score."""
+        c = self._conv(cid)
+        df = pd.DataFrame([{"citation": x.index, "url": x.url, "title": x.title} for x in c.citations],
+                          columns=["citation", "url", "title"])
+        if self.citations is not None:
+            r = self.rows_of(self.citations, cid)[["citation_index", "host", "label", "score",
+                                                                       "category", "decided_by"]]
+            df = df.merge(r.rename(columns={"citation_index": "citation"}), on="citation", how="left")
+        if self.sources_ is not None:
+            s = self.rows_of(self.sources_, cid)
+            s = s.assign(text_chars=s.text.fillna("").str.len()).rename(columns={"citation_index": "citation"})
+            # stage 30 numbers sources by citation; an importer's table may only have URLs
+            key = "citation" if "citation" in s else "url"
+            df = df.merge(s[[key] + [c for c in ("status", "valid", "substantive",
+                                                 "text_chars") if c in s]].drop_duplicates(key), on=key, how="left")
+        if self.pages is not None:
+            p = self.rows_of(self.pages, cid)[["url", "weighted", "missing_metrics"]]
+            p = p.rename(columns={"weighted": "sourcebench"})
+            df = df.merge(p, on="url", how="left")
+        return df
+
+    def units(self, cid: str) -> pd.DataFrame:
+        """The conversation's units: label, text, decontextualised text, citations, the verdict in each scope ('' where
+        not judged), and beside it the evidence the judge saw first (the top chunk) and its page."""
+        self._conv(cid)
+        if self.units_.empty: return pd.DataFrame(columns=["unit_id", "unit_index", "label", "text"])
+        u = self.units_[self.units_.conversation_id == cid].sort_values("unit_index")
+        out = u[["unit_id", "unit_index", "label", "text", "decontextualised", "citation_indices",
+                 "parse_status"]].copy()
+        for scope, col in SCOPE_NAMES.items():
+            out[col] = [_verdict(self.judgments.get((i, scope))) for i in out.unit_id]
+        beside = self.unit_rows().set_index("unit_id")    # the top evidence chunk and its page, beside each unit
+        return out.assign(evidence=out.unit_id.map(beside.evidence).fillna(""),
+                          page=out.unit_id.map(beside.page).fillna("")).reset_index(drop=True)
+
+    def evidence(self, unit_id: str, scope: str = "all") -> pd.DataFrame:
+        "The evidence chunks a unit was judged on in `scope`: rank, citation, similarity, text."
+        j = self.judgments.get((unit_id, scope))
+        if not j or not j.get("evidence"): return pd.DataFrame(columns=["rank", "citation", "similarity", "chunk"])
+        e = j["evidence"]
+        return pd.DataFrame({"rank": range(1, len(e["chunks"]) + 1), "citation": e["citation_indices"],
+                             "similarity": e["scores"], "chunk": e["chunks"]})
+
+    def example_conversation(self, ids: list[str] | None = None) -> str | None:
+        "A conversation worth showing in full: the first (of `ids`, default all) with judged units, else the first."
+        ids = list(self.convs) if ids is None else list(ids)
+        if not ids: return None
+        with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
+        return next((c for c in ids if c in with_units), ids[0])
+
 
 # %% ../../nbs/85_explorer.ipynb #1c62b22e
 def _verdict(j: dict | None) -> str:
@@ -114,88 +167,59 @@ def _verdict(j: dict | None) -> str:
 UNIT_COLUMNS = ["conversation_id", "unit_id", "assistant", "claim_id", "topic", "role", "label", "unit", "verdict",
                 "evidence", "page"]
 
-def _unit_rows(self: RunExplorer) -> pd.DataFrame:
-    """Every unit of the run with its conversation's assistant, claim, topic and role, its verdict, and beside it the
-    evidence it was judged on first: the top chunk (300 characters) and the page it comes from (`[n] URL`)."""
-    if getattr(self, "_units_beside", None) is not None: return self._units_beside
-    rows = []
-    for u in (self.units_.sort_values(["conversation_id", "unit_index"]).itertuples() if len(self.units_) else []):
-        c = self.convs.get(u.conversation_id)
-        if c is None: continue
-        p, j = self.prompts.get(c.prompt_id), self.judgments.get((u.unit_id, "all"))
-        ev = (j or {}).get("evidence") or {}
-        n = (ev.get("citation_indices") or [None])[0]
-        url = next((x.url for x in c.citations if x.index == n), "")
-        dec = u.decontextualised if isinstance(u.decontextualised, str) and u.decontextualised else u.text
-        rows.append([u.conversation_id, u.unit_id, assistant_name(c), p.claim_id if p else "", p.topic if p else "",
-                     p.role if p else "", u.label or "(parse failed)", dec, _verdict(j),
-                     str((ev.get("chunks") or [""])[0])[:300], f"[{n}] {url}" if url else ""])
-    self._units_beside = pd.DataFrame(rows, columns=UNIT_COLUMNS)
-    return self._units_beside
-RunExplorer.unit_rows = _unit_rows
+class UnitSearch:
+    "Every unit of the run beside its verdict and evidence, and searches over units and conversations."
 
-# %% ../../nbs/85_explorer.ipynb #1cecaf0a
-def _find_units(self: RunExplorer, text: str | None = None, label: str | None = None, verdict: str | None = None,
+    def unit_rows(self) -> pd.DataFrame:
+        """Every unit of the run with its conversation's assistant, claim, topic and role, its verdict, and beside it
+        the evidence it was judged on first: the top chunk (300 characters) and the page it comes from (`[n] URL`)."""
+        if getattr(self, "_units_beside", None) is not None: return self._units_beside
+        rows = []
+        for u in (self.units_.sort_values(["conversation_id", "unit_index"]).itertuples() if len(self.units_) else []):
+            c = self.convs.get(u.conversation_id)
+            if c is None: continue
+            p, j = self.prompts.get(c.prompt_id), self.judgments.get((u.unit_id, "all"))
+            ev = (j or {}).get("evidence") or {}
+            n = (ev.get("citation_indices") or [None])[0]
+            url = next((x.url for x in c.citations if x.index == n), "")
+            dec = u.decontextualised if isinstance(u.decontextualised, str) and u.decontextualised else u.text
+            rows.append([u.conversation_id, u.unit_id, assistant_name(c), p.claim_id if p else "", p.topic if p else "",
+                         p.role if p else "", u.label or "(parse failed)", dec, _verdict(j),
+                         str((ev.get("chunks") or [""])[0])[:300], f"[{n}] {url}" if url else ""])
+        self._units_beside = pd.DataFrame(rows, columns=UNIT_COLUMNS)
+        return self._units_beside
+
+    def find_units(self, text: str | None = None, label: str | None = None, verdict: str | None = None,
+                    assistant: str | None = None, topic: str | None = None, role: str | None = None,
+                    claim_id: str | None = None) -> pd.DataFrame:
+        """The run's units (`unit_rows`) filtered: `text` anywhere in the unit or its evidence (case ignored), `label`
+        (Fact, Claim, ...), `verdict` (Supported, Contradicted, Unverifiable: the verdict begins with it), and the
+        conversation's `assistant`, `topic`, `role`, `claim_id`."""
+        df = self.unit_rows()
+        for col, v in (("assistant", assistant), ("topic", topic), ("role", role), ("claim_id", claim_id),
+                       ("label", label)):
+            if v is not None: df = df[df[col] == v]
+        if verdict is not None: df = df[df.verdict.str.startswith(verdict)]
+        if text:
+            t = text.lower()
+            has = lambda col: df[col].str.lower().str.contains(t, regex=False)
+            df = df[has("unit") | has("evidence")]
+        return df.reset_index(drop=True)
+
+    def search(self, text: str | None = None, verdict: str | None = None, label: str | None = None,
                 assistant: str | None = None, topic: str | None = None, role: str | None = None,
                 claim_id: str | None = None) -> pd.DataFrame:
-    """The run's units (`unit_rows`) filtered: `text` anywhere in the unit or its evidence (case ignored), `label`
-    (Fact, Claim, ...), `verdict` (Supported, Contradicted, Unverifiable: the verdict begins with it), and the
-    conversation's `assistant`, `topic`, `role`, `claim_id`."""
-    df = self.unit_rows()
-    for col, v in (("assistant", assistant), ("topic", topic), ("role", role), ("claim_id", claim_id),
-                   ("label", label)):
-        if v is not None: df = df[df[col] == v]
-    if verdict is not None: df = df[df.verdict.str.startswith(verdict)]
-    if text:
-        t = text.lower()
-        df = df[df.unit.str.lower().str.contains(t, regex=False) | df.evidence.str.lower().str.contains(t, regex=False)]
-    return df.reset_index(drop=True)
-RunExplorer.find_units = _find_units
-
-# %% ../../nbs/85_explorer.ipynb #5d4e6a71
-def _search(self: RunExplorer, text: str | None = None, verdict: str | None = None, label: str | None = None,
-            assistant: str | None = None, topic: str | None = None, role: str | None = None,
-            claim_id: str | None = None) -> pd.DataFrame:
-    """Conversations (as `conversations`) filtered also by `text` in the prompt or the answer (case ignored) and by
-    having a unit with that `verdict` or `label`."""
-    df = self.conversations(assistant, topic, role, claim_id)
-    if text and len(df):
-        t = text.lower()
-        hay = {c: (self.convs[c].prompt_text + "\n" + self.convs[c].answer_text).lower() for c in df.conversation_id}
-        df = df[[t in hay[c] for c in df.conversation_id]]
-    if (verdict is not None or label is not None) and len(df):
-        df = df[df.conversation_id.isin(set(self.find_units(label=label, verdict=verdict).conversation_id))]
-    return df.reset_index(drop=True)
-RunExplorer.search = _search
-
-# %% ../../nbs/85_explorer.ipynb #ce15c1ec
-RunExplorer.sources = _sources
-
-SCOPE_NAMES = {"all": "verdict", "credible": "verdict_credible", "non_credible": "verdict_non_credible"}
-
-def _units(self: RunExplorer, cid: str) -> pd.DataFrame:
-    """The conversation's units: label, text, decontextualised text, citations, the verdict in each scope ('' where
-    not judged), and beside it the evidence the judge saw first (the top chunk) and its page."""
-    self._conv(cid)
-    if self.units_.empty: return pd.DataFrame(columns=["unit_id", "unit_index", "label", "text"])
-    u = self.units_[self.units_.conversation_id == cid].sort_values("unit_index")
-    out = u[["unit_id", "unit_index", "label", "text", "decontextualised", "citation_indices", "parse_status"]].copy()
-    for scope, col in SCOPE_NAMES.items(): out[col] = [_verdict(self.judgments.get((i, scope))) for i in out.unit_id]
-    beside = self.unit_rows().set_index("unit_id")    # the top evidence chunk and its page, beside each unit
-    return out.assign(evidence=out.unit_id.map(beside.evidence).fillna(""),
-                      page=out.unit_id.map(beside.page).fillna("")).reset_index(drop=True)
-
-# %% ../../nbs/85_explorer.ipynb #e3de88c4
-RunExplorer.units = _units
-
-def _evidence(self: RunExplorer, unit_id: str, scope: str = "all") -> pd.DataFrame:
-    "The evidence chunks a unit was judged on in `scope`: rank, citation, similarity, text."
-    j = self.judgments.get((unit_id, scope))
-    if not j or not j.get("evidence"): return pd.DataFrame(columns=["rank", "citation", "similarity", "chunk"])
-    e = j["evidence"]
-    return pd.DataFrame({"rank": range(1, len(e["chunks"]) + 1), "citation": e["citation_indices"],
-                         "similarity": e["scores"], "chunk": e["chunks"]})
-RunExplorer.evidence = _evidence
+        """Conversations (as `conversations`) filtered also by `text` in the prompt or the answer (case ignored) and by
+        having a unit with that `verdict` or `label`."""
+        df = self.conversations(assistant, topic, role, claim_id)
+        if text and len(df):
+            t = text.lower()
+            hay = {c: (self.convs[c].prompt_text + "\n" + self.convs[c].answer_text).lower()
+                   for c in df.conversation_id}
+            df = df[[t in hay[c] for c in df.conversation_id]]
+        if (verdict is not None or label is not None) and len(df):
+            df = df[df.conversation_id.isin(set(self.find_units(label=label, verdict=verdict).conversation_id))]
+        return df.reset_index(drop=True)
 
 # %% ../../nbs/85_explorer.ipynb #9b6e5bdf
 COLOURS = {"credible": "#1a9850", "non_credible": "#d73027", "unrated": "#777777"}
@@ -205,7 +229,7 @@ def _marker(self: RunExplorer, cid: str, n: int) -> str:
     url = next((x.url for x in c.citations if x.index == n), "")
     kind = "unrated"
     if self.citations is not None:
-        r = self.citations[(self.citations.conversation_id == cid) & (self.citations.citation_index == n)]
+        r = (cc := self.rows_of(self.citations, cid))[cc.citation_index == n]
         if len(r) and bool(r.classified.iloc[0]): kind = "credible" if r.score.iloc[0] > 0 else "non_credible"
     style, tip = f"color:{COLOURS[kind]};text-decoration:none", f"{html.escape(url, quote=True)} ({kind})"
     # only http(s) links are clickable
@@ -214,51 +238,52 @@ def _marker(self: RunExplorer, cid: str, n: int) -> str:
             f"style='{style}'>[{n}]</a></sup>")
 
 # %% ../../nbs/85_explorer.ipynb #d9d5902a
-def _answer_html(self: RunExplorer, cid: str) -> str:
-    "The answer as HTML, each segment followed by its citation markers."
-    c = self._conv(cid)
-    p = self.prompts.get(c.prompt_id)
-    head = (f"<h3>{html.escape(assistant_name(c))} · {html.escape(p.topic if p else '')} · "
-            f"{html.escape(p.role if p else '')}</h3>"
-            f"<p><b>Prompt:</b> {html.escape(c.prompt_text)}</p>")
-    if self.smoke:
-        head += ("<p style='color:#a50026'><b>SMOKE RUN: the labels and verdicts come from the bundled small model; "
-                 "they are not real judgments.</b></p>")
-    segs = [s for s in c.segments if s.start >= 0] if c.segments else []
-    if segs:
-        body, pos = [], 0
-        for s in sorted(segs, key=lambda s: s.start):
-            if s.start > pos: body.append(html.escape(c.answer_text[pos:s.start]))
-            body.append(html.escape(c.answer_text[max(s.start, pos):s.end])
-                        + "".join(_marker(self, cid, n) for n in s.citation_indices if not s.uncited))
-            pos = max(pos, s.end)
-        body.append(html.escape(c.answer_text[pos:]))
-        text = "".join(body)
-    else: text = html.escape(c.answer_text)
-    return head + "<div style='white-space:pre-wrap;border-left:3px solid #ccc;padding-left:1em'>" + text + "</div>"
+class AnswerViews:
+    "One conversation as HTML: its answer with the citations marked by credibility, and the evidence per unit."
 
-# %% ../../nbs/85_explorer.ipynb #c807f929
-RunExplorer.answer_html = _answer_html
+    def answer_html(self, cid: str) -> str:
+        "The answer as HTML, each segment followed by its citation markers."
+        c = self._conv(cid)
+        p = self.prompts.get(c.prompt_id)
+        head = (f"<h3>{html.escape(assistant_name(c))} · {html.escape(p.topic if p else '')} · "
+                f"{html.escape(p.role if p else '')}</h3>"
+                f"<p><b>Prompt:</b> {html.escape(c.prompt_text)}</p>")
+        if self.smoke:
+            head += ("<p style='color:#a50026'><b>SMOKE RUN: the labels and verdicts come from the bundled small "
+                     "model; "
+                     "they are not real judgments.</b></p>")
+        segs = [s for s in c.segments if s.start >= 0] if c.segments else []
+        if segs:
+            body, pos = [], 0
+            for s in sorted(segs, key=lambda s: s.start):
+                if s.start > pos: body.append(html.escape(c.answer_text[pos:s.start]))
+                body.append(html.escape(c.answer_text[max(s.start, pos):s.end])
+                            + "".join(_marker(self, cid, n) for n in s.citation_indices if not s.uncited))
+                pos = max(pos, s.end)
+            body.append(html.escape(c.answer_text[pos:]))
+            text = "".join(body)
+        else: text = html.escape(c.answer_text)
+        return head + "<div style='white-space:pre-wrap;border-left:3px solid #ccc;padding-left:1em'>" + text + "</div>"
 
-def _evidence_html(self: RunExplorer, cid: str) -> str:
-    """One collapsible block per judged unit: its verdicts, the judge's summary and relation, and the evidence chunks
-    of each scope."""
-    out = []
-    for r in self.units(cid).itertuples():
-        if not r.verdict: continue
-        j = self.judgments[(r.unit_id, "all")]
-        parts = [
-            f"<p><b>Judge</b>: {html.escape(j.get('summary') or '')} <i>{html.escape(j.get('relation') or '')}</i></p>"]
-        for scope in SCOPE_NAMES:
-            ev = self.evidence(r.unit_id, scope)
-            if len(ev):
-                parts.append(f"<p><b>{scope}</b> ({getattr(r, SCOPE_NAMES[scope])})</p>"
-                             + ev.to_html(index=False, escape=True))
-        out.append(
-            f"<details><summary>[{r.label}] {html.escape(r.decontextualised or r.text)} → "
-            f"<b>{html.escape(r.verdict)}</b></summary>{''.join(parts)}</details>")
-    return "".join(out) or "<p>(no judged units: the groundedness stage did not run on this conversation)</p>"
-RunExplorer.evidence_html = _evidence_html
+    def evidence_html(self, cid: str) -> str:
+        """One collapsible block per judged unit: its verdicts, the judge's summary and relation, and the evidence
+        chunks of each scope."""
+        out = []
+        for r in self.units(cid).itertuples():
+            if not r.verdict: continue
+            j = self.judgments[(r.unit_id, "all")]
+            parts = [
+                f"<p><b>Judge</b>: {html.escape(j.get('summary') or '')} "
+                f"<i>{html.escape(j.get('relation') or '')}</i></p>"]
+            for scope in SCOPE_NAMES:
+                ev = self.evidence(r.unit_id, scope)
+                if len(ev):
+                    parts.append(f"<p><b>{scope}</b> ({getattr(r, SCOPE_NAMES[scope])})</p>"
+                                 + ev.to_html(index=False, escape=True))
+            out.append(
+                f"<details><summary>[{r.label}] {html.escape(r.decontextualised or r.text)} → "
+                f"<b>{html.escape(r.verdict)}</b></summary>{''.join(parts)}</details>")
+        return "".join(out) or "<p>(no judged units: the groundedness stage did not run on this conversation)</p>"
 
 # %% ../../nbs/85_explorer.ipynb #ec0c3b23
 _WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by"}  # columns of sentences, never squeezed
@@ -291,51 +316,57 @@ def _table(df: pd.DataFrame, interactive: bool = True):
     return display(HTML(readable_table(df)))
 
 # %% ../../nbs/85_explorer.ipynb #4817cf4a
-def _show(self: RunExplorer, cid: str):
-    """Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per
-    unit."""
-    from IPython.display import HTML, display
-    display(HTML(self.answer_html(cid)))
-    display(HTML("<h4>Sources</h4>")); _table(self.sources(cid), self.interactive)
-    display(HTML("<h4>Units</h4>"))
-    _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
-    display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
+class NotebookViews:
+    "One conversation shown in a notebook, and the picker that chooses it."
 
-# %% ../../nbs/85_explorer.ipynb #f91737fc
-RunExplorer.show = _show
+    def show(self, cid: str):
+        """Display one conversation: the answer with markers, its sources, its units with verdicts, and the evidence per
+        unit."""
+        from IPython.display import HTML, display
+        display(HTML(self.answer_html(cid)))
+        display(HTML("<h4>Sources</h4>")); _table(self.sources(cid), self.interactive)
+        display(HTML("<h4>Units</h4>"))
+        _table(self.units(cid).drop(columns=["unit_id"], errors="ignore"), self.interactive)
+        display(HTML("<h4>Evidence</h4>" + self.evidence_html(cid)))
 
-def _picker(self: RunExplorer):
-    """Drop-downs (ipywidgets) for assistant, topic, role, unit label and verdict, a text search over prompts and
-    answers, and the matching conversations; the chosen one is shown below them."""
-    import ipywidgets as w
-    from IPython.display import display
-    class Picker(w.VBox):  # what a saved notebook shows in place of live drop-downs: what to do, not VBox(children=...)
-        def __repr__(self):  # at most 110 characters: ipywidgets cuts the rest
-            return ("Drop-downs: they appear when this runs in a live kernel "
-                    "(Kernel > Restart Kernel and Run All Cells).")
-    convs = self.conversations()
-    opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
-    a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
-    units = self.unit_rows()
-    lab = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in sorted(units.label.unique())], description="label")
-    ver = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in ("Supported", "Contradicted", "Unverifiable")],
-                     description="verdict")
-    q = w.Text(description="search", placeholder="words in the prompt or answer", continuous_update=False)
-    pick, out = w.Dropdown(description="conversation", layout=w.Layout(width="90%")), w.Output()
-    def refresh(*_):
-        df = self.search(q.value or None, ver.value, lab.value, a.value, t.value, r.value)
-        pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
-                         x.conversation_id) for x in df.itertuples()]
-    def render(*_):
-        out.clear_output()
-        if pick.value:
-            with out: self.show(pick.value)
-    for x in (a, t, r, lab, ver, q): x.observe(refresh, names="value")
-    pick.observe(render, names="value")
-    refresh(); render()
-    box = Picker([w.HBox([a, t, r]), w.HBox([lab, ver, q]), pick, out]); display(box)
-    return box
-RunExplorer.picker = _picker
+    def picker(self):
+        """Drop-downs (ipywidgets) for assistant, topic, role, unit label and verdict, a text search over prompts and
+        answers, and the matching conversations; the chosen one is shown below them."""
+        import ipywidgets as w
+        from IPython.display import display
+        # what a saved notebook shows in place of live drop-downs: what to do, not VBox(children=...)
+        class Picker(w.VBox):
+            def __repr__(self):  # at most 110 characters: ipywidgets cuts the rest
+                return ("Drop-downs: they appear when this runs in a live kernel "
+                        "(Kernel > Restart Kernel and Run All Cells).")
+        convs = self.conversations()
+        opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
+        a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
+        units = self.unit_rows()
+        lab = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in sorted(units.label.unique())],
+                         description="label")
+        ver = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in ("Supported", "Contradicted", "Unverifiable")],
+                         description="verdict")
+        q = w.Text(description="search", placeholder="words in the prompt or answer", continuous_update=False)
+        pick, out = w.Dropdown(description="conversation", layout=w.Layout(width="90%")), w.Output()
+        def refresh(*_):
+            df = self.search(q.value or None, ver.value, lab.value, a.value, t.value, r.value)
+            pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
+                             x.conversation_id) for x in df.itertuples()]
+        def render(*_):
+            out.clear_output()
+            if pick.value:
+                with out: self.show(pick.value)
+        for x in (a, t, r, lab, ver, q): x.observe(refresh, names="value")
+        pick.observe(render, names="value")
+        refresh(); render()
+        box = Picker([w.HBox([a, t, r]), w.HBox([lab, ver, q]), pick, out]); display(box)
+        return box
+
+    def table(self, df):
+        "Any of the explorer's tables, shown as `interactive` says (sortable in a live session, plain when saved)."
+        return _table(df, self.interactive)
+
 
 # %% ../../nbs/85_explorer.ipynb #e0a11e02
 def explore_template() -> Path:
@@ -346,79 +377,72 @@ def explore_template() -> Path:
 def _pct(num, den) -> float: return round(100 * float(num) / float(den), 1) if den else float("nan")
 
 # %% ../../nbs/85_explorer.ipynb #c339dc0e
-def _title(self: RunExplorer):
-    "The run's title: id, assistants, models, conversations, dates, and a smoke-run banner when bundled models judged."
-    from IPython.display import HTML
-    m = Run(self.dir).manifest()
-    convs = list(self.convs.values())
-    names = sorted({assistant_name(c) for c in convs})
-    models = sorted({c.model for c in convs if c.model} - set(names))  # importers name the assistant by its model
-    dates = sorted(c.collected_at[:10] for c in convs if c.collected_at)
-    when = f"collected {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
-    e = html.escape
-    banner = (
-        "<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small models; "
-        "they "
-              "exercise the code path and are not real results.</p>") if self.smoke else ""
-    return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
-                f"<p>{len(convs)} conversations from {e(', '.join(names))}"
-                + (f"; models: {e(', '.join(models))}" if models else "")
-                + (f"; {e(when)}" if when else "") + "</p>")
+class RunOverview:
+    "The run at a glance: its title, the overview table, an example conversation, the link to its report."
 
-# %% ../../nbs/85_explorer.ipynb #a44fea18
-RunExplorer.title = _title
+    def title(self):
+        """The run's title: id, assistants, models, conversations, dates, and a smoke-run banner when bundled models
+        judged."""
+        from IPython.display import HTML
+        m = Run(self.dir).manifest()
+        convs = list(self.convs.values())
+        names = sorted({assistant_name(c) for c in convs})
+        models = sorted({c.model for c in convs if c.model} - set(names))  # importers name the assistant by its model
+        dates = sorted(c.collected_at[:10] for c in convs if c.collected_at)
+        when = f"collected {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
+        e = html.escape
+        banner = (
+            "<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small "
+            "models; "
+            "they "
+                  "exercise the code path and are not real results.</p>") if self.smoke else ""
+        return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
+                    f"<p>{len(convs)} conversations from {e(', '.join(names))}"
+                    + (f"; models: {e(', '.join(models))}" if models else "")
+                    + (f"; {e(when)}" if when else "") + "</p>")
 
-def _overview(self: RunExplorer, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
-    """Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of
-    citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."""
-    df = self.conversations()
-    if df.empty: return df
-    if self.pages is not None and len(self.pages):
-        df["sourcebench"] = df.conversation_id.map(self.pages.groupby("conversation_id").weighted.mean())
-    sc = _opt(self.dir / SOURCECHECKUP / "responses.parquet")
-    if sc is not None and len(sc):
-        sc = sc[sc.counted]
-        df["sc_counted"] = df.conversation_id.isin(set(sc.conversation_id))
-        df["sc_supported"] = df.conversation_id.isin(set(sc[sc.supported].conversation_id))
-    g = df.groupby(list(by), dropna=False)
-    out = g.agg(conversations=("conversation_id", "size"), citations=("citations", "sum")).reset_index()
-    if "credible" in df:
-        cr = g[["credible", "non_credible", "citations"]].sum().reset_index()
-        out["credible_pct"] = [_pct(a, n) for a, n in zip(cr.credible, cr.citations)]
-        out["non_credible_pct"] = [_pct(a, n) for a, n in zip(cr.non_credible, cr.citations)]
-    if "gs" in df: out["gs_mean"] = g.gs.mean().round(3).to_numpy()
-    if "sourcebench" in df: out["sourcebench_mean"] = g.sourcebench.mean().round(2).to_numpy()
-    if "sc_counted" in df:
-        s = g[["sc_supported", "sc_counted"]].sum().reset_index()
-        out["sourcecheckup_supported_pct"] = [_pct(a, n) for a, n in zip(s.sc_supported, s.sc_counted)]
-    return out
+    def overview(self, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
+        """Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of
+        citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."""
+        df = self.conversations()
+        if df.empty: return df
+        if self.pages is not None and len(self.pages):
+            df["sourcebench"] = df.conversation_id.map(self.pages.groupby("conversation_id").weighted.mean())
+        sc = _opt(self.dir / SOURCECHECKUP / "responses.parquet")
+        if sc is not None and len(sc):
+            sc = sc[sc.counted]
+            df["sc_counted"] = df.conversation_id.isin(set(sc.conversation_id))
+            df["sc_supported"] = df.conversation_id.isin(set(sc[sc.supported].conversation_id))
+        g = df.groupby(list(by), dropna=False)
+        out = g.agg(conversations=("conversation_id", "size"), citations=("citations", "sum")).reset_index()
+        if "credible" in df:
+            cr = g[["credible", "non_credible", "citations"]].sum().reset_index()
+            out["credible_pct"] = [_pct(a, n) for a, n in zip(cr.credible, cr.citations)]
+            out["non_credible_pct"] = [_pct(a, n) for a, n in zip(cr.non_credible, cr.citations)]
+        if "gs" in df: out["gs_mean"] = g.gs.mean().round(3).to_numpy()
+        if "sourcebench" in df: out["sourcebench_mean"] = g.sourcebench.mean().round(2).to_numpy()
+        if "sc_counted" in df:
+            s = g[["sc_supported", "sc_counted"]].sum().reset_index()
+            out["sourcecheckup_supported_pct"] = [_pct(a, n) for a, n in zip(s.sc_supported, s.sc_counted)]
+        return out
 
-# %% ../../nbs/85_explorer.ipynb #9ab82032
-RunExplorer.overview = _overview
-RunExplorer.table = lambda self, df: _table(df, self.interactive)  # show any of the explorer's tables
+    def report_link(self):
+        "A link to the run's report page, relative to the run folder."
+        from IPython.display import HTML
+        rep = self.dir / "report" / "index.html"
+        if not rep.exists():
+            return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
+        return HTML(
+            "<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
 
-def _example(self: RunExplorer, ids: list[str] | None = None) -> str | None:
-    "A conversation worth showing in full: the first (of `ids`, default all) with judged units, else the first."
-    ids = list(self.convs) if ids is None else list(ids)
-    if not ids: return None
-    with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
-    return next((c for c in ids if c in with_units), ids[0])
+# %% ../../nbs/85_explorer.ipynb #562da302
+class RunExplorer(RunTables, ConversationData, UnitSearch, AnswerViews, NotebookViews, RunOverview):
+    """A run's stage outputs, indexed by conversation, for browsing: conversations and their sources, units and
+    evidence (`ConversationData`), searches (`UnitSearch`), the answer as HTML (`AnswerViews`), shown in a notebook
+    (`NotebookViews`), and the run at a glance (`RunOverview`)."""
 
-# %% ../../nbs/85_explorer.ipynb #b93f2fdf
-RunExplorer.example_conversation = _example
 
-def _report_link(self: RunExplorer):
-    "A link to the run's report page, relative to the run folder."
-    from IPython.display import HTML
-    rep = self.dir / "report" / "index.html"
-    if not rep.exists():
-        return HTML("<p>No report in this run yet (stage 80_report makes <code>report/index.html</code>).</p>")
-    return HTML(
-        "<p>The run's tables and figures: <a href='report/index.html' target='_blank'>report/index.html</a></p>")
-
-# %% ../../nbs/85_explorer.ipynb #f83fafe2
-RunExplorer.report_link = _report_link
-
+# %% ../../nbs/85_explorer.ipynb #98029905
 def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     """Execute the researcher's explorer notebook into the run folder as `explore.ipynb` (it reads the run from its own
     folder)."""
@@ -432,6 +456,7 @@ def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"
     out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
+
 
 # %% ../../nbs/85_explorer.ipynb #52346027
 def run(run_dir: str | Path, conversation_id: str | None = None, assistant: str | None = None, topic: str | None = None,
