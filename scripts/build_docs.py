@@ -37,6 +37,9 @@ SECTIONS = [("Foundations", tuple(f"{i:02d}" for i in range(10))), ("Claims", ("
             ("More lenses", ("60", "65", "68")), ("Labels and validation", ("70", "71", "72", "73")),
             ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("86", "87", "88", "89")),
             ("Running a study", ("90", "91", "92", "93"))]
+# the repository files the README links, and the site's page for each (every README link resolves on the site)
+README_PAGES = {"nbs/guide.ipynb": "guide.md", "docs/METHOD.md": "method.md",
+                "papermill_params/README.md": "parameter_files.md", "benchmarks/RESULTS.md": "benchmarks.md"}
 # figures of the report a stage notebook describes
 FIGURES = {"43_credibility_metrics": ["figure_2", "figure_9"], "53_groundedness_metrics": ["figure_3"],
            PROFILE: ["figure_profile"]}
@@ -214,12 +217,14 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     nav, pages = {}, {}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     readme = re.sub(r"^<!--.*?-->\n", "", readme, flags=re.S)
-    (src / "index.md").write_text(readme.replace("](nbs/guide.ipynb)", "](guide.md)"), encoding="utf-8")
+    for target, page in README_PAGES.items(): readme = readme.replace(f"]({target})", f"]({page})")
+    (src / "index.md").write_text(readme, encoding="utf-8")
     from make_readme import guide_text
     (src / "guide.md").write_text(guide_text(), encoding="utf-8")
     if (ROOT / "docs" / "images").exists(): shutil.copytree(ROOT / "docs" / "images", src / "docs" / "images")
     (src / "study_guide.md").write_text(study_guide(), encoding="utf-8")
-    shutil.copy2(ROOT / "docs" / "METHOD.md", src / "method.md")     # the specification, as the repository holds it
+    for target, page in README_PAGES.items():    # the files the README links, as pages (the specification, ...)
+        if target.endswith(".md"): shutil.copy2(ROOT / target, src / page)
     (src / "assets" / "iframe-worker").mkdir(parents=True)
     shutil.copy2(ROOT / "docs" / "vendor" / "iframe-worker" / "shim.js", src / "assets" / "iframe-worker" / "shim.js")
     figs, mds, modules = 0, {}, {}
@@ -254,7 +259,8 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
            "markdown_extensions": ["tables", "admonition", "attr_list", "md_in_html", {"toc": {"permalink": True}},
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
            "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"},
-                   {"Specification": "method.md"}, *[{k: v} for k, v in nav.items() if v]]}
+                   {"Specification": "method.md"}, {"Parameter files": "parameter_files.md"},
+                   {"Benchmarks": "benchmarks.md"}, *[{k: v} for k, v in nav.items() if v]]}
     import yaml
     # beside the sources: MkDocs wants docs_dir to be a sibling of its config
     conf = src.parent / f"{src.name}.mkdocs.yml"

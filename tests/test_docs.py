@@ -162,6 +162,15 @@ def test_cli_pages_show_each_options_help_and_default_and_the_specification_is_o
         assert "What groundbench computes" in driver.find_element("tag name", "h1").text
         nav = (site / "index.html").read_text()
         assert 'href="method.html"' in nav
+        driver.get((site / "index.html").as_uri())         # every link of the README resolves on the site
+        hrefs = set(driver.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)"))
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from build_docs import README_PAGES
+        for target in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", (ROOT / "README.md").read_text()):
+            if target.startswith("http"): assert target in hrefs, target; continue
+            assert target in README_PAGES, f"README links {target}: no page of the site holds it (build_docs.README_PAGES)"
+            page = site / README_PAGES[target].replace(".md", ".html")
+            assert page.exists() and page.as_uri() in hrefs, target
     finally:
         driver.quit()
     assert (shots / "cli-page.png").stat().st_size > 20_000
