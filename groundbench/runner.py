@@ -256,6 +256,10 @@ def collection_notes(c: dict) -> list[str]:
     if isinstance(ti, dict) and (ti.get("rows_rejected") or ti.get("urls_repaired") or ti.get("urls_dropped")):
         out.append(f"import: {ti.get('rows_rejected', 0)} rows rejected, {ti.get('urls_repaired', 0)} cited URLs "
                    f"repaired, {ti.get('urls_dropped', 0)} dropped (20_collect/rejected_rows.csv, url_changes.csv)")
+    if isinstance(ti, dict) and ti.get("duplicate_answers"):
+        merged = ti.get("duplicates_merged", 0)
+        out.append(f"import: {ti['duplicate_answers']} rows repeat an earlier answer: {merged} merged, "
+                   f"{ti['duplicate_answers'] - merged} kept as answers of their own (mapping field duplicates)")
     if isinstance(c.get("imported_answers"), int) and c.get("conversations", c["imported_answers"]) < \
             c["imported_answers"]:
         out.append(f"sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "

@@ -215,3 +215,25 @@ def test_expertqa_and_tables_in_one_run_and_the_paper_rows_say_what_was_asked_an
     assert set(pv.questions) == {"other questions"} and set(pv.collected) == {"2025-03"}
     with pytest.raises(ValueError, match="one source, or a list of expertqa and table"):
         collect(r.dir, source=["expertqa", "browser"])
+
+
+def test_identical_refusals_without_a_question_column_are_kept_and_said(tmp_path):
+    """Issue 45, the Tow Center-like case: an audit spreadsheet with no question column, where several answers are the
+    same refusal. Each row stays an answer of its own (merging would change Table 2's refusal counts), the screen says
+    so, and a URL repair is said too; `--map duplicates=merge` merges them, and says that instead."""
+    rows = [{"Tool": "Grok", "Answer": "I can't help with that.", "URLs": ""} for _ in range(3)]
+    rows += [{"Tool": "Grok", "Answer": f"Answer {i} [1].", "URLs": f"example{i}.org/a"} for i in range(3)]
+    pd.DataFrame(rows).to_csv(tmp_path / "audit.csv", index=False)
+    maps = ["--map", "answer=Answer", "--map", "assistant=Tool", "--map", "urls=URLs", "--map", "bad_urls=repair"]
+    p = groundbench("import", tmp_path / "audit.csv", "--out", tmp_path / "kept", *maps, check=True)
+    assert p.stdout.startswith("6 answers"), p.stdout
+    assert "2 rows repeat an earlier answer (same assistant, question and answer): kept" in p.stdout, p.stdout
+    assert "cited URLs: 3 repaired" in p.stdout, p.stdout
+    convs = [json.loads(x) for x in (tmp_path / "kept" / "conversations.jsonl").read_text().splitlines()]
+    assert len({c["conversation_id"] for c in convs}) == 6
+    assert sum(c["refused"] for c in convs) == 3
+    m = groundbench("import", tmp_path / "audit.csv", "--out", tmp_path / "merged", *maps, "--map", "duplicates=merge",
+                    check=True)
+    assert m.stdout.startswith("4 answers") and "2 repeated answers merged into the earlier one" in m.stdout, m.stdout
+    bad = groundbench("import", tmp_path / "audit.csv", "--out", tmp_path / "x", *maps, "--map", "duplicates=drop")
+    assert bad.returncode == 2 and "duplicates 'drop': use keep or merge" in bad.stderr, bad.stderr

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/cli_commands.html.md"""
 # %% ../../nbs/92_cli_commands.ipynb #510a39e4
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import sys
@@ -18,6 +19,7 @@ import typer
 import yaml
 
 from ..claims import ROLES, prompts_from_files
+from ..collect.table import TableMapping
 from .app import GLOBAL_SETTINGS, build_app, check_out, command_family, fail, say_error
 from .tools import COMMANDS as TOOL_COMMANDS, tools
 from ..core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
@@ -27,8 +29,9 @@ from ..runner import (StageFailed, check_parameters, load_run_spec, parse_params
                                 run_file, run_summary)
 
 # %% auto #0
-__all__ = ['commands', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs', 'import_cmd', 'compare_cmd',
-           'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd', 'groundbench_app', 'main']
+__all__ = ['commands', 'MAPPING_FIELDS', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs',
+           'duplicates_said', 'import_cmd', 'compare_cmd', 'estimate_cmd', 'cache_merge_cmd', 'run_cmd', 'status_cmd',
+           'groundbench_app', 'main']
 
 # %% ../../nbs/92_cli_commands.ipynb #804d0c15
 commands = command_family()   # the commands of a run: prompts, import, compare, estimate, cache merge, run, status
@@ -72,6 +75,18 @@ def import_specs(source: Path, maps: list[str]) -> list[dict]:
         else: spec[k] = v
     return [spec]
 
+# %% ../../nbs/92_cli_commands.ipynb #14ac2ffd
+MAPPING_FIELDS = ", ".join(f.name for f in dataclasses.fields(TableMapping))   # `import --help` lists them all
+
+def duplicates_said(n: dict) -> str:
+    "What an import did with rows repeating an earlier answer, in words (import counts `n`)."
+    merged = n.get("duplicates_merged", 0)
+    kept = n["duplicate_answers"] - merged
+    return "; ".join(x for x in (
+        f"{kept} rows repeat an earlier answer (same assistant, question and answer): kept as answers of their own "
+        "(--map duplicates=merge joins them)" if kept else "",
+        f"{merged} repeated answers merged into the earlier one (duplicates: merge)" if merged else "") if x)
+
 # %% ../../nbs/92_cli_commands.ipynb #35df0418
 IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.parquet", "rejected_rows.csv",
                   "import_counts.json")
@@ -81,8 +96,8 @@ def import_cmd(source: Path = typer.Argument(
     ..., help="a table (.csv, .tsv, .jsonl, .json, .parquet, .xlsx) or a YAML file with import_tables"),
                out: Path = typer.Option(..., "--out", "-o", help="output folder"),
                map_: Optional[List[str]] = typer.Option(None, "--map",
-                                                        help="field=column (answer, assistant, question, urls, ...; "
-                                                        "repeat)"),
+                                                        help="field=column or field=value, repeat; the fields: "
+                                                        + MAPPING_FIELDS),
                skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows",
                                                   help="write bad rows to rejected_rows.csv instead of stopping")):
     "Import answers collected some other way as conversations with citations and segments."
@@ -108,7 +123,7 @@ def import_cmd(source: Path = typer.Argument(
                + (f"; {n['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if n["rows_rejected"] else "")
                + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
                   f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
-               + f" -> {out}")
+               + (f"; {duplicates_said(n)}" if n["duplicate_answers"] else "") + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 @commands.command("compare")

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/collect_base.html.md"""
 # %% ../../nbs/21_collect_base.ipynb #4e6fb928
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -14,12 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..core import Citation, Conversation, Segment, atomic_path, now_iso, read_records, to_plain, write_json
+from ..core import (Citation, Conversation, Prompt, Segment, atomic_path, now_iso, read_records, to_plain,
+                              write_json)
 
 # %% auto #0
 __all__ = ['MARK_OPEN', 'MARK_CLOSE', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks', 'span_segments',
            'CollectionError', 'ParsedAnswer', 'is_refusal', 'citable_url', 'parsed_from_blocks', 'clean_url',
-           'CitationList', 'Archive', 'conversation_from_record']
+           'CitationList', 'Archive', 'conversation_from_record', 'repeat_of']
 
 # %% ../../nbs/21_collect_base.ipynb #8a0b6532
 MARK_OPEN, MARK_CLOSE = "\ue200", "\ue201"
@@ -267,3 +269,11 @@ def conversation_from_record(rec: dict) -> Conversation:
                         unresolved_pills=int(p.get("unresolved_pills", 0)),
                         reasoning_tokens=int(p.get("reasoning_tokens", -1)),
                         sources_missing=bool(p.get("sources_missing", False)))
+
+# %% ../../nbs/21_collect_base.ipynb #a88dd672
+def repeat_of(pr: Prompt, conv: Conversation, row: dict, line: int) -> tuple[Prompt, Conversation, dict]:
+    """A row that repeats an earlier answer (same assistant, model, question, answer), kept as an answer of its own:
+    its prompt id marked with its row (`<prompt id>-r12`), so its conversation id differs too."""
+    p = dataclasses.replace(pr, prompt_id=f"{pr.prompt_id}-r{line}")
+    c = dataclasses.replace(conv, prompt_id=p.prompt_id, conversation_id="")
+    return p, c, {**row, "conversation_id": c.conversation_id}

@@ -18,7 +18,7 @@ import pandas as pd
 import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
-                                      mark, segment_blocks, text_blocks)
+                                      mark, repeat_of, segment_blocks, text_blocks)
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
 
@@ -38,6 +38,8 @@ def check_mapping(m) -> None:
         raise ValueError("mapping: give `assistant` (a column) or `assistant_name`")
     if m.bad_urls not in BAD_URLS:
         raise ValueError(f"mapping: bad_urls {m.bad_urls!r}: use {', '.join(BAD_URLS)}")
+    if m.duplicates not in ("keep", "merge"):
+        raise ValueError(f"mapping: duplicates {m.duplicates!r}: use keep or merge")
     if m.paragraphs not in ("blank_lines", "lines"):
         raise ValueError(f"mapping: paragraphs {m.paragraphs!r}: use blank_lines or lines")
     if m.collected_on and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(m.collected_on)):
@@ -76,6 +78,7 @@ class TableMapping:
     encoding: str = "utf-8"
     bad_urls: str = "reject_answer"  # a cited item that is not an http(s) URL: reject_answer | drop_url | repair
     collected_on: str = ""           # one collection date for every answer (YYYY-MM or YYYY-MM-DD), without a column
+    duplicates: str = "keep"         # a row repeating an earlier answer (assistant, model, question): keep | merge
 
     def __post_init__(self): check_mapping(self)
 
@@ -328,7 +331,10 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
             url_changes += changes
             aid = get("answer_id")
             key = aid or (a.assistant, a.model, a.question, a.answer)
-            prev = by_id.get(aid) if aid else (order[-1] if order and last_key == key else None)
+            # a row continues the answer above when it adds citations to it (a table of one row per citation); a row
+            # repeating it whole (a refusal asked twice) is an answer of its own: `duplicates` decides, later
+            prev = by_id.get(aid) if aid else (order[-1] if order and last_key == key and cites and
+                                               not set(cites) <= set(order[-1].cites) else None)
             if prev is not None:
                 for f in ("answer", "assistant", "model", "question"):
                     if getattr(prev, f) != getattr(a, f):
@@ -407,7 +413,10 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     for a in _gather(path, m, skip_bad_rows, rejected, changes):
         try: pr, conv, row = _conversation(a, m, path.name, counts)
         except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: {e}") from None
-        if conv.conversation_id in seen: counts["duplicate_answers"] += 1; continue
+        if conv.conversation_id in seen:
+            counts["duplicate_answers"] += 1
+            if m.duplicates == "merge": counts["duplicates_merged"] += 1; continue
+            pr, conv, row = repeat_of(pr, conv, row, a.rows[0])
         seen[conv.conversation_id] = True
         prompts.setdefault(pr.prompt_id, pr); convs.append(conv); meta.append(row)
     answers = pd.DataFrame(meta)
@@ -420,6 +429,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES}
          if len(answers) else {}, "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
          "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"],
+         "duplicates_merged": counts["duplicates_merged"],
          "urls_repaired": sum(x["action"] == "repaired" for x in changes),
          "urls_dropped": sum(x["action"] == "dropped" for x in changes)}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
@@ -450,7 +460,9 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                        "markers_found": dict(sum((Counter(t.counts["markers_found"]) for t in parts), Counter())),
                        "unresolved_pills": sum(t.counts["unresolved_pills"] for t in parts),
                        "urls_repaired": sum(t.counts["urls_repaired"] for t in parts),
-                       "urls_dropped": sum(t.counts["urls_dropped"] for t in parts)},
+                       "urls_dropped": sum(t.counts["urls_dropped"] for t in parts),
+                       "duplicate_answers": sum(t.counts["duplicate_answers"] for t in parts),
+                       "duplicates_merged": sum(t.counts["duplicates_merged"] for t in parts)},
                        pd.concat([t.url_changes for t in parts], ignore_index=True))
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29023
