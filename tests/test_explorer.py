@@ -39,7 +39,7 @@ def test_explorer_starts_with_the_run_and_holds_no_library_code(small_run):
     first = nb["cells"][:3]
     text = "\n".join(outputs_text(c) for c in first)
     assert "<h1>Run explore-test</h1>" in text and "conversations from" in text
-    assert "credible_pct" in text and "conversations" in text and "NaN" not in text  # the overview, no NaN shown
+    assert "cr_pooled" in text and "conversations" in text and "NaN" not in text  # the overview, no NaN shown
     every = "\n".join(outputs_text(c) for c in nb["cells"])
     assert "VBox(children" not in every and "Restart Kernel and Run All Cells" in every  # the saved picker says what to do
     assert "<a href='https://" in every  # cited URLs are links

@@ -19,11 +19,11 @@ from ..tables import Output, pm
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
-__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'TABLE_2_ROWS', 'TABLE_2_SOURCES_MISSING',
-           'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'citation_table', 'conversation_table', 'agresti_coull',
-           'bootstrap_ratio', 'mean_ci95', 'credibility_rates', 'rate_breakdowns', 'wide_rates', 'table_1',
-           'table_2_values', 'table_2', 'table_3', 'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2',
-           'figure_9', 'table_3_sides', 'credibility_outputs']
+__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'CREDIBILITY_FIGURES', 'TABLE_2_ROWS',
+           'TABLE_2_SOURCES_MISSING', 'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'citation_table',
+           'conversation_table', 'agresti_coull', 'bootstrap_ratio', 'mean_ci95', 'credibility_rates',
+           'rate_breakdowns', 'wide_rates', 'table_1', 'table_2_values', 'table_2', 'table_3', 'outlet_names',
+           'top_outlets', 'wide_ranks', 'table_13', 'figure_2', 'figure_9', 'table_3_sides', 'credibility_outputs']
 
 # %% ../../nbs/43_credibility_metrics.ipynb #aee8067a
 def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rater) -> pd.DataFrame:
@@ -134,6 +134,26 @@ ESTIMATORS = {
 def _order(values, first: Sequence[str]) -> list:
     vals = [v for v in dict.fromkeys(values) if v not in ("", None) and v == v]
     return [v for v in first if v in vals] + sorted(v for v in vals if v not in first)
+
+# %% ../../nbs/43_credibility_metrics.ipynb #850ce3ce
+CREDIBILITY_FIGURES = pd.DataFrame([   # which credibility figure answers which question: the report shows it first
+    ("CR, NCR per conversation: Table 1 as printed (table_1.csv)",
+     "In the paper's terms, what share of a conversation's rated citations is credible (non-credible)?",
+     "the mean over conversations of credible (non-credible) / rated citations, +- 1.96 standard errors; a "
+     "conversation without a rated citation is left out under our rules and counts 0 under the authors' code "
+     "(rules: paper)",
+     "to compare with the paper, and the seed-study figure to quote (name the rule set beside it)"),
+    ("CR, NCR pooled: Table 1 pooled (table_1_pooled.csv)",
+     "Of all the rated citations an assistant gave, what share is credible (non-credible)?",
+     "credible (non-credible) / rated citations, all conversations pooled, Agresti-Coull 95% (the paper's stated "
+     "method); the explorer's overview uses it",
+     "for a share of citations (long answers weigh more); never beside a per-conversation figure as the same thing"),
+    ("paper and full: the corrections table (corrections.csv)",
+     "How much do our rule corrections move the figure from what the authors' code gives?",
+     "the same two estimators under the authors' code (paper) and our full rules, one correction at a time",
+     "to say how much of a figure is the rules: report the paper column to reproduce, full for a corrected figure"),
+], columns=["figure", "question it answers", "estimator", "when to report it"])
+
 
 # %% ../../nbs/43_credibility_metrics.ipynb #7bade0ff
 def _role_mean(parts: list[pd.DataFrame], o: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -365,7 +385,9 @@ def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = N_B
     conv_est = ESTIMATORS["conversation"] + f"; a conversation whose citations are all unrated is " \
                                             f"{UNRATED_CONVERSATIONS[uc]}"
     sides = table_3_sides(cit)
-    return [Output("table_1",
+    return [Output("credibility_figures", "Which credibility figure to report: the question each answers and its "
+                   "estimator, the paper's own first", CREDIBILITY_FIGURES),
+            Output("table_1",
                    "Table 1: Credibility Rate (CR) and Non-Credibility Rate (NCR), % by topic, role and overall: "
                    + conv_est + rs, t1),
             Output("table_1_pooled",

@@ -32,12 +32,13 @@ def _opt(path: Path) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.suffix == ".csv" else read_table(path)
 
 # %% ../../nbs/85_explorer.ipynb #71f2f29a
-def credible_counts(c: pd.DataFrame | None) -> dict[str, tuple[int, int]]:
-    "Per conversation, its (credible, non-credible) rated citations, counted for every conversation at once."
+def credible_counts(c: pd.DataFrame | None) -> dict[str, tuple[int, int, int]]:
+    "Per conversation, its (credible, non-credible, rated) citations, counted for every conversation at once."
     if c is None: return {}
-    both = pd.DataFrame({"credible": c.classified & (c.score > 0), "non_credible": c.classified & (c.score < 0)})
+    both = pd.DataFrame({"credible": c.classified & (c.score > 0), "non_credible": c.classified & (c.score < 0),
+                         "rated": c.classified.astype(bool)})
     sums = both.groupby(c.conversation_id.to_numpy()).sum()
-    return {k: (int(v.credible), int(v.non_credible)) for k, v in sums.iterrows()}
+    return {k: (int(v.credible), int(v.non_credible), int(v.rated)) for k, v in sums.iterrows()}
 
 # %% ../../nbs/85_explorer.ipynb #af231fbd
 class RunTables:
@@ -76,8 +77,8 @@ class RunTables:
                      role=p.role if p else "", prompt=c.prompt_text[:120], words=len(c.answer_text.split()),
                      citations=len(c.citations))
             if self.citations is not None:     # counted for every conversation at once (`by_conversation`)
-                k = self.credible_counts.get(cid, (0, 0))
-                r.update(credible=int(k[0]), non_credible=int(k[1]))
+                k = self.credible_counts.get(cid, (0, 0, 0))
+                r.update(credible=k[0], non_credible=k[1], rated=k[2])
             if self.scores is not None and cid in self.scores.index:
                 s = self.scores.loc[cid]
                 r.update(units=int(s.units), verified=int(s.verified), gs=s.gs, cg=s.cg, ncg=s.ncg)
@@ -402,8 +403,9 @@ class RunOverview:
                     + (f"; {e(when)}" if when else "") + "</p>")
 
     def overview(self, by: tuple[str, ...] = ("assistant", "topic", "role")) -> pd.DataFrame:
-        """Conversations by assistant, topic and role with each lens's headline: credible and non-credible shares of
-        citations (%), mean GS, SourceBench mean score, SourceCheckup supported responses (%)."""
+        """Conversations by assistant, topic and role with each lens's headline: CR and NCR pooled (% of the rated
+        citations, as Table 1 pooled defines them: unrated citations are not in the denominator), mean GS, SourceBench
+        mean score, SourceCheckup supported responses (%)."""
         df = self.conversations()
         if df.empty: return df
         if self.pages is not None and len(self.pages):
@@ -416,9 +418,9 @@ class RunOverview:
         g = df.groupby(list(by), dropna=False)
         out = g.agg(conversations=("conversation_id", "size"), citations=("citations", "sum")).reset_index()
         if "credible" in df:
-            cr = g[["credible", "non_credible", "citations"]].sum().reset_index()
-            out["credible_pct"] = [_pct(a, n) for a, n in zip(cr.credible, cr.citations)]
-            out["non_credible_pct"] = [_pct(a, n) for a, n in zip(cr.non_credible, cr.citations)]
+            cr = g[["credible", "non_credible", "rated"]].sum().reset_index()
+            out["cr_pooled"] = [_pct(a, n) for a, n in zip(cr.credible, cr.rated)]
+            out["ncr_pooled"] = [_pct(a, n) for a, n in zip(cr.non_credible, cr.rated)]
         if "gs" in df: out["gs_mean"] = g.gs.mean().round(3).to_numpy()
         if "sourcebench" in df: out["sourcebench_mean"] = g.sourcebench.mean().round(2).to_numpy()
         if "sc_counted" in df:
