@@ -18,15 +18,21 @@ import pandas as pd
 import typer
 import yaml
 
-from .app import build_app, command_family, fail, say_error
+from .app import build_app, check_out, command_family, fail, say_error
 from ..core import RecordError, load_settings, load_yaml, write_table
 from ..core import printable
 
 # %% auto #0
-__all__ = ['tools', 'COMMANDS', 'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api',
-           'doctor_cmd', 'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
+__all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'COMMANDS', 'validate_judge_cmd',
+           'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd', 'credibility_cmd',
+           'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
 # %% ../../nbs/93_cli_tools.ipynb #c14e0012
+# what the two validate commands write into their --out folder: never over a file they read
+VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "tex")) + (
+    "pairs_confusion.csv", "pairs_scored.parquet", "pairs_validation.json")
+VALIDATE_SOURCEBENCH_OUTPUTS = tuple(f"sourcebench_agreement.{x}" for x in ("csv", "md", "tex")) + ("judge_scores.csv",)
+
 tools = command_family()   # validate, parse, login, doctor, credibility, fetch, annotate, agreement
 
 @tools.command("validate-judge")
@@ -58,6 +64,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
     if not pairs.exists(): fail(f"{pairs}: no such file")
     if pairs.is_dir(): fail(f"{pairs}: is a folder; give a table file")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    check_out("--out", out, [pairs, param_file], VALIDATE_JUDGE_OUTPUTS)
     try:
         over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
         settings = load_settings(overrides=over)
@@ -103,6 +110,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
     from groundbench.sourcebench import METRICS, human_scores, judge_mae, score_pages
     from groundbench.tables import write_table_files
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
+    check_out("--out", out, [scores, param_file], VALIDATE_SOURCEBENCH_OUTPUTS)
     try:
         over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
         settings = load_settings(overrides=over)
