@@ -361,13 +361,13 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
             if target is None: fail("every item of the sample is labelled (give --item and --replace to change one)")
             if target not in sample.index: fail(f"--item {target}: not in {sf}")
             store.add(target, label, note, shown=t.shown(sample.loc[target]), replace=replace)
-            typer.echo(f"{target}: {label} ({t.folder}/{annotator}.csv)")
+            typer.echo(printable(f"{target}: {label} ({t.folder}/{annotator}.csv)"))
     except (RecordError, ValueError) as e: fail(e)
     nxt = store.next_item(sample)
     if nxt is None:
         typer.echo(f"all {len(sample)} items of the sample are labelled; next: groundbench agreement {run_dir}"); return
-    typer.echo(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), len(set(store.table.item_id)
-                                                                                 & set(sample.index)), show_judge))
+    done = len(set(store.table.item_id) & set(sample.index))    # run text, its control characters escaped
+    typer.echo(printable(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), done, show_judge)))
     typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator}"
                + (f" --task {task}" if task != "groundedness" else "") + f" --label {'|'.join(t.labels)}|skip")
 
