@@ -80,8 +80,9 @@ def declared_parameters(name: str) -> set[str]:
 # %% ../nbs/90_runner.ipynb #1d8cfccf
 def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
     """Each stage's declared parameters; a parameter of `spec` that no stage declares is an error naming the file, and
-    so is a count (a parameter whose default is a whole number: sample, n_boot, max_pages ...) that is not a whole
-    number >= 0 (`sample: -3` once meant "all")."""
+    so is a value of the wrong kind for its default: a count (sample, n_boot, max_pages ...) that is not a whole number
+    >= 0 (`sample: -3` once meant "all"), a switch (headless, allow_private ...) that is not true or false
+    (`allow_private: 0`; allow_private also takes a list of hosts), a list (methods, runs ...) given as one word."""
     defaults = {s: stage_parameters(s) for s in spec.stages}
     declared = {s: set(d) for s, d in defaults.items()}
     if unknown := set(spec.parameters) - set().union(*declared.values()):
@@ -91,6 +92,12 @@ def check_parameters(spec: RunSpec) -> dict[str, set[str]]:
         if counts and (type(v) is not int or v < 0):
             raise RecordError(f"{spec.path}: parameter {k}={str(v)[:40]!r}: give a whole number >= 0 (its default is "
                               f"{counts[0]})")
+        kinds = {type(d[k]) for d in defaults.values() if k in d}
+        if bool in kinds and not isinstance(v, (bool, list)) or bool in kinds and isinstance(v, list) and \
+                k != "allow_private":
+            raise RecordError(f"{spec.path}: parameter {k}={repr(v)[:40]}: give true or false")
+        if list in kinds and not isinstance(v, (list, tuple, dict)):
+            raise RecordError(f"{spec.path}: parameter {k}={repr(v)[:40]}: give a list, e.g. [{str(v)[:40]}]")
     return declared
 
 # %% ../nbs/90_runner.ipynb #5371057c

@@ -27,7 +27,7 @@ __all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'C
            'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd', 'credibility_cmd',
            'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
-# %% ../../nbs/93_cli_tools.ipynb #c14e0012
+# %% ../../nbs/93_cli_tools.ipynb #85a23c0c
 # what the two validate commands write into their --out folder: never over a file they read
 VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "tex")) + (
     "pairs_confusion.csv", "pairs_scored.parquet", "pairs_validation.json")
@@ -35,6 +35,8 @@ VALIDATE_SOURCEBENCH_OUTPUTS = tuple(f"sourcebench_agreement.{x}" for x in ("csv
 
 tools = command_family()   # validate, parse, login, doctor, credibility, fetch, annotate, agreement
 
+
+# %% ../../nbs/93_cli_tools.ipynb #c14e0012
 @tools.command("validate-judge")
 def validate_judge_cmd(pairs: Path = typer.Argument(
     ..., help="a table of (statement, evidence, human label) rows: .csv, .tsv, .jsonl, .json, .parquet, .xlsx"),
