@@ -60,6 +60,8 @@ def error_line(e: BaseException) -> str:
         return f"{e.filename}: {e.strerror or type(e).__name__}"
     if isinstance(e, RecursionError): return "input nested too deeply"
     if isinstance(e, MemoryError): return "out of memory"
+    if isinstance(e, KeyError) and len(e.args) == 1 and isinstance(e.args[0], str) and " " in e.args[0]:
+        return e.args[0]      # a KeyError that says what is wrong (an unknown setting), without its quotes
     msg = str(e) or type(e).__name__
     ours = type(e).__module__.startswith("groundbench")
     return msg if ours or isinstance(e, (RecordError, ValueError, FileNotFoundError)) else f"{type(e).__name__}: {msg}"
