@@ -88,3 +88,39 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
         d.save_screenshot(str(ROOT / "_screenshots" / "report-agreement.png"))
     finally:
         d.quit()
+
+
+def test_five_concurrent_annotate_writers_keep_five_labels(tmp_path):
+    """Issue 44: five `groundbench annotate` processes labelling five items of one annotator at the same moment. Each
+    adds its label under a lock to the file as it then is, so all five labels are kept (each process read the file
+    before the others wrote, and wrote back what it had read plus its own label, before)."""
+    import concurrent.futures as cf
+    run = judged_run(tmp_path / "run")
+    groundbench("annotate", run, "--annotator", "ann", "--n", "6", check=True)          # the sample, drawn once
+    ids = pd.read_csv(run / "labels" / "sample.csv").item_id.tolist()[:5]
+    with cf.ThreadPoolExecutor(5) as ex:
+        done = list(ex.map(lambda i: groundbench("annotate", run, "--annotator", "ann", "--item", i,
+                                                 "--label", "Supported"), ids))
+    assert [p.returncode for p in done] == [0] * 5, [p.stderr for p in done]
+    labels = pd.read_csv(run / "labels" / "ann.csv")
+    assert sorted(labels.item_id) == sorted(ids) and set(labels.label) == {"Supported"}
+
+
+def _label_after_all_read(run, item, barrier):
+    store = LabelStore(run, "ann")       # every writer has read the file (empty) before any of them writes
+    barrier.wait(timeout=60)
+    store.add(item, "Supported")
+
+
+def test_five_writers_that_read_before_any_writes_keep_five_labels(tmp_path):
+    """The same as five labelling views opened at once: five processes each open the annotator's store, wait until all
+    five have read it, then label one item each. A store that wrote back what it had read would keep one label."""
+    import multiprocessing as mp
+    run = judged_run(tmp_path / "run")
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(5)
+    procs = [ctx.Process(target=_label_after_all_read, args=(run, f"u{i}:all", barrier)) for i in range(5)]
+    for p in procs: p.start()
+    for p in procs: p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 5
+    assert sorted(pd.read_csv(run / "labels" / "ann.csv").item_id) == [f"u{i}:all" for i in range(5)]

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/labels_annotate.html.md"""
 # %% ../../nbs/72_labels_annotate.ipynb #6a224132
 from __future__ import annotations
 
+import fcntl
 import html
 import json
 import re
@@ -21,13 +22,15 @@ import pandas as pd
 from ..core import Conversation, RecordError, now_iso, read_records, write_table
 from ..core import assistant_name
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS
+from ..runfolder import AGREEMENT_FILES
 from ..stats import N_BOOT, bootstrap_ci
 from .pairs import agreement, confusion
 
 # %% auto #0
-__all__ = ['LABELS', 'ITEM_COLUMNS', 'GROUNDEDNESS_TASK', 'LABEL_COLUMNS', 'groundedness_items', 'sample_items', 'item_html',
-           'Task', 'LabelStore', 'shared_sample', 'labelling_widgets', 'Annotator', 'load_labels', 'krippendorff_alpha',
-           'annotator_agreement', 'consensus', 'judge_agreement', 'export_pairs']
+__all__ = ['LABELS', 'ITEM_COLUMNS', 'GROUNDEDNESS_TASK', 'LABEL_COLUMNS', 'RESERVED_ANNOTATORS', 'groundedness_items',
+           'sample_items', 'item_html', 'Task', 'read_labels', 'LabelStore', 'shared_sample', 'labelling_widgets',
+           'Annotator', 'load_labels', 'krippendorff_alpha', 'annotator_agreement', 'consensus', 'judge_agreement',
+           'export_pairs']
 
 # %% ../../nbs/72_labels_annotate.ipynb #fef1a035
 LABELS = ("Supported", "Contradicted", "Unverifiable")
@@ -105,31 +108,58 @@ class Task:
 GROUNDEDNESS_TASK = Task("groundedness", LABELS, "labels", groundedness_items, item_html,
                          lambda r: r.decontextualised or r.unit)
 
+# %% ../../nbs/72_labels_annotate.ipynb #33173d95
+def read_labels(path: Path, task: Task) -> pd.DataFrame:
+    """An annotator's labels file as written, or empty; a hand-edited file is checked, never silently trusted: its
+    columns, an item labelled twice, a label the task does not know are errors naming the file and the row."""
+    if not path.exists(): return pd.DataFrame(columns=LABEL_COLUMNS)
+    t = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if missing := [c for c in ("item_id", "label") if c not in t]:
+        raise RecordError(f"{path}: no column {missing[0]!r} (an annotator's labels: {', '.join(LABEL_COLUMNS)})")
+    for c in LABEL_COLUMNS: t[c] = t[c] if c in t else ""
+    if (dup := t.item_id.duplicated()).any():
+        raise RecordError(f"{path}: row {int(dup.idxmax()) + 2}: item {t.item_id[dup].iloc[0]!r} labelled twice "
+                          "(keep one row per item)")
+    if (bad := ~t.label.isin([*task.labels, "skip"])).any():
+        raise RecordError(f"{path}: row {int(bad.idxmax()) + 2}: label {t.label[bad].iloc[0]!r}: use "
+                          f"{', '.join(task.labels)} or skip")
+    return t[LABEL_COLUMNS]
+
 # %% ../../nbs/72_labels_annotate.ipynb #13f6713d
 LABEL_COLUMNS = ["item_id", "label", "note", "labelled_at", "shown"]
+# names the labels folder uses for its own files and tables: never an annotator's
+RESERVED_ANNOTATORS = {"sample", "pairs", "consensus", "judge", "sourcebench", "people",
+                       *(Path(f).stem for f in AGREEMENT_FILES.values())}
 
 class LabelStore:
     """One annotator's labels of a run (`runs/<id>/labels/<annotator>.csv`; another task's in its own folder, e.g.
-    `labels/sourcebench/`), written atomically after each label."""
+    `labels/sourcebench/`), written atomically after each label. Writers never lose each other's labels: each label is
+    added under a lock on the file, to the file as it is then (the CLI twice, the CLI and the labelling view)."""
     def __init__(self, run_dir: str | Path, annotator: str, task: Task | None = None):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", str(annotator)):
             raise RecordError(f"annotator {annotator!r}: letters, digits, '_', '.', '-' (it names a file)")
+        if str(annotator).lower() in RESERVED_ANNOTATORS:
+            raise RecordError(f"annotator {annotator!r}: a name the labels folder uses for its own files or "
+                              f"tables ({', '.join(sorted(RESERVED_ANNOTATORS))}); choose another")
         self.task = task or GROUNDEDNESS_TASK
         self.annotator, self.path = annotator, Path(run_dir) / self.task.folder / f"{annotator}.csv"
-        self.table = (pd.read_csv(self.path, dtype=str, keep_default_na=False) if self.path.exists()
-                      else pd.DataFrame(columns=LABEL_COLUMNS))
+        self.table = read_labels(self.path, self.task)
 
     def add(self, item_id: str, label: str, note: str = "", shown: str = "", replace: bool = False):
         "Record `label` (one of the task's labels, or `skip`) for `item_id`; a second label needs `replace=True`."
         if label not in (*self.task.labels, "skip"):
             raise ValueError(f"label {label!r}: use {', '.join(self.task.labels)} or skip")
-        old = self.table[self.table.item_id == item_id]
-        if len(old) and not replace:
-            raise RecordError(f"{self.path}: item {item_id} is already labelled {old.label.iloc[0]!r} "
-                              "(to change it: replace=True, or --replace on the command line)")
-        row = pd.DataFrame([[item_id, label, note, now_iso(), shown]], columns=LABEL_COLUMNS)
-        self.table = pd.concat([self.table[self.table.item_id != item_id], row], ignore_index=True)
-        write_table(self.table, self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(f".{self.path.name}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.table = read_labels(self.path, self.task)     # as another writer may have left it
+            old = self.table[self.table.item_id == item_id]
+            if len(old) and not replace:
+                raise RecordError(f"{self.path}: item {item_id} is already labelled {old.label.iloc[0]!r} "
+                                  "(to change it: replace=True, or --replace on the command line)")
+            row = pd.DataFrame([[item_id, label, note, now_iso(), shown]], columns=LABEL_COLUMNS)
+            self.table = pd.concat([self.table[self.table.item_id != item_id], row], ignore_index=True)
+            write_table(self.table, self.path)
 
     def next_item(self, sample: pd.DataFrame) -> str | None:
         "The first item of `sample` this annotator has not labelled (None: all done)."
