@@ -19,16 +19,16 @@ from typing import Sequence
 
 import yaml
 
-from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
-                              resolve_path)
-from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, stage_usage
+from .core import (RecordError, atomic_path, load_settings, load_yaml, printable, project_root,
+                              regular_file, resolve_path)
+from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'StageProgress', 'estimate_into_run', 'SharedKernel', 'run_study', 'collection_notes', 'credibility_notes',
-           'RunSummary', 'run_summary', 'parse_worker', 'parse_params', 'run_file']
+           'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'run_study', 'collection_notes',
+           'credibility_notes', 'RunSummary', 'run_summary', 'parse_worker', 'parse_params', 'run_file']
 
 # %% ../nbs/90_runner.ipynb #49797ea6
 @dataclass
@@ -202,6 +202,15 @@ class SharedKernel:
                                f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
 
 
+# %% ../nbs/90_runner.ipynb #ce8e9465
+def scrub_notebook(path: Path):
+    """Rewrite an executed notebook with every secret and key-like string of its outputs redacted (`core.redact`): a
+    failed stage's traceback may quote an API's error body, which may echo the key it was sent."""
+    if not path.is_file(): return
+    text = path.read_text(encoding="utf-8")
+    if (clean := redact(text)) != text:
+        with atomic_path(path) as tmp: Path(tmp).write_text(clean, encoding="utf-8")
+
 # %% ../nbs/90_runner.ipynb #5175321f
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
                shared: SharedKernel | None, clean: bool, quiet: bool = False):
@@ -223,11 +232,13 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
             execute_notebook(stage(name).notebook, out, project_root(), kernel, km=shared.km if shared else None,
                              parameters=params, log_output=log_output)
     except papermill.PapermillExecutionError as e:
-        raise StageFailed(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
-                          f"(executed notebook: {out})") from None
+        scrub_notebook(out)
+        raise StageFailed(redact(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
+                                 f"(executed notebook: {out})")) from None
     except (DeadKernelError, RuntimeError) as e:  # the kernel died, or was gone before the stage
-        raise StageFailed(f"run {spec.run_id}: stage {name} failed: its kernel stopped ({type(e).__name__}: {e}) "
-                          f"(executed notebook: {out})") from None
+        scrub_notebook(out)
+        raise StageFailed(redact(f"run {spec.run_id}: stage {name} failed: its kernel stopped "
+                                 f"({type(e).__name__}: {e}) (executed notebook: {out})")) from None
     say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
 
 # %% ../nbs/90_runner.ipynb #968d9499

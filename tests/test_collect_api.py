@@ -7,6 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 
 from conftest import reparse_archived
 from groundbench.collect.api import OpenAIResponsesCollector, PerplexityCollector
@@ -115,3 +116,42 @@ def test_api_error_stops_with_prompt_and_status(api_server, tmp_path):
     with pytest.raises(CollectionError, match="HTTP 401"):
         PerplexityCollector("sonar", base_url=api_server).collect(PROMPTS, ar, progress=False)
     assert not ar.records()
+
+
+class EchoingKey(BaseHTTPRequestHandler):
+    "An API that refuses the key it was sent and echoes it in its error body, as some do (`API key not valid: <key>`)."
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        data = json.dumps({"error": {"message": f"API key not valid: {key}. Please pass a valid API key."}}).encode()
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_an_error_body_that_echoes_the_key_never_puts_it_in_the_run_folder_or_the_terminal(tmp_path):
+    """Issue 44: the key a run sent comes back in the API's error body. The run stops with the prompt named, and neither
+    its manifest, its executed notebooks, any other file of the run folder, nor what it printed holds the key."""
+    from conftest import groundbench
+    key = "pplx-Zq7mT2vK9xR4bN8cW1yL5hJ3"
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), EchoingKey)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        spec = tmp_path / "echo.yaml"
+        spec.write_text(yaml.safe_dump({"run_id": "echo", "stages": ["10_claims", "20_collect"], "parameters": {
+            "question_rewrite_sample": 0, "source": "api", "provider": "perplexity-api", "model": "sonar",
+            "base_url": f"http://127.0.0.1:{srv.server_address[1]}", "sample": 1}}))
+        p = groundbench("run", spec, "--runs-dir", tmp_path / "runs", env={"PERPLEXITY_API_KEY": key})
+    finally:
+        srv.shutdown()
+    assert p.returncode != 0 and "HTTP 401" in p.stderr and "API key not valid: [redacted]" in p.stderr, p.stderr
+    assert key not in p.stdout + p.stderr
+    files = [f for f in (tmp_path / "runs" / "echo").rglob("*") if f.is_file()]
+    assert any(f.name == "manifest.json" for f in files) and any(f.suffix == ".ipynb" for f in files)
+    holding = [str(f) for f in files if key.encode() in f.read_bytes()]
+    assert not holding, holding
+    assert "[redacted]" in (tmp_path / "runs" / "echo" / "manifest.json").read_text()

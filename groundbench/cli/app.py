@@ -14,6 +14,7 @@ import typer
 
 from ..core import RecordError
 from ..core import printable
+from ..runfolder import redact
 from ..runner import parse_params
 
 # %% auto #0
@@ -71,7 +72,7 @@ def say_error(message: object, hint: str = ""):
     """Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters
     escaped."""
     text = error_line(message) if isinstance(message, BaseException) else str(message)
-    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
+    typer.echo(f"groundbench: error: {printable(redact(' '.join(text.split())))}{hint}", err=True)
 
 # %% ../../nbs/91_cli_app.ipynb #e7345fbb
 def fail(message: object, code: int = 2):

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 from ..core import (Citation, Conversation, Prompt, Segment, atomic_path, now_iso, read_records, to_plain,
                               write_json)
+from ..runfolder import redact
 
 # %% auto #0
 __all__ = ['MARK_OPEN', 'MARK_CLOSE', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks', 'span_segments',
@@ -125,7 +126,9 @@ def span_segments(text: str, spans: Sequence[tuple[int, int, Sequence[int]]], n_
 
 # %% ../../nbs/21_collect_base.ipynb #7a1860d2
 class CollectionError(RuntimeError):
-    "Collection cannot go on (login wall, captcha, rate limit, unknown page, API error); the message says why."
+    """Collection cannot go on (login wall, captcha, rate limit, unknown page, API error); the message says why, with
+    any key it quotes redacted (an API's error body may echo the key: `core.redact`)."""
+    def __init__(self, message: object = ""): super().__init__(redact(message))
 
 # %% ../../nbs/21_collect_base.ipynb #da559128
 @dataclass(frozen=True)
