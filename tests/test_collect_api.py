@@ -4,6 +4,7 @@ The remote APIs cannot be reached here: this server stands in for them at the HT
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -155,3 +156,43 @@ def test_an_error_body_that_echoes_the_key_never_puts_it_in_the_run_folder_or_th
     holding = [str(f) for f in files if key.encode() in f.read_bytes()]
     assert not holding, holding
     assert "[redacted]" in (tmp_path / "runs" / "echo" / "manifest.json").read_text()
+
+
+class Hostile(BaseHTTPRequestHandler):
+    "An API that trickles its answer a byte at a time, never answers, or answers with a body past any reason."
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        if self.path.startswith("/never"):
+            time.sleep(8); return
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        try:
+            for _ in range(40):
+                self.wfile.write(b" " if self.path.startswith("/trickle") else b" " * 1_000_000)
+                self.wfile.flush()
+                if self.path.startswith("/trickle"): time.sleep(0.5)
+        except OSError: pass   # the client gave up, as it should
+
+
+@pytest.mark.parametrize("kind, said", [("trickle", "no whole answer within 2 s (the total deadline)"),
+                                        ("never", "no whole answer within 2 s (the total deadline)"),
+                                        ("huge", "the answer passed 5,242,880 bytes (the size cap)")])
+def test_a_trickling_silent_or_huge_answer_fails_within_its_limits_naming_the_url_and_prompt(tmp_path, kind, said):
+    "Issue 44: httpx's timeouts bound each read, not the whole exchange; the collector's deadline and cap bound both."
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}/{kind}"
+    ar, t0 = Archive(tmp_path / "a"), time.monotonic()
+    try:
+        with pytest.raises(CollectionError) as e:
+            PerplexityCollector("sonar", base_url=url, max_retries=0, deadline_s=2,
+                                max_bytes=5 * 2**20).collect(PROMPTS[:1], ar, progress=False)
+    finally:
+        srv.shutdown()
+    assert time.monotonic() - t0 < 6, time.monotonic() - t0
+    pid = PROMPTS[0].prompt_id
+    assert f"prompt {pid}" in str(e.value) and f"{url}/chat/completions: {said}" in str(e.value), str(e.value)
+    assert not ar.has("perplexity-api", pid)

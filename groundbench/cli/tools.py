@@ -176,10 +176,11 @@ def doctor_api(provider: str, model: str | None, base_url: str | None, out: Path
     "`groundbench doctor` for an API provider: one prompt, and what came back, printed and in out/doctor.json."
     from groundbench.collect.api_search import HARMLESS_PROMPT, api_check
     from groundbench.collect.base import CollectionError
-    from groundbench.collect.stage import make_collector
+    from groundbench.collect.stage import api_limits, make_collector
     if not model: fail(f"{provider}: give --model (the API's model name)")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
-    c = make_collector("api", provider, model, base_url=base_url, api_key_env=api_key_env, allow_private=allow_private)
+    c = make_collector("api", provider, model, base_url=base_url, api_key_env=api_key_env, allow_private=allow_private,
+                       limits=api_limits(load_settings()))
     c.max_retries = 2
     if not os.environ.get(c.key_env): say_error(f"{c.key_env} is not set: the API will likely refuse")
     try: r = api_check(c, out, prompt or HARMLESS_PROMPT)

@@ -22,7 +22,7 @@ from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket
                                       is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks,
                                       _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
-from ..llm.backends import post_with_retries
+from ..llm.backends import ExchangeLimit, post_with_retries
 
 # %% auto #0
 __all__ = ['CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
@@ -147,7 +147,9 @@ class APICollector:
                                              "https://api.openai.com/v1")
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None, timeout_s: float = 180,
-                 max_retries: int = 5, backoff_s: float = 2.0, delay_s: float = 0.0, options: dict | None = None):
+                 max_retries: int = 5, backoff_s: float = 2.0, delay_s: float = 0.0, options: dict | None = None,
+                 deadline_s: float = 600.0, max_bytes: int = 50 * 2**20):
+        self.limits = {"deadline_s": deadline_s, "max_bytes": max_bytes}   # each exchange's total time and size
         self.model, self.base_url = model, (base_url or self.default_base).rstrip("/")
         self.key_env = api_key_env or self.key_env
         self.timeout_s, self.max_retries, self.backoff_s, self.delay_s, self.options = (timeout_s, max_retries,
@@ -162,7 +164,8 @@ class APICollector:
     def search(self, data: dict) -> dict: return search_info(data)
     def exchange(self, client: httpx.Client, prompt: str, headers: dict) -> tuple[httpx.Response, bytes, dict | list]:
         "One prompt's request (retried on transient errors): the last response, the bytes to archive and their JSON."
-        resp = post_with_retries(client, self.url(), self.payload(prompt), headers, self.max_retries, self.backoff_s)
+        resp = post_with_retries(client, self.url(), self.payload(prompt), headers, self.max_retries, self.backoff_s,
+                                 **self.limits)
         return resp, resp.content, (resp.json() if resp.status_code == 200 else {})
     def finish(self, parsed: ParsedAnswer) -> tuple[ParsedAnswer, dict]:
         "The parsed answer as archived, and what else the record keeps (e.g. Gemini's resolved redirect links)."
@@ -176,7 +179,7 @@ class APICollector:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
                 started = now_iso()
                 try: resp, raw, data = self.exchange(client, p.text, headers)
-                except httpx.TransportError as e:
+                except (httpx.TransportError, ExchangeLimit) as e:
                     raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
                 except ValueError as e:
                     msg = f"{self.provider}: prompt {p.prompt_id}: the answer is not JSON: {e}"

@@ -244,7 +244,7 @@ class ClaudeCollector(APICollector):
         done = []
         while True:
             resp = post_with_retries(client, self.url(), self.payload(prompt, done), headers, self.max_retries,
-                                     self.backoff_s)
+                                     self.backoff_s, **self.limits)
             if resp.status_code != 200: return resp, resp.content, {}
             done.append(resp.json())
             if done[-1].get("stop_reason") != "pause_turn" or len(done) > self.max_continue: break

@@ -27,16 +27,23 @@ from ..sources.fetch import FetchSettings
 from ..stages import CLAIMS, COLLECT, StageOutput
 
 # %% auto #0
-__all__ = ['make_collector', 'worker_of', 'sample_by_group', 'conversation_counts', 'from_expertqa', 'from_tables',
+__all__ = ['api_limits', 'make_collector', 'worker_of', 'sample_by_group', 'conversation_counts', 'from_expertqa', 'from_tables',
            'from_assistant', 'from_api_assistants', 'run']
+
+# %% ../../nbs/20_collect.ipynb #639cc5ba
+def api_limits(settings: dict) -> dict:
+    "Each API exchange's total deadline and size cap, from settings `[collect]` (`api_deadline_s`, `api_max_mb`)."
+    c = settings.get("collect") or {}
+    return {"deadline_s": float(c.get("api_deadline_s", 600)), "max_bytes": int(float(c.get("api_max_mb", 50)) * 2**20)}
 
 # %% ../../nbs/20_collect.ipynb #ca207703
 def make_collector(source: str, provider: str, model: str = "", base_url: str | None = None,
                    api_key_env: str | None = None,
                    profile_dir: str | None = None, headless: bool = True, delay_s: float | None = None,
                    on_model_mismatch: str = "record",
-                   options: dict | None = None, remote_url: str | None = None, allow_private: bool | list = False):
-    "The collector for `source` and `provider`."
+                   options: dict | None = None, remote_url: str | None = None, allow_private: bool | list = False,
+                   limits: dict | None = None):
+    "The collector for `source` and `provider`; an API collector's exchanges bounded by `limits` (`api_limits`)."
     if source == "browser":
         if provider not in browser_assistants():
             raise ValueError(f"provider {provider!r}: browser assistants are {', '.join(browser_assistants())}")
@@ -49,7 +56,8 @@ def make_collector(source: str, provider: str, model: str = "", base_url: str | 
         if not model: raise ValueError(f"provider {provider!r}: give the API model name (parameter `model`)")
         cls = API_COLLECTORS[provider]
         more = {"fetch": FetchSettings(allow_private=allow_private)} if cls is GeminiCollector else {}
-        return cls(model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options, **more)
+        return cls(model, base_url=base_url, api_key_env=api_key_env, delay_s=delay_s or 0.0, options=options,
+                   **(limits or {}), **more)
     raise ValueError(f"source {source!r}: use browser, api, expertqa or table")
 
 # %% ../../nbs/20_collect.ipynb #7eb36650
@@ -155,7 +163,8 @@ def from_assistant(r: Run, st: StageRecord, source: str, provider: str, model: s
 # %% ../../nbs/20_collect.ipynb #08d22a32
 def from_api_assistants(r: Run, st: StageRecord, assistants: list, base_url: str | None, prompts_path: str | None,
                         sample: int, seed: int, worker: int, workers: int, delay_s: float | None,
-                        allow_private: bool | list) -> tuple[list[Conversation], list[Prompt]]:
+                        allow_private: bool | list,
+                        limits: dict | None = None) -> tuple[list[Conversation], list[Prompt]]:
     """The answers of every API assistant of `assistants` whose key is in the environment (the others are named and
     left out), one after the other, each resumable from the archive; the counts per assistant."""
     keep, left = api_assistants_with_keys(assistants)
@@ -166,7 +175,8 @@ def from_api_assistants(r: Run, st: StageRecord, assistants: list, base_url: str
     for a in keep:
         c, prompts = from_assistant(r, st, "api", a["provider"], a["model"], prompts_path, sample, seed, worker,
                                     workers, base_url=a.get("base_url") or base_url, api_key_env=a.get("api_key_env"),
-                                    delay_s=delay_s, options=a.get("options"), allow_private=allow_private)
+                                    delay_s=delay_s, options=a.get("options"), allow_private=allow_private,
+                                    limits=limits)
         per[f"{a['provider']} {a['model']}"] = {k: st.counts[k] for k in ("archived_before", "collected_now",
                                                                           "redirects_unresolved")}
         convs += c
@@ -211,12 +221,13 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
             elif kind == "table": c, p = from_tables(out, st, import_tables, skip_bad_rows, sample, sample_seed)
             elif kind == "api" and api_assistants:
                 c, p = from_api_assistants(r, st, api_assistants, base_url, prompts_path, sample, sample_seed, worker,
-                                           workers, delay_s, allow_private)
+                                           workers, delay_s, allow_private, api_limits(settings))
             else:
                 c, p = from_assistant(r, st, kind, provider, model, prompts_path, sample, sample_seed, worker, workers,
                                       base_url=base_url, api_key_env=api_key_env, profile_dir=profile_dir,
                                       headless=headless, delay_s=delay_s, on_model_mismatch=on_model_mismatch,
-                                      options=api_options, remote_url=remote_url, allow_private=allow_private)
+                                      options=api_options, remote_url=remote_url, allow_private=allow_private,
+                                      limits=api_limits(settings) if kind == "api" else None)
             convs, prompts = convs + c, prompts + p
         prompts = list({p.prompt_id: p for p in prompts}.values())
         counts = conversation_counts(convs)

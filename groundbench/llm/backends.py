@@ -25,8 +25,8 @@ from .client import Backend, ChatRequest, Completion
 
 # %% auto #0
 __all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision', 'greedy_grammar_check',
-           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'post_with_retries',
-           'OpenAIBackend']
+           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'ExchangeLimit', 'bounded_post',
+           'post_with_retries', 'OpenAIBackend']
 
 # %% ../../nbs/12_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -181,15 +181,48 @@ def retry_after_seconds(value: str | None) -> float | None:
     try: return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError): return None
 
+# %% ../../nbs/12_llm_backends.ipynb #03587712
+class ExchangeLimit(RuntimeError):
+    "An HTTP exchange that passed its total deadline or its size cap; the message names the URL and the limit."
+
+def bounded_post(client: httpx.Client, url: str, payload: dict, headers: dict, deadline_s: float | None = None,
+                 max_bytes: int | None = None) -> httpx.Response:
+    """One POST whose whole exchange ends within `deadline_s` seconds and whose answer stops at `max_bytes`. httpx's
+    timeouts bound each read, not the whole: a server that trickles a byte every few seconds would hold a collection
+    for ever. The read timeout is held to the deadline too, so a server that never answers fails within it."""
+    t0, got, size = time.monotonic(), [], 0
+    where = url.split("?", 1)[0]                # never a key passed in the query
+    if deadline_s: client.timeout = httpx.Timeout(client.timeout.connect, read=min(client.timeout.read or deadline_s,
+                                                  deadline_s), write=client.timeout.write, pool=client.timeout.pool)
+    try:
+        with client.stream("POST", url, json=payload, headers=headers) as resp:
+            for chunk in resp.iter_bytes():          # decoded: a compressed bomb meets the cap too
+                size += len(chunk)
+                if max_bytes and size > max_bytes:
+                    raise ExchangeLimit(f"{where}: the answer passed {max_bytes:,} bytes (the size cap)")
+                if deadline_s and time.monotonic() - t0 > deadline_s:
+                    raise ExchangeLimit(f"{where}: no whole answer within {deadline_s:g} s (the total deadline)")
+                got.append(chunk)
+    except httpx.TimeoutException:
+        if deadline_s and time.monotonic() - t0 >= deadline_s * 0.99:
+            raise ExchangeLimit(f"{where}: no whole answer within {deadline_s:g} s (the total deadline)") from None
+        raise
+    kept = [(k, v) for k, v in resp.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(resp.status_code, headers=kept, content=b"".join(got), request=resp.request)
+
 # %% ../../nbs/12_llm_backends.ipynb #d952a176
 def post_with_retries(client: httpx.Client, url: str, payload: dict, headers: dict, max_retries: int = 5,
                       backoff_s: float = 1.0, max_backoff_s: float = 60.0,
-                      final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
+                      final: Callable[[httpx.Response], bool] | None = None, deadline_s: float | None = None,
+                      max_bytes: int | None = None) -> httpx.Response:
     """POST with retries on transient errors; returns the final response (non-retryable errors, or `final(resp)`, are
-    returned as is)."""
+    returned as is). With `deadline_s` or `max_bytes`, each exchange is `bounded_post`: past either, `ExchangeLimit`
+    (never retried)."""
     for attempt in range(max_retries + 1):
         try:
-            resp = client.post(url, json=payload, headers=headers)
+            resp = (bounded_post(client, url, payload, headers, deadline_s, max_bytes) if deadline_s or max_bytes
+                    else client.post(url, json=payload, headers=headers))
             if resp.status_code not in RETRY_STATUS or attempt == max_retries or (final and final(resp)): return resp
             wait = retry_after_seconds(resp.headers.get("retry-after"))
         except httpx.TransportError:
