@@ -282,6 +282,10 @@ def collection_notes(c: dict) -> list[str]:
             c["imported_answers"]:
         out.append(f"sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "
                    "(parameter sample; 0 keeps them all)")
+    if c.get("answers_not_parsed"):
+        out.append(f"collection: {c['answers_not_parsed']} API answers of an unexpected shape archived but not "
+                   "parsed (20_collect/parse_failures_<provider>.csv: prompt, field, what was found; a rerun reads "
+                   "them again)")
     if c.get("unresolved_pills") or c.get("model_mismatches"):
         out.append(f"collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
                    f"{c.get('model_mismatches', 0)} answers by another model than asked")

@@ -25,9 +25,9 @@ from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..llm.backends import ExchangeLimit, post_with_retries
 
 # %% auto #0
-__all__ = ['CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text', 'parse_openai_responses',
-           'parse_chat_completion', 'parse_perplexity', 'search_info', 'APICollector', 'OpenAIResponsesCollector',
-           'PerplexityCollector']
+__all__ = ['SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text',
+           'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info', 'APICollector',
+           'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector', 'PerplexityCollector']
 
 # %% ../../nbs/25_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
@@ -174,6 +174,7 @@ class APICollector:
     def collect(self, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
         "Collect every prompt not yet archived; returns all archived conversations of these prompts."
         headers = self.headers(os.environ.get(self.key_env, ""))
+        reparse_failed(self, prompts, archive)      # answers of the wrong shape read again, never asked again
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         with httpx.Client(timeout=self.timeout_s) as client:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
@@ -187,16 +188,64 @@ class APICollector:
                 if resp.status_code != 200:
                     raise CollectionError(
                         f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
-                parsed, extra = self.finish(self.parse(data))
-                archive.save_record(self.provider, p.prompt_id,
-                                    {"provider": self.provider, "model": parsed.model_shown or self.model,
-                                     "prompt_id": p.prompt_id, "prompt_text": p.text,
-                                     "response": archive.put(raw, "json"), "parsed": to_plain(parsed),
-                                     "search": self.search(data), **extra, "started_at": started,
-                                     "collected_at": now_iso(), "source": "api"})
+                kept = archive.put(raw, "json")        # archived before it is parsed: a rerun never asks again
+                archive.save_record(self.provider, p.prompt_id, answer_record(self, p, data, kept, started))
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
-        return [conversation_from_record(json.loads(archive.record_path(self.provider,
-                                                                        p.prompt_id).read_text())) for p in prompts]
+        recs = [json.loads(archive.record_path(self.provider, p.prompt_id).read_text()) for p in prompts]
+        return [conversation_from_record(r) for r in recs if not r.get("parse_failed")]
+
+# %% ../../nbs/25_collect_api.ipynb #61c3d166
+SHAPE_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+
+def _watched(x, path: str, trail: list):
+    "`x` with every field a parser reads from it noted in `trail` (its path, and what was found)."
+    class Dict(dict):
+        def __getitem__(self, k): return _read(self, k, dict.__getitem__(self, k))
+        def get(self, k, default=None): return _read(self, k, dict.get(self, k, default))
+        def items(self): return [(k, _read(self, k, v)) for k, v in dict.items(self)]
+        def values(self): return [v for _, v in self.items()]
+    class List(list):
+        def __getitem__(self, k): return _read(self, k, list.__getitem__(self, k))
+        def __iter__(self): return (_read(self, k, v) for k, v in enumerate(list.__iter__(self)))
+    def _read(parent, k, v):
+        p = f"{path}[{k}]" if isinstance(parent, list) else (f"{path}.{k}" if path else str(k))
+        trail.append((p, v))
+        return _watched(v, p, trail)
+    if isinstance(x, dict): return Dict(x)
+    if isinstance(x, list): return List(x)
+    return x
+
+def shape_failure(parse, data, provider: str, prompt_id: str) -> tuple[object, dict | None]:
+    """`parse(data)`, watched: (its result, None), or (None, where the answer's shape broke it: the provider, the
+    prompt, the field path the parser read last, what it found there, and the error), never an exception."""
+    trail: list = []
+    try: return parse(_watched(data, "", trail)), None
+    except SHAPE_ERRORS as e:
+        field, found = trail[-1] if trail else ("(the answer)", data)
+        return None, {"provider": provider, "prompt_id": prompt_id, "field": field,
+                      "found": f"{type(found).__name__} {repr(found)[:80]}", "error": f"{type(e).__name__}: {e}"[:300]}
+
+# %% ../../nbs/25_collect_api.ipynb #7090f379
+def answer_record(c: APICollector, p: Prompt, data, response: str, started: str) -> dict:
+    """The archive record of one API answer (`response`: its archived bytes): parsed, with what the search did; or, when
+    the answer's shape breaks the parser, `parse_failed` saying where (`shape_failure`), and no conversation."""
+    parsed, failed = shape_failure(lambda d: c.finish(c.parse(d)) + (c.search(d),), data, c.provider, p.prompt_id)
+    base = {"provider": c.provider, "prompt_id": p.prompt_id, "prompt_text": p.text, "response": response,
+            "started_at": started, "collected_at": now_iso(), "source": "api"}
+    if failed: return {**base, "model": c.model, "parse_failed": failed}
+    (answer, extra), search = parsed[:2], parsed[2]
+    return {**base, "model": answer.model_shown or c.model, "parsed": to_plain(answer), "search": search, **extra}
+
+def reparse_failed(c: APICollector, prompts, archive: Archive) -> int:
+    "Read again the archived answers of `prompts` that failed to parse (a parser fixed since); how many parse now."
+    n = 0
+    for p in prompts:
+        f = archive.record_path(c.provider, p.prompt_id)
+        rec = json.loads(f.read_text()) if f.exists() else {}
+        if not rec.get("parse_failed"): continue
+        new = answer_record(c, p, json.loads(archive.read(rec["response"])), rec["response"], rec["started_at"])
+        if not new.get("parse_failed"): archive.save_record(c.provider, p.prompt_id, new); n += 1
+    return n
 
 # %% ../../nbs/25_collect_api.ipynb #76f0b471
 class OpenAIResponsesCollector(APICollector):

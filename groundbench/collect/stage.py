@@ -149,12 +149,15 @@ def from_assistant(r: Run, st: StageRecord, source: str, provider: str, model: s
     archived_before = sum(Archive(out).has(collector.provider, p.prompt_id) for p in mine)
     convs = collector.collect(mine, Archive(out))
     recs = [x for x in Archive(out).records(collector.provider) if x["prompt_id"] in {p.prompt_id for p in mine}]
+    if failed := [x["parse_failed"] for x in recs if x.get("parse_failed")]:   # archived, not parsed: where and why
+        write_table(pd.DataFrame(failed), out / f"parse_failures_{collector.provider}.csv")
     if workers > 1:
         write_json({"worker": worker, "workers": workers, "prompts": len(mine), "archived_before": archived_before,
                     "collected_now": len(mine) - archived_before, "finished_at": now_iso()},
                    out / "workers" / f"worker-{worker}-of-{workers}.json")
     st.count(worker=f"{worker}/{workers}", archived_before=archived_before, collected_now=len(mine) - archived_before,
              model_mismatches=sum(bool(x.get("model_mismatch")) for x in recs),
+             answers_not_parsed=sum(bool(x.get("parse_failed")) for x in recs),
              redirects_unresolved=sum(int(x.get("redirects_unresolved", 0)) for x in recs),
              renderers=dict(pd.Series([x.get("renderer") or "" for x in recs],
                                       dtype=object).value_counts()) if recs else {})
