@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import platform
+import stat
 import re
 import subprocess
 import sys
@@ -27,9 +28,9 @@ from typing import Iterable, Sequence
 from .core import RecordError, load_settings, now_iso, project_root, resolve_path, to_plain, write_json
 
 # %% auto #0
-__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'git_state', 'package_versions', 'environment_info', 'redact',
-           'read_manifest', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
-           'model_record', 'stage_usage', 'cut_outputs']
+__all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
+           'environment_info', 'redact', 'run_file_bytes', 'read_manifest', 'Run', 'stage_execution', 'StageRecord',
+           'StepStats', 'StageExecution', 'stage_executions', 'model_record', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -88,12 +89,30 @@ def redact(text: object, secrets: Sequence[str] = ()) -> str:
     for s in sorted((s for s in known if s and len(s) >= 8), key=len, reverse=True): out = out.replace(s, "[redacted]")
     return _KEY_LIKE.sub("[redacted]", out)
 
+# %% ../nbs/01_runfolder.ipynb #4ea76d98
+MAX_RUN_FILE = 256 * 2**20   # bytes a run-folder file read whole (a manifest, a labels file, a sample) may have
+
+def run_file_bytes(path: str | Path, what: str = "file", cap: int = MAX_RUN_FILE) -> bytes:
+    """A run-folder file read whole, bounded: refused by name before it is read when it is a device, a pipe or a socket
+    (`/dev/zero` never ends), a symbolic link or in a folder that is one (a run folder holds its own files, never links
+    out of it), or over `cap` bytes."""
+    path = Path(path)
+    if path.is_symlink() or path.parent.is_symlink():
+        raise RecordError(f"{path}: a symbolic link (or in a linked folder); a run's {what} is a file of its own")
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordError(f"{path}: not a regular file (a device, pipe or socket); a run's {what} is a file")
+    with open(path, "rb") as f: data = f.read(cap + 1)
+    if max(len(data), st.st_size) > cap:
+        raise RecordError(f"{path}: over {cap:,} bytes, more than a run's {what} ever holds")
+    return data
+
 # %% ../nbs/01_runfolder.ipynb #4ed8d105
 def read_manifest(path: Path) -> dict:
     "The manifest at `path` as a dict (empty if none yet); anything else there is an error naming the file."
     if not path.exists(): return {}
     if path.is_dir(): raise RecordError(f"{path}: is a folder, not a manifest file")
-    try: m = json.loads(path.read_text(encoding="utf-8"))
+    try: m = json.loads(run_file_bytes(path, "manifest").decode("utf-8"))
     except UnicodeDecodeError as e: raise RecordError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except (json.JSONDecodeError, RecursionError) as e:
         raise RecordError(f"{path}: not valid JSON ({getattr(e, 'msg', 'nested too deep')})") from None

@@ -445,3 +445,19 @@ def test_chromium_asks_for_the_page_and_nothing_of_google(tmp_path):
     seen = {urlsplit(u).netloc for u in gp.passed} | {urlsplit(r["url"]).netloc for r in gp.refused}
     assert seen == {local}, seen  # nothing but the page (and its favicon)
     assert {urlsplit(u).hostname for u in gp.browser_services} <= set(CHROMIUM_SERVICE_HOSTS), gp.browser_services
+
+
+def test_a_run_folder_file_that_is_a_device_or_a_link_is_refused_by_name_before_it_is_read(tmp_path):
+    """Issue 44: `status` on a manifest linked to /dev/zero read until memory ran out (24 GB). A manifest or a labels
+    file that is a link, a device or a pipe is refused in a second with the file named."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "manifest.json").symlink_to("/dev/zero")
+    t0 = time.monotonic()
+    p = groundbench("status", run)
+    assert p.returncode == 2 and "manifest.json: a symbolic link" in p.stderr, p.stderr
+    assert time.monotonic() - t0 < 30
+    (run / "manifest.json").unlink()
+    os.mkfifo(run / "manifest.json")
+    p = groundbench("status", run, timeout=60)
+    assert p.returncode == 2 and "manifest.json: not a regular file" in p.stderr, p.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import html
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import pandas as pd
 from ..core import Conversation, RecordError, now_iso, read_records, write_table
 from ..core import assistant_name
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS
-from ..runfolder import AGREEMENT_FILES
+from ..runfolder import AGREEMENT_FILES, run_file_bytes
 from ..stats import N_BOOT, bootstrap_ci
 from .pairs import agreement, confusion
 
@@ -113,7 +114,7 @@ def read_labels(path: Path, task: Task) -> pd.DataFrame:
     """An annotator's labels file as written, or empty; a hand-edited file is checked, never silently trusted: its
     columns, an item labelled twice, a label the task does not know are errors naming the file and the row."""
     if not path.exists(): return pd.DataFrame(columns=LABEL_COLUMNS)
-    t = pd.read_csv(path, dtype=str, keep_default_na=False)
+    t = pd.read_csv(io.BytesIO(run_file_bytes(path, "labels file")), dtype=str, keep_default_na=False)
     if missing := [c for c in ("item_id", "label") if c not in t]:
         raise RecordError(f"{path}: no column {missing[0]!r} (an annotator's labels: {', '.join(LABEL_COLUMNS)})")
     for c in LABEL_COLUMNS: t[c] = t[c] if c in t else ""
@@ -173,7 +174,7 @@ def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: i
     everyone."""
     task = task or GROUNDEDNESS_TASK
     sf = Path(run_dir) / task.folder / "sample.csv"
-    if sf.exists(): ids = pd.read_csv(sf, dtype=str).item_id.tolist()
+    if sf.exists(): ids = pd.read_csv(io.BytesIO(run_file_bytes(sf, "labelling sample")), dtype=str).item_id.tolist()
     else:
         ids = task.sample(items, n, seed).item_id.tolist()
         write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
