@@ -189,7 +189,7 @@ def stage_execution(run: Run, name: str, parameters: dict | None = None):
     run.current_stage = name   # the LLM budget counts the other stages' spending, not this stage's earlier execution
     started = now_iso(); t0 = time.perf_counter()
     def begin(m):
-        st = m["stages"].setdefault(name, {"history": []})
+        st = m.setdefault("stages", {}).setdefault(name, {"history": []})
         st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
     run.update_manifest(begin)
     status, error, budget = "done", None, None
@@ -205,7 +205,7 @@ def stage_execution(run: Run, name: str, parameters: dict | None = None):
                  "status": status, "error": error, "counts": rec.counts, "llm": rec.llm, "stopped_by_budget": budget}
         run.current_stage = None
         def end(m):
-            st = m["stages"].setdefault(name, {"history": []})
+            st = m.setdefault("stages", {}).setdefault(name, {"history": []})
             st.update(entry)
             st["history"].append(entry)
         run.update_manifest(end)

@@ -7,7 +7,10 @@ Docs: https://groundbench.github.io/groundbench/plan_steps.html.md"""
 # %% ../../nbs/86_plan_steps.ipynb #40bf3728
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sys
 import warnings
 import math
 import re
@@ -32,8 +35,8 @@ from ..llm.client import (LLM, Backend, ChatRequest, cache_key, llm_from_setting
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'worst_case', 'StepEstimate',
-           'PromptCounter', 'usage_history', 'History', 'cut_retries', 'Context', 'expect', 'NotCached',
-           'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
+           'native_stderr_silenced', 'PromptCounter', 'usage_history', 'History', 'cut_retries', 'Context', 'expect',
+           'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../../nbs/86_plan_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 08)
@@ -76,6 +79,18 @@ class StepEstimate:
     max_tokens: int = 0
     note: str = ""
 
+# %% ../../nbs/86_plan_steps.ipynb #0888b037
+@contextlib.contextmanager
+def native_stderr_silenced():
+    "Send what C libraries write to standard error (file descriptor 2) to /dev/null for the block; Python's stays."
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2); os.close(saved); os.close(null)
+
 # %% ../../nbs/86_plan_steps.ipynb #e5a10008
 class PromptCounter:
     """Prompt tokens of chat requests: the GGUF model's tokenizer and chat template (llama.cpp), else characters / 4 +
@@ -85,7 +100,8 @@ class PromptCounter:
         if getattr(b, "name", "") == "llamacpp":
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-            v = Llama(model_path=str(b.path), vocab_only=True, verbose=False)
+            with native_stderr_silenced():   # llama.cpp's context notice says nothing to the user of an estimate
+                v = Llama(model_path=str(b.path), vocab_only=True, verbose=False)
             tmpl = v.metadata.get("tokenizer.chat_template")
             if tmpl:
                 tok = lambda i: v.detokenize([i]).decode("utf-8", errors="ignore") if i >= 0 else ""

@@ -18,7 +18,8 @@ from ..collect.base import citable_url
 from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
 from ..runfolder import Run
 from ..core import assistant_name
-from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES, StageOutput
+from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES,
+                                StageOutput)
 
 # %% auto #0
 __all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'credible_counts', 'RunTables', 'ConversationData', 'UnitSearch',
@@ -471,5 +472,7 @@ def run(run_dir: str | Path, conversation_id: str | None = None, assistant: str 
     if conversation_id is not None and conversation_id not in ex.convs:
         raise RecordError(f"{run_dir}: no conversation {conversation_id!r} (ids: RunExplorer(run_dir).conversations())")
     overview = ex.conversations(assistant, topic, role)
-    if write_notebook: print("explorer notebook:", write_explorer(run_dir))
+    with Run(run_dir).record_stage(EXPLORER, parameters={"write_notebook": write_notebook}) as st:
+        if write_notebook: print("explorer notebook:", write_explorer(run_dir))
+        st.count(conversations=len(ex.convs), notebook=bool(write_notebook))
     return StageOutput.since(run_dir, started, overview)
