@@ -103,6 +103,8 @@ class Embedder:
         never loads it."""
         if self._st is None:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+            hf_logging.disable_progress_bar()     # a local model's "Loading weights" bar says nothing to the user
             self._st = SentenceTransformer(self._path, device=self.device, **self._kw)
         return self._st
 

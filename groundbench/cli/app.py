@@ -23,12 +23,13 @@ __all__ = ['GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'command_family', 'build_app',
 
 # %% ../../nbs/91_cli_app.ipynb #424ec064
 GLOBAL_SETTINGS: dict = {}          # `groundbench --setting k=v COMMAND`: checked here, merged by the command
-SETTING_COMMANDS = ("run", "estimate")   # the commands that take settings
+SETTING_COMMANDS = ("run", "estimate", "agreement")   # the commands that take settings
 
 def _main(ctx: typer.Context,
           version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit"),
           setting: Optional[List[str]] = typer.Option(
-              None, "--setting", help="section.key=value for `run` and `estimate`, e.g. llm.model=gpt-4o (repeat)")):
+              None, "--setting",
+              help="section.key=value for `run`, `estimate` and `agreement`, e.g. llm.model=gpt-4o (repeat)")):
     "groundbench: how web-search chat assistants cite sources and ground their answers."
     if version:
         from groundbench import __version__

@@ -18,7 +18,8 @@ import pandas as pd
 import typer
 import yaml
 
-from .app import build_app, check_out, command_family, fail, say_error
+from .app import (GLOBAL_SETTINGS, build_app, check_out, checked_settings, command_family, fail,
+                                 say_error)
 from ..core import RecordError, load_settings, load_yaml, write_table
 from ..core import printable
 
@@ -377,13 +378,16 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
 # %% ../../nbs/93_cli_tools.ipynb #d7f0b6d6
 @tools.command("agreement")
 def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run_id>"),
-                  n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals")):
+                  n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the kappa intervals"),
+                  setting: Optional[List[str]] = typer.Option(
+                      None, "--setting", help="section.key=value, e.g. paths.cache_dir=... (repeat)")):
     """Agreement between a run's annotators and of its judges with them (groundedness: kappa, the judge beside two
     baselines; page quality: MAE per metric); the tables and a pairs file for validate-judge go to labels/."""
     from groundbench.labels.agreement import agreement_outputs
     from groundbench.embed import embedder_from_settings
     from groundbench.runfolder import Run
-    try: r = agreement_outputs(run_dir, n_boot, embedder_from_settings(load_settings()))
+    over = {**GLOBAL_SETTINGS, **(checked_settings(setting, "agreement") if setting else {})}
+    try: r = agreement_outputs(run_dir, n_boot, embedder_from_settings(load_settings(overrides=over)))
     except (RecordError, ValueError) as e: fail(e)
     smoke = " (SMOKE RUN: the bundled small model is the judge)" if Run(run_dir).is_smoke else ""
     show = lambda t: t.to_string(index=False, float_format=lambda x: f"{x:.3f}")
