@@ -22,7 +22,7 @@ from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH,
                                 StageOutput)
 
 # %% auto #0
-__all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'credible_counts', 'RunTables', 'ConversationData', 'UnitSearch',
+__all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'ALL', 'credible_counts', 'RunTables', 'ConversationData', 'UnitSearch',
            'AnswerViews', 'readable_table', 'NotebookViews', 'explore_template', 'RunOverview', 'RunExplorer',
            'write_explorer', 'run']
 
@@ -247,8 +247,8 @@ class AnswerViews:
         "The answer as HTML, each segment followed by its citation markers."
         c = self._conv(cid)
         p = self.prompts.get(c.prompt_id)
-        head = (f"<h3>{html.escape(assistant_name(c))} · {html.escape(p.topic if p else '')} · "
-                f"{html.escape(p.role if p else '')}</h3>"
+        parts = [assistant_name(c), *((p.topic, p.role) if p else ())]     # an empty topic or role is left out
+        head = (f"<h3>{' · '.join(html.escape(x) for x in parts if x)}</h3>"
                 f"<p><b>Prompt:</b> {html.escape(c.prompt_text)}</p>")
         if self.smoke:
             head += ("<p style='color:#a50026'><b>SMOKE RUN: the labels and verdicts come from the bundled small "
@@ -318,6 +318,8 @@ def _table(df: pd.DataFrame, interactive: bool = True):
     return display(HTML(readable_table(df)))
 
 # %% ../../nbs/85_explorer.ipynb #4817cf4a
+ALL = "(all)"   # the picker's "no filter" choice
+
 class NotebookViews:
     "One conversation shown in a notebook, and the picker that chooses it."
 
@@ -341,20 +343,23 @@ class NotebookViews:
             def __repr__(self):  # at most 110 characters: ipywidgets cuts the rest
                 return ("Drop-downs: they appear when this runs in a live kernel "
                         "(Kernel > Restart Kernel and Run All Cells).")
-        convs = self.conversations()
-        opts = lambda col: [("(all)", None)] + [(v, v) for v in sorted(convs[col].unique())]
-        a, t, r = (w.Dropdown(options=opts(k), description=k) for k in ("assistant", "topic", "role"))
-        units = self.unit_rows()
-        lab = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in sorted(units.label.unique())],
-                         description="label")
-        ver = w.Dropdown(options=[("(all)", None)] + [(v, v) for v in ("Supported", "Contradicted", "Unverifiable")],
-                         description="verdict")
+        convs, units = self.conversations(), self.unit_rows()
+        # "(all)" is a value of its own: ipywidgets 8 reads an option whose value is None as nothing chosen
+        opts = lambda vals: [(ALL, ALL)] + [(v or "(none)", v) for v in sorted(set(vals))]
+        a, t, r = (w.Dropdown(options=opts(convs[k]), description=k) for k in ("assistant", "topic", "role"))
+        lab = w.Dropdown(options=opts(units.label), description="label")
+        ver = w.Dropdown(options=opts(("Supported", "Contradicted", "Unverifiable")), description="verdict")
         q = w.Text(description="search", placeholder="words in the prompt or answer", continuous_update=False)
         pick, out = w.Dropdown(description="conversation", layout=w.Layout(width="90%")), w.Output()
+        said = w.HTML()
         def refresh(*_):
-            df = self.search(q.value or None, ver.value, lab.value, a.value, t.value, r.value)
+            v = lambda x: None if x.value == ALL else x.value
+            df = self.search(q.value or None, v(ver), v(lab), v(a), v(t), v(r))
             pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
                              x.conversation_id) for x in df.itertuples()]
+            said.value = (f"{len(df)} of {len(convs)} conversations" if len(df) else
+                          "<b>No conversation matches these filters and words</b>: set a filter back to (all), or "
+                          "search for other words.")
         def render(*_):
             out.clear_output()
             if pick.value:
@@ -362,7 +367,7 @@ class NotebookViews:
         for x in (a, t, r, lab, ver, q): x.observe(refresh, names="value")
         pick.observe(render, names="value")
         refresh(); render()
-        box = Picker([w.HBox([a, t, r]), w.HBox([lab, ver, q]), pick, out]); display(box)
+        box = Picker([w.HBox([a, t, r]), w.HBox([lab, ver, q]), said, pick, out]); display(box)
         return box
 
     def table(self, df):
