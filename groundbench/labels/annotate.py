@@ -171,10 +171,16 @@ class LabelStore:
 def shared_sample(run_dir: str | Path, items: pd.DataFrame, n: int = 20, seed: int = 0,
                   task: Task | None = None) -> pd.DataFrame:
     """The run's labelling sample of a task, in order: drawn once (`labels/sample.csv`, `n`, `seed`), then the same for
-    everyone."""
+    everyone; an `n` or `seed` other than the drawn sample's is said (and not used), and a sample drawn empty (nothing
+    judged yet) is drawn again once there are items."""
     task = task or GROUNDEDNESS_TASK
     sf = Path(run_dir) / task.folder / "sample.csv"
-    if sf.exists(): ids = pd.read_csv(io.BytesIO(run_file_bytes(sf, "labelling sample")), dtype=str).item_id.tolist()
+    drawn = pd.read_csv(io.BytesIO(run_file_bytes(sf, "labelling sample")), dtype=str) if sf.exists() else None
+    if drawn is not None and (len(drawn) or items.empty):
+        ids, was = drawn.item_id.tolist(), drawn.seed.iloc[0] if "seed" in drawn and len(drawn) else str(seed)
+        if (n and n != len(ids) and len(items) >= n) or str(seed) != str(was):
+            print(f"the sample of this run was drawn once, {len(ids)} items with seed {was} ({sf}); everyone labels "
+                  f"it, so n={n} and seed={seed} are not used (delete the file before anyone labels to draw again)")
     else:
         ids = task.sample(items, n, seed).item_id.tolist()
         write_table(pd.DataFrame({"item_id": ids, "seed": seed}), sf)
