@@ -17,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .core import load_settings, package_dirs, resolve_path, stable_id
-from .llm.client import CACHE_SCHEMAS
+from .llm.client import CACHE_SCHEMAS, open_cache
 
 # %% auto #0
 __all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
@@ -63,11 +63,7 @@ def bundled_embedding_path() -> Path:
 class EmbeddingCache:
     "Vectors on disk in SQLite, keyed by (model, text hash)."
     def __init__(self, path: str | Path):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=60)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(CACHE_SCHEMAS["vectors"])
-        self.db.commit()
+        self.db = open_cache(path, "vectors")
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out, hs = {}, list(set(hashes))
         for i in range(0, len(hs), 500):

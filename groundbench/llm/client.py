@@ -22,13 +22,14 @@ import pydantic
 from tqdm.auto import tqdm
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
-from ..core import load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain, write_json
+from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain,
+                              write_json)
 from ..runfolder import StepStats
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
-           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'LLMCache', 'cache_lookup', 'LLM',
-           'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
+           'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
+           'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
            'complete_json', 'complete_parsed', 'complete_retried', 'llm_from_settings', 'request', 'PromptTemplate',
            'models_dir', 'load_prompt']
 
@@ -140,16 +141,28 @@ CACHE_COLUMNS = {"completions": ("key", "backend", "model", "text", "prompt_toke
                                  "finish_reason", "created_at"),
                  "vectors": ("model", "text_hash", "vec")}
 
+# %% ../../nbs/11_llm_client.ipynb #4fe45c10
+def open_cache(path: str | Path, table: str, **kw) -> sqlite3.Connection:
+    """A cache database (`table`: completions or vectors) opened, or made, in WAL mode; a file there that is not one (a
+    corrupt or foreign file) is an error naming it, never a bare `file is not a database`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, timeout=60, **kw)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(CACHE_SCHEMAS[table])
+        db.commit()
+        return db
+    except sqlite3.DatabaseError as e:
+        raise RecordError(f"{path}: not a usable cache database ({e}); move it away and the run makes a new one "
+                          "(answers it held are asked again)") from None
+
 # %% ../../nbs/11_llm_client.ipynb #031236d0
 class LLMCache:
     "Completions on disk in SQLite; safe for several processes."
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(CACHE_SCHEMAS["completions"])
-        self.db.commit()
+        self.db = open_cache(self.path, "completions", check_same_thread=False)
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         "Cached completions for those `keys` that are cached."
         out = {}
