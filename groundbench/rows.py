@@ -50,11 +50,13 @@ def strict_csv(text: str, sep: str, path) -> int:
     the next rows into one field: two answers as one, a citation moved to another assistant) or text after a closing
     quote is a `RecordError` naming the file and the line."""
     r, n, start = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True), 0, 1
+    limit = csv.field_size_limit(max(len(text), 131072))   # a long quoted cell (a whole page) is read, as in Parquet
     try:
         for _ in r: n, start = n + 1, r.line_num + 1  # the line the next row starts on
     except csv.Error as e:
         raise RecordError(f"{path}: line {start}: {e}: a field that opens with a quote must close it before "
                           'the next separator (write a quote inside a quoted field as "")') from None
+    finally: csv.field_size_limit(limit)
     return n
 
 # %% ../nbs/05_rows.ipynb #074d6b50

@@ -23,6 +23,7 @@ import pandas as pd
 from ..core import Conversation, RecordError, now_iso, read_records, write_table
 from ..core import assistant_name
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS
+from ..rows import strict_csv
 from ..runfolder import AGREEMENT_FILES, run_file_bytes
 from ..stats import N_BOOT, bootstrap_ci
 from .pairs import agreement, confusion
@@ -114,7 +115,10 @@ def read_labels(path: Path, task: Task) -> pd.DataFrame:
     """An annotator's labels file as written, or empty; a hand-edited file is checked, never silently trusted: its
     columns, an item labelled twice, a label the task does not know are errors naming the file and the row."""
     if not path.exists(): return pd.DataFrame(columns=LABEL_COLUMNS)
-    t = pd.read_csv(io.BytesIO(run_file_bytes(path, "labels file")), dtype=str, keep_default_na=False)
+    try: text = run_file_bytes(path, "labels file").decode("utf-8")
+    except UnicodeDecodeError as e: raise RecordError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    strict_csv(text, ",", path)            # a quote left open: the file and the line, not pandas' EOF message
+    t = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     if missing := [c for c in ("item_id", "label") if c not in t]:
         raise RecordError(f"{path}: no column {missing[0]!r} (an annotator's labels: {', '.join(LABEL_COLUMNS)})")
     for c in LABEL_COLUMNS: t[c] = t[c] if c in t else ""
