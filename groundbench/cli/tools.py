@@ -405,6 +405,7 @@ def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<
                    + show(r["page_quality"][["against", "method", "CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC",
                                              "Avg"]]))
     if "pairs_file" in r: typer.echo(f"pairs for validate-judge: {r['pairs_file']}")
+    for note in r.get("notes") or (): typer.echo(f"note: {note}")
 
 # %% ../../nbs/93_cli_tools.ipynb #c60a8404
 COMMANDS = ("validate-judge", "validate-sourcebench", "parse", "login", "doctor", "credibility", "fetch", "annotate",

@@ -24,8 +24,9 @@ from ..sourcebench import FIELDS, METRICS, judge_mae as sourcebench_mae
 from ..stages import SOURCEBENCH, SOURCES
 
 # %% auto #0
-__all__ = ['SCORES', 'SB_COLUMNS', 'SOURCEBENCH_TASK', 'TASKS', 'rubric_lines', 'sourcebench_items', 'sample_pages',
-           'sourcebench_html', 'page_quality_agreement', 'baseline_agreement', 'agreement_outputs']
+__all__ = ['SCORES', 'SB_COLUMNS', 'SOURCEBENCH_TASK', 'TASKS', 'SMALL_SAMPLE', 'rubric_lines', 'sourcebench_items',
+           'sample_pages', 'sourcebench_html', 'page_quality_agreement', 'baseline_agreement', 'small_sample_notes',
+           'agreement_outputs']
 
 # %% ../../nbs/73_labels_agreement.ipynb #647f7114
 SCORES = ("1", "2", "3", "4", "5")
@@ -135,6 +136,19 @@ def baseline_agreement(items: pd.DataFrame, labels: pd.DataFrame, embedder, n_bo
            "parse_failures": int((~ok).sum()), "threshold": np.nan, "gold_supported_share": float((gold == POS).mean())}
     return pd.concat([pd.DataFrame([row]), table[table.group == "all"]], ignore_index=True)[AGREEMENT_COLUMNS]
 
+# %% ../../nbs/73_labels_agreement.ipynb #82b256fc
+SMALL_SAMPLE = 30   # fewer labelled items than this: an agreement figure (a kappa of 1.000 on 2 rows) says little
+
+def small_sample_notes(res: dict) -> list[str]:
+    "A warning for each agreement table computed on fewer than `SMALL_SAMPLE` items (its intervals say how little)."
+    out = []
+    for key, what in (("judge", "the judge against people"), ("baselines", "the judge beside the baselines")):
+        t = res.get(key)
+        col = next((c for c in ("items", "n") if t is not None and c in t), None)
+        if col and len(t) and (n := int(t[col].min())) < SMALL_SAMPLE:
+            out.append(f"{what}: as few as {n} items (fewer than {SMALL_SAMPLE}): read the intervals, not the figure")
+    return out
+
 # %% ../../nbs/73_labels_agreement.ipynb #bbf098ac
 def agreement_outputs(run_dir: str | Path, n_boot: int = N_BOOT, embedder=None, seed: int = 0) -> dict:
     "Every agreement table of the run's labels, written under labels/; a run without labels is an error saying so."
@@ -153,6 +167,7 @@ def agreement_outputs(run_dir: str | Path, n_boot: int = N_BOOT, embedder=None, 
     s = load_labels(run_dir, SOURCEBENCH_TASK)
     if len(s):
         res["page_quality"] = page_quality_agreement(SOURCEBENCH_TASK.items(run_dir), s)
+    if notes := small_sample_notes(res): res["notes"] = notes
     for k, rel in AGREEMENT_FILES.items():
         if k in res and len(res[k]): write_table(res[k], out / rel)
     if not res:
