@@ -148,6 +148,15 @@ def documented(pages: dict[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
+def _link_line(line: str, sub) -> str:
+    """A line's backticked names linked; in a table row the first cell names a field of that table (a mapping field, a
+    parameter, a column: `assistant_name` there is not the function of that name), so it is left as it is."""
+    if not line.lstrip().startswith("|"): return _TICKED.sub(sub, line)
+    lead, bar, rest = line.partition("|")
+    first, bar2, others = rest.partition("|")
+    return lead + bar + first + bar2 + _TICKED.sub(sub, others)
+
+
 def link_symbols(pages: dict[str, str], modules: dict[str, str] | None = None) -> tuple[dict[str, str], int]:
     """Each page's Markdown with backticked symbol names linked to their API headings, outside code blocks; `modules`
     (page -> its module's short name, e.g. `report`) lets a qualified `report.run` resolve. Returns the pages and the
@@ -179,6 +188,6 @@ def link_symbols(pages: dict[str, str], modules: dict[str, str] | None = None) -
     for page, md in pages.items():
         parts = _CODE.split(md)   # odd parts are code blocks: left alone
         out[page] = "".join(p if i % 2 else "\n".join(line if line.lstrip().startswith("#") else
-                                                       _TICKED.sub(link(page), line) for line in p.split("\n"))
+                                                       _link_line(line, link(page)) for line in p.split("\n"))
                             for i, p in enumerate(parts))
     return out, made

@@ -56,3 +56,12 @@ def test_anchors_are_unique_as_mkdocs_makes_them_and_links_go_to_the_right_one()
     assert "`run`" in a and "[`run`]" not in a                      # two pages document a `run`: left plain
     assert "[`other.helper`](other.md#helper)" in a                 # a qualified name resolves
     assert "```python\n`stage` in code\n```" in a and made == 3     # code is left alone
+
+
+def test_a_table_rows_first_cell_names_a_field_of_the_table_and_is_not_linked():
+    "Issue 45: the mapping field `assistant_name` in a table linked to the function of that name on another page."
+    page = "| field | meaning |\n|---|---|\n| `assistant_name` | one name for every answer; see `assistant_name` |\n"
+    other = "---\n\n### assistant_name\n"
+    out, made = link_symbols({"a": page, "other": other})
+    assert "| `assistant_name` | one name" in out["a"]                           # the field: plain
+    assert "see [`assistant_name`](other.md#assistant_name)" in out["a"] and made == 1   # the prose: linked
