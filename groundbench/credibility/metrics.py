@@ -247,6 +247,7 @@ def table_2_values(cit: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
 def _t2fmt(metric: str, v: float) -> str:
     if metric in ("conversations", "total_sources", "unique_domains", "refused_responses", "sources_missing"):
         return f"{int(v):,}"
+    if metric == "avg_sources_per_chat" and v < 5: return f"{v:.1f}"   # 0.48 is not 0; the paper's 6-20 stay whole
     if metric in ("avg_sources_per_chat", "avg_response_words"): return f"{v:,.0f}"
     if metric == "chats_with_disinfo_pct": return f"{round(v, 1):g}"   # the paper prints 14, 15, 3.5, 4
     return f"{v:.1f}"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..runfolder import cut_outputs, stage_usage
+from ..stages import REPORT
 from ..tables import Output, html_table
 
 # %% auto #0
@@ -54,9 +55,10 @@ def table_terms(name: str, table: pd.DataFrame) -> str:
 SMOKE_BANNER = "SMOKE RUN: made with the bundled small models; the judgments are not real results"
 
 def usage_table(manifests: dict) -> pd.DataFrame:
-    "Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution."
-    return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid,
-                         m in manifests.items() for u in stage_usage(m)])
+    """Per run and stage: status, seconds, LLM calls, cache hits and tokens of its last execution (the report's own
+    stage, running while it writes this table, left out)."""
+    return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid, m in manifests.items()
+                         for u in stage_usage(m) if not (u["stage"] == REPORT and u["status"] == "running")])
 
 # %% ../../nbs/81_report_page.ipynb #6d75e5ce
 def usage_items(o, missing: list) -> list:
@@ -88,7 +90,7 @@ nav{position:fixed;top:0;left:0;bottom:0;width:270px;overflow-y:auto;background:
 padding:1em;font-size:13px;box-sizing:border-box}
 nav ol{padding-left:1.2em;margin:.3em 0} nav li{margin:.25em 0} nav a{color:#24509a;text-decoration:none}
 nav a:hover{text-decoration:underline}
-main{margin-left:270px;padding:1em 2em;max-width:1100px;box-sizing:border-box}
+main{margin-left:270px;padding:1em 2em;max-width:1650px;box-sizing:border-box}
 .scroll{overflow-x:auto;max-width:100%;margin:.3em 0 .5em}
 table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0}
