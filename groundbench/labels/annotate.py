@@ -71,10 +71,13 @@ def groundedness_items(run_dir: str | Path, scopes: tuple[str, ...] = ("all",)) 
 
 # %% ../../nbs/72_labels_annotate.ipynb #6e64ee2c
 def sample_items(items: pd.DataFrame, n: int, seed: int = 0, by: tuple[str, ...] = ("assistant", "judge_label"),
-                 ) -> pd.DataFrame:
+                 distinct: str | None = None) -> pd.DataFrame:
     """`n` items (all when n is 0 or more than there are), the strata of `by` taking turns, rarest first, each shuffled
-    with `seed`; in the order they are to be shown."""
+    with `seed`; in the order they are to be shown. With `distinct`, one item per value of that column (a unit judged
+    in three scopes is one text to read: the sample shows it once)."""
     rng = np.random.default_rng(seed)
+    if distinct and distinct in items:
+        items = items.iloc[rng.permutation(len(items))].drop_duplicates(distinct).sort_index()
     groups = sorted((g.iloc[rng.permutation(len(g))] for _, g in items.groupby(list(by), sort=True)), key=len)
     order, i = [], 0
     while len(order) < (n or len(items)) and any(i < len(g) for g in groups):
@@ -92,7 +95,8 @@ def item_html(row, show_judge: bool = False) -> str:
     judge = f"<p><b>Judge:</b> {e(row.judge_label)}</p>" if show_judge else ""
     return (f"<p><b>Sentence:</b> {e(row.sentence)}</p><p style='font-size:1.15em'><b>Unit:</b> "
             f"{e(row.decontextualised or row.unit)}</p><p><b>Evidence</b> ({e(row.assistant)}, scope "
-            f"{e(row.scope)}):</p><ol style='list-style:none;padding-left:0'>{ev}</ol>{judge}")
+            f"{e(row.scope)}):</p><div style='max-height:22em;overflow-y:auto'>"   # the buttons stay in view
+            f"<ol style='list-style:none;padding-left:0;margin:0'>{ev}</ol></div>{judge}")
 
 # %% ../../nbs/72_labels_annotate.ipynb #77672978
 @dataclass(frozen=True)
@@ -108,7 +112,9 @@ class Task:
     sample: Callable = sample_items
 
 GROUNDEDNESS_TASK = Task("groundedness", LABELS, "labels", groundedness_items, item_html,
-                         lambda r: r.decontextualised or r.unit)
+                         lambda r: r.decontextualised or r.unit,
+                         lambda it, n, seed: sample_items(it.assign(text_shown=it.decontextualised.where(
+                             it.decontextualised.fillna("").astype(bool), it.unit)), n, seed, distinct="text_shown"))
 
 # %% ../../nbs/72_labels_annotate.ipynb #33173d95
 def read_labels(path: Path, task: Task) -> pd.DataFrame:
