@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import platform
-import stat
 import re
 import subprocess
 import sys
@@ -25,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 
-from .core import RecordError, load_settings, now_iso, project_root, resolve_path, to_plain, write_json
+from .core import (RecordError, load_settings, now_iso, project_root, regular_file, resolve_path, to_plain,
+                              write_json)
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
@@ -99,11 +99,9 @@ def run_file_bytes(path: str | Path, what: str = "file", cap: int = MAX_RUN_FILE
     path = Path(path)
     if path.is_symlink() or path.parent.is_symlink():
         raise RecordError(f"{path}: a symbolic link (or in a linked folder); a run's {what} is a file of its own")
-    st = path.stat()
-    if not stat.S_ISREG(st.st_mode):
-        raise RecordError(f"{path}: not a regular file (a device, pipe or socket); a run's {what} is a file")
+    regular_file(path, what)      # a device, a pipe or a socket: refused before it is opened
     with open(path, "rb") as f: data = f.read(cap + 1)
-    if max(len(data), st.st_size) > cap:
+    if max(len(data), path.stat().st_size) > cap:
         raise RecordError(f"{path}: over {cap:,} bytes, more than a run's {what} ever holds")
     return data
 

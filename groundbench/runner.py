@@ -19,8 +19,8 @@ from typing import Sequence
 
 import yaml
 
-from .core import (RecordError, atomic_path, load_settings, load_yaml, printable, project_root,
-                              regular_file, resolve_path)
+from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
+                              resolve_path, write_text)
 from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
@@ -208,8 +208,7 @@ def scrub_notebook(path: Path):
     failed stage's traceback may quote an API's error body, which may echo the key it was sent."""
     if not path.is_file(): return
     text = path.read_text(encoding="utf-8")
-    if (clean := redact(text)) != text:
-        with atomic_path(path) as tmp: Path(tmp).write_text(clean, encoding="utf-8")
+    if (clean := redact(text)) != text: write_text(clean, path)
 
 # %% ../nbs/90_runner.ipynb #5175321f
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,

@@ -197,23 +197,28 @@ class APICollector:
 # %% ../../nbs/25_collect_api.ipynb #61c3d166
 SHAPE_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
 
+def _read(parent, k, v):
+    "A field read from a watched dict or list: noted in its trail (path, what was found), and itself watched."
+    p = f"{parent._path}[{k}]" if isinstance(parent, list) else (f"{parent._path}.{k}" if parent._path else str(k))
+    parent._trail.append((p, v))
+    return _watched(v, p, parent._trail)
+
+class _WatchedDict(dict):
+    def __getitem__(self, k): return _read(self, k, dict.__getitem__(self, k))
+    def get(self, k, default=None): return _read(self, k, dict.get(self, k, default))
+    def items(self): return [(k, _read(self, k, v)) for k, v in dict.items(self)]
+    def values(self): return [v for _, v in self.items()]
+
+class _WatchedList(list):
+    def __getitem__(self, k): return _read(self, k, list.__getitem__(self, k))
+    def __iter__(self): return (_read(self, k, v) for k, v in enumerate(list.__iter__(self)))
+
 def _watched(x, path: str, trail: list):
     "`x` with every field a parser reads from it noted in `trail` (its path, and what was found)."
-    class Dict(dict):
-        def __getitem__(self, k): return _read(self, k, dict.__getitem__(self, k))
-        def get(self, k, default=None): return _read(self, k, dict.get(self, k, default))
-        def items(self): return [(k, _read(self, k, v)) for k, v in dict.items(self)]
-        def values(self): return [v for _, v in self.items()]
-    class List(list):
-        def __getitem__(self, k): return _read(self, k, list.__getitem__(self, k))
-        def __iter__(self): return (_read(self, k, v) for k, v in enumerate(list.__iter__(self)))
-    def _read(parent, k, v):
-        p = f"{path}[{k}]" if isinstance(parent, list) else (f"{path}.{k}" if path else str(k))
-        trail.append((p, v))
-        return _watched(v, p, trail)
-    if isinstance(x, dict): return Dict(x)
-    if isinstance(x, list): return List(x)
-    return x
+    if not isinstance(x, (dict, list)): return x
+    w = _WatchedDict(x) if isinstance(x, dict) else _WatchedList(x)
+    w._path, w._trail = path, trail
+    return w
 
 def shape_failure(parse, data, provider: str, prompt_id: str) -> tuple[object, dict | None]:
     """`parse(data)`, watched: (its result, None), or (None, where the answer's shape broke it: the provider, the

@@ -192,10 +192,11 @@ def bounded_post(client: httpx.Client, url: str, payload: dict, headers: dict, d
     for ever. The read timeout is held to the deadline too, so a server that never answers fails within it."""
     t0, got, size = time.monotonic(), [], 0
     where = url.split("?", 1)[0]                # never a key passed in the query
-    if deadline_s: client.timeout = httpx.Timeout(client.timeout.connect, read=min(client.timeout.read or deadline_s,
-                                                  deadline_s), write=client.timeout.write, pool=client.timeout.pool)
+    to = client.timeout                         # this request's reads held to the deadline; the client left as it is
+    if deadline_s: to = httpx.Timeout(to.connect, read=min(to.read or deadline_s, deadline_s), write=to.write,
+                                      pool=to.pool)
     try:
-        with client.stream("POST", url, json=payload, headers=headers) as resp:
+        with client.stream("POST", url, json=payload, headers=headers, timeout=to) as resp:
             for chunk in resp.iter_bytes():          # decoded: a compressed bomb meets the cap too
                 size += len(chunk)
                 if max_bytes and size > max_bytes:

@@ -91,13 +91,12 @@ def merge_same_steps(t: pd.DataFrame) -> pd.DataFrame:
     return t.groupby(["stage", "step"], sort=False).apply(one, include_groups=False).reset_index()[t.columns]
 
 # %% ../../nbs/89_plan_estimate.ipynb #43cf9dd9
-def smoke_warning(t: pd.DataFrame, settings: dict, model: str) -> list[str]:
+def smoke_warning(t: pd.DataFrame, settings: dict, model: str, smoke: bool) -> list[str]:
     """A warning block when the judge is the bundled smoke model and the run would keep it busy past
     `[estimate] smoke_warning_hours` (at `smoke_seconds_per_call`): the calls and hours that means, that the result
     would be a smoke run, and the settings that pick a real judge. Nothing for a small run (the demo) or a real
-    judge."""
-    smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
-    if model not in smoke or t.empty: return []
+    judge (`smoke`: the client's own verdict, `LLM.smoke`)."""
+    if not smoke or t.empty: return []
     est = settings.get("estimate") or {}
     per, limit = float(est.get("smoke_seconds_per_call", 3.75)), float(est.get("smoke_warning_hours", 3))
     calls = float(t.calls_expected.fillna(t.calls_low).sum())
@@ -136,7 +135,7 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         pids = [p.prompt_id for p in prompts_to_collect(params, settings, run_dir)]
         coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
-                    tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model)))
+                    tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model, ctx.llm.smoke)))
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10015
 def _n(x, d=0) -> str:
