@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .credibility.metrics import agresti_coull
-from .core import write_table
+from .core import read_scores, write_table
 from .runfolder import Run
 from .stages import CREDIBILITY, GROUNDEDNESS, PROFILE, SOURCEBENCH, SOURCECHECKUP, StageOutput
 from .tables import save_figure, write_table_files
@@ -53,9 +53,9 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
     "One row per assistant with every lens's headline number and its 95% half-width (NaN where a lens did not run)."
     d = Path(run_dir)
     f40, f50 = d / CREDIBILITY / "rates.csv", d / GROUNDEDNESS / "groundedness_rates.csv"
-    parts = rate_parts(pd.read_csv(f40) if f40.exists() else None, pd.read_csv(f50) if f50.exists() else None)
+    parts = rate_parts(read_scores(f40) if f40.exists() else None, read_scores(f50) if f50.exists() else None)
     if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists():
-        s = pd.read_csv(f).set_index("assistant")
+        s = read_scores(f).set_index("assistant")
         parts.append(pd.DataFrame({"SourceBench": s.weighted, "SourceBench_ci95": s.weighted_ci95, "pages": s.pages}))
     if (f := d / SOURCECHECKUP / "responses.parquet").exists():
         rs = pd.read_parquet(f)

@@ -252,6 +252,14 @@ def test_compare_reads_a_run_whose_estimate_is_malformed(tmp_path):
     from groundbench.report.tables import load_outputs
     o = load_outputs([run])
     assert o.estimates is None and any("estimate.csv left out" in n for n in o.notes), o.notes
+    # 9. a score table edited by hand: text where a number belongs is named by file, row and column
+    rates = run / "40_credibility" / "rates.csv"
+    df = pd.read_csv(rates)
+    df["cr"] = df["cr"].astype(object)
+    df.loc[1, "cr"] = "high"
+    df.to_csv(rates, index=False)
+    p = groundbench("compare", run, "--a", "BotA", "--b", "BotB", "--n-boot", "50")
+    one_line_error(p, "rates.csv: row 2, column 'cr': 'high' where a number belongs")
 
 
 # 8. special files

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..collect.base import citable_url
-from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
+from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_scores, read_table
 from ..runfolder import Run
 from ..core import assistant_name
 from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES,
@@ -30,7 +30,7 @@ __all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'ALL', 'credible_counts', '
 def _opt(path: Path) -> pd.DataFrame | None:
     "The table at `path` if that stage ran (CSV with pandas' own types: the scores are numbers), else None."
     if not path.exists(): return None
-    return pd.read_csv(path) if path.suffix == ".csv" else read_table(path)
+    return read_scores(path) if path.suffix == ".csv" else read_table(path)
 
 # %% ../../nbs/85_explorer.ipynb #71f2f29a
 def credible_counts(c: pd.DataFrame | None) -> dict[str, tuple[int, int, int]]:

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..core import Conversation, Prompt, RecordError, project_root, read_records, write_text
+from ..core import Conversation, Prompt, RecordError, project_root, read_records, read_scores, write_text
 from ..runfolder import AGREEMENT_FILES, Run, StageExecution
 from ..credibility.audit import corrections, corrections_summary
 from ..credibility.metrics import conversation_table, credibility_outputs
@@ -150,11 +150,11 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
         cv = conversation_table(cs, read_records(d / COLLECT / "prompts.parquet", Prompt))
         convs.append(cv.assign(run_id=rid, collected_at=[c.collected_at or "" for c in cs]))
         if (f := d / CREDIBILITY / "citations.parquet").exists(): cits.append(pd.read_parquet(f).assign(run_id=rid))
-        if (f := d / GROUNDEDNESS / "response_scores.csv").exists(): resps.append(pd.read_csv(f).assign(run_id=rid))
+        if (f := d / GROUNDEDNESS / "response_scores.csv").exists(): resps.append(read_scores(f).assign(run_id=rid))
         for name, (stage, file, _) in VARIANT_FILES.items():
-            if (f := d / stage / file).exists(): variants.setdefault(name, []).append(pd.read_csv(f).assign(run_id=rid))
-        if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(pd.read_csv(f).assign(run_id=rid))
-        if (f := d / SOURCECHECKUP / "sourcecheckup.csv").exists(): scs.append(pd.read_csv(f).assign(run_id=rid))
+            if (f := d / stage / file).exists(): variants.setdefault(name, []).append(read_scores(f).assign(run_id=rid))
+        if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists(): sbs.append(read_scores(f).assign(run_id=rid))
+        if (f := d / SOURCECHECKUP / "sourcecheckup.csv").exists(): scs.append(read_scores(f).assign(run_id=rid))
         if len(p := build_profile(d)): profs.append(p.assign(run_id=rid))
         if (f := d / CREDIBILITY / "rules_audit.csv").exists():
             auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
