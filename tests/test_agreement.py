@@ -124,3 +124,14 @@ def test_five_writers_that_read_before_any_writes_keep_five_labels(tmp_path):
     for p in procs: p.join(60)
     assert [p.exitcode for p in procs] == [0] * 5
     assert sorted(pd.read_csv(run / "labels" / "ann.csv").item_id) == [f"u{i}:all" for i in range(5)]
+
+
+def test_a_labels_file_with_an_item_the_run_does_not_have_is_named_not_dropped(tmp_path):
+    "Before: agreement left an unknown item id out of every figure without a word (issue 44, 5)."
+    run = judged_run(tmp_path / "run")
+    item = groundedness_items(run).item_id.iloc[0]
+    (run / "labels").mkdir(exist_ok=True)
+    (run / "labels" / "dana.csv").write_text(f"item_id,label\n{item},Supported\nnot-an-item,Contradicted\n")
+    p = groundbench("agreement", run, "--n-boot", "20")
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert "dana.csv: row 3: item 'not-an-item' is not a groundedness item of this run" in p.stderr, p.stderr

@@ -157,6 +157,7 @@ def agreement_outputs(run_dir: str | Path, n_boot: int = N_BOOT, embedder=None, 
     g = load_labels(run_dir)
     if len(g):
         items = GROUNDEDNESS_TASK.items(run_dir)
+        g = load_labels(run_dir, known=items.item_id)     # every labelled item one of the run's, or named
         res["annotators"], res["labels"] = annotator_agreement(g)
         res["judge"], conf = judge_agreement(items, g, n_boot, seed)
         res["confusion"] = pd.concat(conf, names=["against", "human"]).reset_index()
@@ -166,7 +167,8 @@ def agreement_outputs(run_dir: str | Path, n_boot: int = N_BOOT, embedder=None, 
         res["pairs_file"] = export_pairs(items, g, out / "pairs.csv")
     s = load_labels(run_dir, SOURCEBENCH_TASK)
     if len(s):
-        res["page_quality"] = page_quality_agreement(SOURCEBENCH_TASK.items(run_dir), s)
+        sb = SOURCEBENCH_TASK.items(run_dir)
+        res["page_quality"] = page_quality_agreement(sb, load_labels(run_dir, SOURCEBENCH_TASK, known=sb.item_id))
     if notes := small_sample_notes(res): res["notes"] = notes
     for k, rel in AGREEMENT_FILES.items():
         if k in res and len(res[k]): write_table(res[k], out / rel)

@@ -275,12 +275,20 @@ class Annotator:
         display(self.view)
 
 # %% ../../nbs/72_labels_annotate.ipynb #5ed0ed51
-def load_labels(run_dir: str | Path, task: Task | None = None) -> pd.DataFrame:
-    "Every annotator's labels of the run for a task, long: annotator, item_id, label (`skip` left out)."
+def load_labels(run_dir: str | Path, task: Task | None = None, known=None) -> pd.DataFrame:
+    """Every annotator's labels of the run for a task, long: annotator, item_id, label (`skip` left out). Each file is
+    checked as `read_labels` checks it; given `known` (the task's item ids in the run), a labelled item the run does
+    not have (a file edited by hand, or another run's) is an error naming the file and row, never silently left out."""
     task = task or GROUNDEDNESS_TASK
-    files = sorted((Path(run_dir) / task.folder).glob("*.csv"))
-    frames = [pd.read_csv(f, dtype=str, keep_default_na=False).assign(annotator=f.stem) for f in files
-              if f.stem not in ("sample", "pairs") and not f.stem.startswith("agreement")]
+    frames, known = [], None if known is None else set(known)
+    for f in sorted((Path(run_dir) / task.folder).glob("*.csv")):
+        if f.stem.lower() in RESERVED_ANNOTATORS or f.stem.startswith("agreement"): continue
+        t = read_labels(f, task)
+        if known is not None and (bad := ~t.item_id.isin(known)).any():
+            i = int(bad.to_numpy().argmax())
+            raise RecordError(f"{f}: row {i + 2}: item {t.item_id.iloc[i]!r} is not a {task.name} item of this run "
+                              f"({int(bad.sum())} such rows: a labels file of another run, or edited by hand?)")
+        frames.append(t.assign(annotator=f.stem))
     if not frames: return pd.DataFrame(columns=["annotator", "item_id", "label"])
     df = pd.concat(frames, ignore_index=True)
     return df[df.label.isin(task.labels)][["annotator", "item_id", "label"]].reset_index(drop=True)
