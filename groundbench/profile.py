@@ -17,7 +17,7 @@ from .credibility.metrics import agresti_coull
 from .core import read_scores, write_table
 from .runfolder import Run
 from .stages import CREDIBILITY, GROUNDEDNESS, PROFILE, SOURCEBENCH, SOURCECHECKUP, StageOutput
-from .tables import save_figure, write_table_files
+from .tables import plotting, save_figure, write_table_files
 
 # %% auto #0
 __all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile', 'run']
@@ -72,9 +72,7 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
 # %% ../nbs/68_profile.ipynb #e59245a8
 def figure_profile(p: pd.DataFrame):
     "Assistants across lenses (0-100 scales; HS is not a percentage and is left out), with 95% intervals."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style="whitegrid")
+    plt, sns = plotting()
     lenses = [c for c in ("CR", "NCR", "GS", "CG", "NCG", "SourceBench", "SourceCheckup") if c in p.columns]
     long = p.melt(id_vars="assistant", value_vars=lenses, var_name="lens", value_name="value")
     err = p.melt(id_vars="assistant", value_vars=[f"{c}_ci95" for c in lenses], var_name="lens", value_name="ci")

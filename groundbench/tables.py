@@ -17,7 +17,7 @@ from .core import atomic_path, spreadsheet_safe_frame, write_text
 
 # %% auto #0
 __all__ = ['SMOKE_NOTE', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files',
-           'figure_layout_problems', 'save_figure', 'write_output', 'pm']
+           'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm']
 
 # %% ../nbs/04_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -107,6 +107,17 @@ def figure_layout_problems(fig) -> list[str]:
                     f"{b!r} overlap"
                     for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
     return out
+
+# %% ../nbs/04_tables.ipynb #ea37f1ca
+def plotting():
+    """matplotlib (headless) and seaborn set up as every figure of the suite draws: seaborn's white grid, and text
+    drawn as written, never as matplotlib's math: an assistant, topic or domain named `$$` or `a $\\frac$ b` stopped
+    the whole figure before (a parse error at savefig), and `Cost $5 to $10` was drawn in math italics."""
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt, seaborn as sns
+    sns.set_theme(style="whitegrid")
+    plt.rcParams["text.parse_math"] = False
+    return plt, sns
 
 # %% ../nbs/04_tables.ipynb #fe93249a
 def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> list[Path]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import Conversation, Prompt, assistant_name
-from ..tables import Output, pm
+from ..tables import Output, plotting, pm
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
@@ -329,9 +329,7 @@ CATEGORY_ORDER = ["fact_checker", "government", "publication", "news_media", "so
 
 def figure_2(cit: pd.DataFrame):
     "Figure 2: distribution of credibility labels of cited sources per assistant (shares; unrated shown apart)."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style="whitegrid")
+    plt, sns = plotting()
     lab = np.where(cit.classified, cit.label.astype(str), "unrated")
     share = pd.crosstab(cit.assistant, lab, normalize="index")
     share = share.reindex(columns=[l for l in LABEL_ORDER if l in set(lab)], fill_value=0) * 100
@@ -345,9 +343,7 @@ def figure_2(cit: pd.DataFrame):
 # %% ../../nbs/43_credibility_metrics.ipynb #efb41284
 def figure_9(cit: pd.DataFrame):
     "Figure 9: source categories per assistant, with the disinformation share."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style="whitegrid")
+    plt, sns = plotting()
     cats = cit.category.astype(str)
     share = pd.crosstab(cit.assistant, cats, normalize="index")
     share = share.reindex(columns=[c for c in CATEGORY_ORDER if c in set(cats)], fill_value=0) * 100

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..core import Judgment, Unit
 from ..stats import N_BOOT, bootstrap_ci
+from ..tables import plotting
 
 # %% auto #0
 __all__ = ['METHODS', 'VIEW_NAMES', 'VIEWS_CAPTION', 'VARIANT_CAPTIONS', 'response_scores', 'length_penalty', 'aggregate',
@@ -129,9 +130,7 @@ def _long_cg_ncg(resp: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
 # %% ../../nbs/53_groundedness_metrics.ipynb #ef29a202
 def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
     "Figure 3 as the paper draws it: histograms of per-response CG and NCG, one row per assistant."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style="whitegrid")
+    plt, sns = plotting()
     from matplotlib.ticker import MaxNLocator
     d = _long_cg_ncg(resp, meta)
     assistants = sorted(d.assistant.unique()) or [""]
@@ -155,9 +154,7 @@ def figure_3(resp: pd.DataFrame, meta: pd.DataFrame):
 # %% ../../nbs/53_groundedness_metrics.ipynb #4ca0fe3b
 def figure_3_box(resp: pd.DataFrame, meta: pd.DataFrame):
     "Figure 3 (extra view): the same per-response CG and NCG as box plots with the responses as points."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt, seaborn as sns
-    sns.set_theme(style="whitegrid")
+    plt, sns = plotting()
     d = _long_cg_ncg(resp, meta)
     fig, ax = plt.subplots(figsize=(8, 0.5 * max(d.assistant.nunique(), 1) * 2 + 1.5))
     if len(d):

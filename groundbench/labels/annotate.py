@@ -264,7 +264,7 @@ class Annotator:
         old = self.store.table[self.store.table.item_id == row.item_id].label
         self.store.add(row.item_id, label, self.note.value, shown=self.task.shown(row), replace=True)
         changed = f" (changed from {old.iloc[0]})" if len(old) and old.iloc[0] != label else ""
-        self.said.value = f"{row.item_id}: {label}{changed} saved in {self.store.path.name}"
+        self.said.value = html.escape(f"{row.item_id}: {label}{changed} saved in {self.store.path.name}")
         self.note.value = ""
         nxt = self.store.next_item(self.sample)
         if nxt is not None: self.pos = list(self.sample.item_id).index(nxt)
