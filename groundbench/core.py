@@ -386,7 +386,7 @@ def read_scores(path: str | Path, text: tuple[str, ...] = ("conversation_id", "m
         bad = pd.to_numeric(s, errors="coerce").isna() & s.notna()
         if bad.any():
             i = int(bad.to_numpy().argmax())
-            raise RecordError(f"{path}: row {i + 1}, column '{c}': {printable(str(s.iloc[i]))[:60]!r} where a number "
+            raise RecordError(f"{path}: row {i + 1}, column '{c}': {str(s.iloc[i])[:60]!r} where a number "
                               "belongs (edited by hand? rerun the stage that writes it)")
         df[c] = pd.to_numeric(s)
     return df

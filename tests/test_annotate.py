@@ -130,7 +130,8 @@ def hostile_run(d):
     from groundbench.core import Citation, Conversation, Segment, write_jsonl, write_table
     from groundbench.sourcebench import METRICS
     x = ATTACK.format
-    sents = [f"Sentence one {x('sentence')}.", f"Sentence two {x('sentence')} <script>window.__pwned=['script']</script>."]
+    sents = [f"Sentence one {x('sentence')}.",
+             f"Sentence two {x('sentence')} <script>window.__pwned=['script']</script>."]
     text = " ".join(sents)
     segs = tuple(Segment(s, (1,), text.index(s), text.index(s) + len(s)) for s in sents)
     url = "https://www.cdc.gov/x?a=1'><img src=x onerror=\"window.__pwned=['url']\">"
@@ -140,7 +141,8 @@ def hostile_run(d):
     write_table(pd.DataFrame({"conversation_id": [c.conversation_id], "citation_index": [1],
                               "label": [f"high {x('credibility')}"]}), d / "40_credibility" / "citations.parquet")
     write_jsonl([dict(conversation_id=c.conversation_id, unit_index=i, unit_id=f"u{i}{x('unit_id')}",
-                      text=f"Unit {i} {x('unit')}", decontextualised=f"Decontextualised {x('decontextualised')}" * (1 - i),
+                      text=f"Unit {i} {x('unit')}",
+                      decontextualised=f"Decontextualised {x('decontextualised')}" * (1 - i),
                       label="Fact", segment_index=i) for i in range(2)], d / "50_groundedness" / "units.jsonl")
     write_jsonl([dict(unit_id=f"u{i}{x('unit_id')}", scope="all", label=v, skipped="",
                       evidence=dict(unit_id=f"u{i}", scope="all", chunks=[f"Chunk {i} {x('chunk')}"],
@@ -150,7 +152,8 @@ def hostile_run(d):
     write_table(pd.DataFrame({"conversation_id": [c.conversation_id], "url": [url], "assistant": [f"Bot {x('sb_bot')}"],
                               "query": [f"Query {x('query')}"], "published": [f"2025 {x('date')}"], "updated": [""],
                               **{m: [3.0] for m in METRICS}}), d / "60_sourcebench" / "page_scores.parquet")
-    write_table(pd.DataFrame({"conversation_id": [c.conversation_id], "url": [url], "text": [f"Page text {x('page')}"]}),
+    write_table(pd.DataFrame({"conversation_id": [c.conversation_id], "url": [url],
+                              "text": [f"Page text {x('page')}"]}),
                 d / "30_sources" / "sources.parquet")
     (d / "labels").mkdir(parents=True)
     # a label given earlier with a note that is markup: the view shows the label back ("this one: ...")
@@ -188,7 +191,8 @@ def test_no_script_from_the_data_runs_in_the_labelling_view(tmp_path):
             wait_text(driver, "(all labelled)")
             wait_text(driver, "saved in ann.csv")
             time.sleep(1)                                      # an onerror fires once the broken image fails to load
-            assert driver.execute_script("return window.__pwned") is None, driver.execute_script("return window.__pwned")
+            assert driver.execute_script("return window.__pwned") is None, driver.execute_script(
+                "return window.__pwned")
             text = lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
             shown = text()
             next(b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output button")
@@ -196,7 +200,8 @@ def test_no_script_from_the_data_runs_in_the_labelling_view(tmp_path):
             wait_text(driver, "item 2 of 2")
             shown += text()
             time.sleep(1)
-            assert driver.execute_script("return window.__pwned") is None, driver.execute_script("return window.__pwned")
+            assert driver.execute_script("return window.__pwned") is None, driver.execute_script(
+                "return window.__pwned")
             for field in ("sentence", "unit", "decontextualised", "chunk", "credibility", "assistant", "unit_id",
                           "judge_label", "sb_bot", "query", "date", "page"):
                 assert f"'{field}'" in shown, f"{field}: its markup is not shown as text ({shown[:3000]})"
