@@ -29,9 +29,8 @@ import pydantic
 __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
            'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
            'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe',
-           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'read_scores', 'load_yaml',
-           'printable', 'package_dir', 'project_root', 'package_dirs', 'unknown_setting', 'load_settings',
-           'resolve_path', 'now_iso']
+           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'load_yaml', 'printable',
+           'package_dir', 'project_root', 'package_dirs', 'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -120,6 +119,10 @@ class Conversation:
     # the API says it searched but returned no sources (e.g. Gemini without groundingMetadata): not an answer
     # without sources
     sources_missing: bool = False
+    # the API's turn did not end: cut at its output limit, or paused more often than the collector continues it
+    incomplete: bool = False
+    # citation spans the API gave whose offsets fall outside the text, are reversed or overlap another (counted)
+    bad_spans: int = 0
     def __post_init__(self):
         _set_id(self, "conversation_id", self.provider, self.model, self.prompt_id, self.answer_text)
 
@@ -370,26 +373,6 @@ def read_records(path: str | Path, cls: type) -> list:
             field = ".".join(str(x) for x in err["loc"]) or "?"
             raise RecordError(f"{path}: row {i}: field '{field}': {err['msg']}") from None
     return out
-
-# %% ../nbs/00_core.ipynb #46ef6ffe
-def read_scores(path: str | Path, text: tuple[str, ...] = ("conversation_id", "method", "assistant", "variant", "group",
-                                                          "metric", "run_id", "breakdown", "conv_overall")) -> pd.DataFrame:
-    """A stage's CSV of scores: every column but `text` holds numbers (or True/False); a value that is neither is an
-    error naming the file, row and column (a hand-edited `high` in a score column once failed deep in the bootstrap
-    with pandas' own message and no file)."""
-    path = regular_file(path, "score table")
-    df = pd.read_csv(path)
-    for c in df.columns:
-        s = df[c]
-        if c in text or pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s): continue
-        if set(s.dropna().astype(str)) <= {"True", "False"}: continue
-        bad = pd.to_numeric(s, errors="coerce").isna() & s.notna()
-        if bad.any():
-            i = int(bad.to_numpy().argmax())
-            raise RecordError(f"{path}: row {i + 1}, column '{c}': {str(s.iloc[i])[:60]!r} where a number "
-                              "belongs (edited by hand? rerun the stage that writes it)")
-        df[c] = pd.to_numeric(s)
-    return df
 
 # %% ../nbs/00_core.ipynb #27ba24cd
 def _no_alias_loader():

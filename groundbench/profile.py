@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from .credibility.metrics import agresti_coull
-from .core import read_scores, write_table
+from .core import write_table
 from .runfolder import Run
 from .stages import CREDIBILITY, GROUNDEDNESS, PROFILE, SOURCEBENCH, SOURCECHECKUP, StageOutput
-from .tables import plotting, save_figure, write_table_files
+from .tables import plotting, read_scores, save_figure, write_table_files
 
 # %% auto #0
 __all__ = ['rate_parts', 'profile_table', 'build_profile', 'figure_profile', 'run']

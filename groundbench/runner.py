@@ -288,6 +288,10 @@ def collection_notes(c: dict) -> list[str]:
     if c.get("unresolved_pills") or c.get("model_mismatches"):
         out.append(f"collection: {c.get('unresolved_pills', 0)} citation pills without a URL (unresolved_pills), "
                    f"{c.get('model_mismatches', 0)} answers by another model than asked")
+    if c.get("incomplete") or c.get("bad_spans"):
+        out.append(f"collection: {c.get('incomplete', 0)} API answers cut off (incomplete: the output limit, or a "
+                   f"paused turn that never ended), {c.get('bad_spans', 0)} citation spans out of the text, reversed "
+                   "or overlapping (bad_spans; 20_collect/conversation_counts.csv per assistant)")
     if c.get("sources_missing") or c.get("redirects_unresolved") or c.get("api_assistants_left_out"):
         out.append(f"collection: {c.get('sources_missing', 0)} answers searched but came without sources "
                    f"(sources_missing), {c.get('redirects_unresolved', 0)} redirect links unresolved; left out: "

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core import atomic_path, spreadsheet_safe_frame, write_text
+from .core import RecordError, atomic_path, regular_file, spreadsheet_safe_frame, write_text
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table', 'write_table_files',
-           'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm']
+__all__ = ['SMOKE_NOTE', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table',
+           'write_table_files', 'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm',
+           'read_scores']
 
 # %% ../nbs/04_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -145,3 +146,25 @@ def pm(v: float, half: float, digits: int = 2) -> str:
     "'82.42 ± 3.71' from a percentage and its half-width, with the paper's `digits`; '-' when there is no value."
     if v is None or v != v: return "-"
     return f"{v:.{digits}f} ± {half:.{digits}f}" if half == half else f"{v:.{digits}f}"
+
+# %% ../nbs/04_tables.ipynb #c7b099b9
+SCORE_TEXT_COLUMNS = ("conversation_id", "method", "assistant", "variant", "group", "metric", "run_id", "breakdown",
+                      "conv_overall")
+
+def read_scores(path: str | Path, text: tuple[str, ...] = SCORE_TEXT_COLUMNS) -> pd.DataFrame:
+    """A stage's CSV of scores: every column but `text` holds numbers (or True/False); a value that is neither is an
+    error naming the file, row and column (a hand-edited `high` in a score column once failed deep in the bootstrap
+    with pandas' own message and no file)."""
+    path = regular_file(path, "score table")
+    df = pd.read_csv(path)
+    for c in df.columns:
+        s = df[c]
+        if c in text or pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s): continue
+        if set(s.dropna().astype(str)) <= {"True", "False"}: continue
+        bad = pd.to_numeric(s, errors="coerce").isna() & s.notna()
+        if bad.any():
+            i = int(bad.to_numpy().argmax())
+            raise RecordError(f"{path}: row {i + 1}, column '{c}': {str(s.iloc[i])[:60]!r} where a number "
+                              "belongs (edited by hand? rerun the stage that writes it)")
+        df[c] = pd.to_numeric(s)
+    return df

@@ -134,6 +134,12 @@ def test_claude_cited_blocks_pause_turn_and_retry_after(server, tmp_path, monkey
     assert paused["search"]["turns"] == 2 and paused["search"]["queries"] == ["vacunas ARNm alteran ADN"]
     assert paused["search"]["cited_text"][0]["cited_text"] == "Las vacunas de ARNm no modifican el ADN."
     assert reparse_archived(ar, paused, "claude-api", tmp_path)["segments"] == paused["parsed"]["segments"]
+    assert not any(c.incomplete for c in convs)
+    # a turn that pauses every time: continued max_continue times, then archived and marked incomplete (issue 44)
+    Server.script, Server.seen = ["pause"] * 10, []
+    c = ClaudeCollector("claude-sonnet-4-5", base_url=server + "/v1", backoff_s=0.01)
+    conv, = c.collect(PROMPTS[:1], Archive(tmp_path / "paused"), progress=False)
+    assert len(Server.seen) == c.max_continue + 1 and conv.incomplete
 
 
 def test_grok_links_and_an_error_that_stops(server, tmp_path, monkeypatch):

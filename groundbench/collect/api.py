@@ -12,9 +12,10 @@ import json
 import os
 import re
 import time
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import httpx
+import pydantic
 from tqdm.auto import tqdm
 
 from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers,
@@ -26,8 +27,10 @@ from ..llm.backends import ExchangeLimit, post_with_retries
 
 # %% auto #0
 __all__ = ['SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text',
-           'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info', 'APICollector',
-           'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector', 'PerplexityCollector']
+           'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info', 'Shape', 'URLCitation',
+           'ChatAnnotation', 'ChatMessage', 'ChatChoice', 'SearchResult', 'ChatCompletionShape', 'OutputContent',
+           'OutputItem', 'ResponsesShape', 'shape_problem', 'APICollector', 'NotJSON', 'answer_json', 'shape_failure',
+           'answer_record', 'reparse_failed', 'OpenAIResponsesCollector', 'PerplexityCollector']
 
 # %% ../../nbs/25_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
@@ -57,27 +60,32 @@ def _is_link_span(span: str, url: str) -> bool:
 
 # %% ../../nbs/25_collect_api.ipynb #9881a06b
 def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> ParsedAnswer:
-    "A ParsedAnswer from output text and url_citation annotations (flat or nested under 'url_citation')."
-    anns = []
+    """A ParsedAnswer from output text and url_citation annotations (flat or nested under 'url_citation').
+    Annotations whose offsets fall outside the text or are reversed are left out, and those that overlap another
+    (partly; or wholly, where each marks a link) are counted: `bad_spans`, never a silent guess."""
+    anns, bad = [], 0
     for a in annotations:
         a = {**a, **(a.get("url_citation") or {})}
         if a.get("type", "url_citation") == "url_citation" and a.get("url") and a.get("start_index") is not None:
-            anns.append(a)
+            if 0 <= a["start_index"] < a["end_index"] <= len(text): anns.append(a)
+            else: bad += 1
     anns.sort(key=lambda a: (a["start_index"], a["end_index"]))
     cl = CitationList()
     if all(_is_link_span(text[a["start_index"]:a["end_index"]], a["url"]) for a in anns):
         out, last = [], 0
         for a in anns:
             s, e = a["start_index"], a["end_index"]
-            if s < last: continue  # overlapping duplicate annotation
+            if s < last: bad += 1; continue   # overlaps a link already read
             out += [text[last:s], mark(cl.add(a["url"], a.get("title", "")))]
             last = e
         out.append(text[last:])
         marked = re.sub(r"[ \t]+(?=\ue200)", "", "".join(out))
-        return parsed_from_blocks(provider, text_blocks(marked), cl.items, rejected=cl.rejected)
+        return dataclasses.replace(parsed_from_blocks(provider, text_blocks(marked), cl.items, rejected=cl.rejected),
+                                   bad_spans=bad)
     spans = [(a["start_index"], a["end_index"], [i]) for a in anns if (i := cl.add(a["url"], a.get("title", "")))]
+    bad += sum(s < e0 and (s, e) != (s0, e0) for (s0, e0, _), (s, e, _) in zip(spans, spans[1:]))  # partly overlapping
     return ParsedAnswer(provider, text, tuple(cl.items), span_segments(text, spans, len(cl)), refused=is_refusal(text),
-                        rejected_urls=tuple(cl.rejected))
+                        rejected_urls=tuple(cl.rejected), bad_spans=bad)
 
 # %% ../../nbs/25_collect_api.ipynb #9d61cd32
 def parse_openai_responses(data: dict) -> ParsedAnswer:
@@ -97,12 +105,13 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
     items = [i for i in data.get("output") or [] if i.get("type") == "reasoning"]
     return dataclasses.replace(p, thinking=thought(rt, any(i.get("summary") or i.get("content") for i in items)),
                                reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""),
-                               model_answered=data.get("model", ""))
+                               model_answered=data.get("model", ""), incomplete=data.get("status") == "incomplete")
 
 # %% ../../nbs/25_collect_api.ipynb #5711ea2c
 def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAnswer:
     "Parse a chat completion: OpenAI url_citation annotations, or Perplexity-style `citations` with [n] markers."
-    msg = (data.get("choices") or [{}])[0].get("message") or {}
+    choice = (data.get("choices") or [{}])[0]
+    msg = choice.get("message") or {}
     content = msg.get("content") or ""
     if msg.get("annotations"):
         p = parse_openai_text(provider, content, msg["annotations"])
@@ -121,7 +130,8 @@ def parse_chat_completion(data: dict, provider: str = "openai-chat") -> ParsedAn
     rt = u.get("reasoning_tokens", (u.get("completion_tokens_details") or {}).get("reasoning_tokens"))
     return dataclasses.replace(p, thinking=thought(rt, bool(msg.get("reasoning_steps")
                                                             or msg.get("reasoning_content"))),
-                               reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""))
+                               reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("model", ""),
+                               incomplete=choice.get("finish_reason") == "length")
 
 # %% ../../nbs/25_collect_api.ipynb #f1f9696c
 def parse_perplexity(data: dict) -> ParsedAnswer:
@@ -140,11 +150,65 @@ def search_info(data: dict) -> dict:
     return {"queries": queries, "results_listed": len(data.get("search_results") or []),
             "usage": data.get("usage") or {}}
 
+# %% ../../nbs/25_collect_api.ipynb #b89a282a
+class Shape(pydantic.BaseModel):
+    """A documented answer shape: strict types for the fields the parsers read; other fields pass as they come.
+    `turns`: a list of such answers is one answer too (a paused turn's responses, archived together)."""
+    model_config = pydantic.ConfigDict(extra="allow", strict=True)
+    turns: ClassVar[bool] = False
+
+class URLCitation(Shape):
+    type: str | None = None; url: str | None = None; title: str | None = None
+    start_index: int | None = None; end_index: int | None = None
+
+class ChatAnnotation(URLCitation):
+    url_citation: URLCitation | None = None
+
+class ChatMessage(Shape):
+    content: str | None = None; annotations: list[ChatAnnotation] | None = None
+    reasoning_content: str | None = None
+
+class ChatChoice(Shape):
+    message: ChatMessage | None = None; finish_reason: str | None = None
+
+class SearchResult(Shape):
+    url: str | None = None; title: str | None = None
+
+class ChatCompletionShape(Shape):
+    "An OpenAI-compatible chat completion (OpenAI, Perplexity Sonar: `citations`, `search_results`)."
+    model: str | None = None; choices: list[ChatChoice] | None = None; citations: list[str] | None = None
+    search_results: list[SearchResult] | None = None; usage: dict | None = None
+
+class OutputContent(Shape):
+    type: str | None = None; text: str = ""; annotations: list[URLCitation] | None = None   # text: never null
+
+class OutputItem(Shape):
+    type: str | None = None; content: list[OutputContent] | None = None; summary: list | None = None
+    action: dict | None = None
+
+class ResponsesShape(Shape):
+    "A Responses API answer (OpenAI; xAI's adds `citations`, URLs or objects)."
+    model: str | None = None; status: str | None = None; output: list[OutputItem] | None = None
+    usage: dict | None = None; citations: list[str | dict] | None = None
+
+def shape_problem(shape: type[Shape] | None, data) -> tuple[str, str, str] | None:
+    "Where `data` departs from `shape`: (field path, what is there, what the documentation gives), or None."
+    if shape is None: return None
+    try:
+        pydantic.TypeAdapter(list[shape] if shape.turns and isinstance(data, list) else shape).validate_python(data)
+        return None
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        path = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]).lstrip(".") or "(the answer)"
+        found = err.get("input")
+        return path, f"{type(found).__name__} {repr(found)[:80]}", err["msg"]
+
 # %% ../../nbs/25_collect_api.ipynb #3898de69
 class APICollector:
     "Base of the API collectors: endpoint, headers, payload, parser, and what the record keeps of the search."
     provider, path, key_env, default_base = ("openai-chat", "/chat/completions", "OPENAI_API_KEY",
                                              "https://api.openai.com/v1")
+    shape: type[Shape] | None = ChatCompletionShape    # the documented answer, checked before parsing
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None, timeout_s: float = 180,
                  max_retries: int = 5, backoff_s: float = 2.0, delay_s: float = 0.0, options: dict | None = None,
@@ -166,7 +230,7 @@ class APICollector:
         "One prompt's request (retried on transient errors): the last response, the bytes to archive and their JSON."
         resp = post_with_retries(client, self.url(), self.payload(prompt), headers, self.max_retries, self.backoff_s,
                                  **self.limits)
-        return resp, resp.content, (resp.json() if resp.status_code == 200 else {})
+        return resp, resp.content, (answer_json(resp.content) if resp.status_code == 200 else {})
     def finish(self, parsed: ParsedAnswer) -> tuple[ParsedAnswer, dict]:
         "The parsed answer as archived, and what else the record keeps (e.g. Gemini's resolved redirect links)."
         return parsed, {}
@@ -182,9 +246,6 @@ class APICollector:
                 try: resp, raw, data = self.exchange(client, p.text, headers)
                 except (httpx.TransportError, ExchangeLimit) as e:
                     raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
-                except ValueError as e:
-                    msg = f"{self.provider}: prompt {p.prompt_id}: the answer is not JSON: {e}"
-                    raise CollectionError(msg) from None
                 if resp.status_code != 200:
                     raise CollectionError(
                         f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
@@ -220,21 +281,37 @@ def _watched(x, path: str, trail: list):
     w._path, w._trail = path, trail
     return w
 
-def shape_failure(parse, data, provider: str, prompt_id: str) -> tuple[object, dict | None]:
-    """`parse(data)`, watched: (its result, None), or (None, where the answer's shape broke it: the provider, the
-    prompt, the field path the parser read last, what it found there, and the error), never an exception."""
+class NotJSON(str):
+    "The start of an answer's body that is not JSON, standing where its data would be: a parse failure, not a crash."
+
+def answer_json(raw: bytes):
+    "The JSON of an answer's bytes, or `NotJSON` (the body's start) when they are not JSON."
+    try: return json.loads(raw)
+    except ValueError: return NotJSON(raw[:200].decode("utf-8", "replace"))
+
+def shape_failure(parse, data, provider: str, prompt_id: str,
+                  shape: type[Shape] | None = None) -> tuple[object, dict | None]:
+    """`parse(data)`, checked and watched: (its result, None), or (None, the failure: the provider, the prompt, the
+    field path, what was found there, and why), never an exception. An answer that is not JSON or not of the
+    provider's documented `shape` fails before it is parsed; one whose shape still breaks the parser names the field
+    the parser read last."""
+    fail = lambda field, found, error: (None, {"provider": provider, "prompt_id": prompt_id, "field": field,
+                                                "found": found, "error": error[:300]})
+    if isinstance(data, NotJSON): return fail("(the answer)", f"not JSON: {str(data)[:80]!r}", "the answer is not JSON")
+    if problem := shape_problem(shape, data):
+        return fail(problem[0], problem[1], f"not the documented {provider} answer: {problem[2]}")
     trail: list = []
     try: return parse(_watched(data, "", trail)), None
     except SHAPE_ERRORS as e:
         field, found = trail[-1] if trail else ("(the answer)", data)
-        return None, {"provider": provider, "prompt_id": prompt_id, "field": field,
-                      "found": f"{type(found).__name__} {repr(found)[:80]}", "error": f"{type(e).__name__}: {e}"[:300]}
+        return fail(field, f"{type(found).__name__} {repr(found)[:80]}", f"{type(e).__name__}: {e}")
 
 # %% ../../nbs/25_collect_api.ipynb #7090f379
 def answer_record(c: APICollector, p: Prompt, data, response: str, started: str) -> dict:
     """The archive record of one API answer (`response`: its archived bytes): parsed, with what the search did; or, when
     the answer's shape breaks the parser, `parse_failed` saying where (`shape_failure`), and no conversation."""
-    parsed, failed = shape_failure(lambda d: c.finish(c.parse(d)) + (c.search(d),), data, c.provider, p.prompt_id)
+    parsed, failed = shape_failure(lambda d: c.finish(c.parse(d)) + (c.search(d),), data, c.provider, p.prompt_id,
+                                   c.shape)
     base = {"provider": c.provider, "prompt_id": p.prompt_id, "prompt_text": p.text, "response": response,
             "started_at": started, "collected_at": now_iso(), "source": "api"}
     if failed: return {**base, "model": c.model, "parse_failed": failed}
@@ -248,14 +325,14 @@ def reparse_failed(c: APICollector, prompts, archive: Archive) -> int:
         f = archive.record_path(c.provider, p.prompt_id)
         rec = json.loads(f.read_text()) if f.exists() else {}
         if not rec.get("parse_failed"): continue
-        new = answer_record(c, p, json.loads(archive.read(rec["response"])), rec["response"], rec["started_at"])
+        new = answer_record(c, p, answer_json(archive.read(rec["response"])), rec["response"], rec["started_at"])
         if not new.get("parse_failed"): archive.save_record(c.provider, p.prompt_id, new); n += 1
     return n
 
 # %% ../../nbs/25_collect_api.ipynb #76f0b471
 class OpenAIResponsesCollector(APICollector):
     "OpenAI Responses API with the web_search tool forced."
-    provider, path, key_env = "openai-responses", "/responses", "OPENAI_API_KEY"
+    provider, path, key_env, shape = "openai-responses", "/responses", "OPENAI_API_KEY", ResponsesShape
     def payload(self, prompt):
         return {"model": self.model, "input": prompt, "tools": [{"type": "web_search"}], "tool_choice": "required",
                 "include": ["web_search_call.action.sources"], **self.options}

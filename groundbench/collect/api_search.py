@@ -11,14 +11,14 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 from urllib.parse import urlsplit
 
 import httpx
 
-from .api import (CHAT_API_COLLECTORS, CHAT_API_PARSERS, APICollector,
-                                     search_info,
-                                     parse_openai_text, thought)
+from .api import (CHAT_API_COLLECTORS, CHAT_API_PARSERS, APICollector, NotJSON,
+                                     ResponsesShape, Shape, answer_json, parse_openai_text, search_info,
+                                     shape_problem, thought)
 from .base import CitationList, ParsedAnswer, citable_url, is_refusal, span_segments
 from ..core import Citation
 from ..llm.backends import post_with_retries
@@ -26,8 +26,10 @@ from ..sources.fetch import FetchSettings, fetch_all, _default_resolve
 
 # %% auto #0
 __all__ = ['HARMLESS_PROMPT', 'API_COLLECTORS', 'API_PARSERS', 'byte_to_char', 'parse_gemini', 'is_grounding_redirect',
-           'resolve_redirects', 'apply_redirects', 'parse_claude', 'xai_annotations', 'parse_grok', 'GeminiCollector',
-           'ClaudeCollector', 'GrokCollector', 'api_check', 'api_assistants_with_keys']
+           'resolve_redirects', 'apply_redirects', 'parse_claude', 'xai_annotations', 'parse_grok', 'GeminiWeb',
+           'GeminiChunk', 'GeminiSegment', 'GeminiSupport', 'GeminiGrounding', 'GeminiPart', 'GeminiContent',
+           'GeminiCandidate', 'GeminiShape', 'ClaudeCitation', 'ClaudeResult', 'ClaudeBlock', 'ClaudeShape',
+           'GeminiCollector', 'ClaudeCollector', 'GrokCollector', 'api_check', 'api_assistants_with_keys']
 
 # %% ../../nbs/26_collect_api_search.ipynb #84c1314b
 def byte_to_char(text: str, offset: int) -> int:
@@ -76,9 +78,12 @@ def parse_gemini(data: dict) -> ParsedAnswer:
     starts = [sum(len(t) for t in texts[:i]) for i in range(len(texts))]
     gm, usage = cand.get("groundingMetadata") or {}, data.get("usageMetadata") or {}
     chunks = [c.get("web") or {} for c in gm.get("groundingChunks") or []]
-    cl, spans = CitationList(), []
-    segs = [s for s in gm.get("groundingSupports") or [] if 0 <= int((s.get("segment") or {}).get("partIndex") or 0)
-            < len(texts)]
+    cl, spans, supports = CitationList(), [], gm.get("groundingSupports") or []
+    def fits(seg: dict) -> bool:   # a part of the answer, and bytes inside it, in order
+        pi = int(seg.get("partIndex") or 0)
+        return (0 <= pi < len(texts)
+                and 0 <= int(seg.get("startIndex") or 0) < int(seg.get("endIndex") or 0) <= len(texts[pi].encode()))
+    segs = [s for s in supports if fits(s.get("segment") or {})]
     for s in sorted(segs, key=lambda s: (int(s["segment"].get("partIndex") or 0),
                                          int(s["segment"].get("startIndex") or 0))):
         pi = int(s["segment"].get("partIndex") or 0)
@@ -92,7 +97,8 @@ def parse_gemini(data: dict) -> ParsedAnswer:
                    refused=cand.get("finishReason") in {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII"},
                    thinking=thought(rt, any(p.get("thought") for p in parts)),
                    reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("modelVersion", ""),
-                   model_answered=data.get("modelVersion", ""), sources_missing=searched and not chunks)
+                   model_answered=data.get("modelVersion", ""), sources_missing=searched and not chunks,
+                   incomplete=cand.get("finishReason") == "MAX_TOKENS", bad_spans=len(supports) - len(segs))
 
 # %% ../../nbs/26_collect_api_search.ipynb #9c3e0005
 def is_grounding_redirect(url: str) -> bool:
@@ -160,7 +166,8 @@ def parse_claude(data: dict | list) -> ParsedAnswer:
     thinking_shown = any(b.get("type") in ("thinking", "redacted_thinking") for b in _claude_blocks(data))
     return _answer("claude-api", text, cl, spans, listed, refused=last.get("stop_reason") == "refusal",
                    thinking=thought(None, thinking_shown), model_shown=last.get("model", ""),
-                   model_answered=last.get("model", ""), sources_missing=searched > 0 and failed == searched)
+                   model_answered=last.get("model", ""), sources_missing=searched > 0 and failed == searched,
+                   incomplete=last.get("stop_reason") in ("pause_turn", "max_tokens"))
 
 # %% ../../nbs/26_collect_api_search.ipynb #7c926e50
 _INLINE = re.compile(r"\[\[(\d+)\]\]\((https?://[^\s)]+)\)")
@@ -202,8 +209,40 @@ def parse_grok(data: dict) -> ParsedAnswer:
     rt = (u.get("output_tokens_details") or {}).get("reasoning_tokens")
     return dataclasses.replace(p, uncited_panel_sources=panel, model_shown=data.get("model", ""),
                                model_answered=data.get("model", ""), reasoning_tokens=-1 if rt is None else int(rt),
+                               incomplete=data.get("status") == "incomplete",
                                thinking=thought(rt, any(i.get("type") == "reasoning" and (i.get("summary") or
                                                         i.get("content")) for i in data.get("output") or [])))
+
+# %% ../../nbs/26_collect_api_search.ipynb #a78a492c
+class GeminiWeb(Shape): uri: str | None = None; title: str | None = None
+class GeminiChunk(Shape): web: GeminiWeb | None = None
+class GeminiSegment(Shape):
+    partIndex: int | None = None; startIndex: int | None = None; endIndex: int | None = None; text: str | None = None
+class GeminiSupport(Shape): segment: GeminiSegment | None = None; groundingChunkIndices: list[int] | None = None
+class GeminiGrounding(Shape):
+    groundingChunks: list[GeminiChunk] | None = None; groundingSupports: list[GeminiSupport] | None = None
+    webSearchQueries: list[str] | None = None
+class GeminiPart(Shape): text: str | None = None; thought: bool | None = None
+class GeminiContent(Shape): parts: list[GeminiPart] | None = None
+class GeminiCandidate(Shape):
+    content: GeminiContent | None = None; groundingMetadata: GeminiGrounding | None = None
+    finishReason: str | None = None
+class GeminiShape(Shape):
+    "A Gemini generateContent answer with grounding metadata."
+    candidates: list[GeminiCandidate] | None = None; usageMetadata: dict | None = None; modelVersion: str | None = None
+
+class ClaudeCitation(Shape):
+    type: str | None = None; url: str | None = None; title: str | None = None; cited_text: str | None = None
+class ClaudeResult(Shape): url: str | None = None; title: str | None = None
+class ClaudeBlock(Shape):
+    "A content block: text (with citations), a search call (input) or its results (a list, or an error object)."
+    type: str | None = None; text: str | None = None; citations: list[ClaudeCitation] | None = None
+    content: list[ClaudeResult] | dict | str | None = None; input: dict | None = None
+class ClaudeShape(Shape):
+    "A Claude Messages answer; a paused turn's responses (a list) are one answer."
+    turns: ClassVar[bool] = True
+    model: str | None = None; content: list[ClaudeBlock] | None = None; stop_reason: str | None = None
+    usage: dict | None = None
 
 # %% ../../nbs/26_collect_api_search.ipynb #69fe8247
 class GeminiCollector(APICollector):
@@ -211,6 +250,7 @@ class GeminiCollector(APICollector):
     (`fetch`: its settings, e.g. `FetchSettings(allow_private=True)` for a local server)."""
     provider, path, key_env, default_base = ("gemini-api", "", "GEMINI_API_KEY",
                                              "https://generativelanguage.googleapis.com/v1beta")
+    shape = GeminiShape
     def __init__(self, model: str, *args, fetch: FetchSettings | None = None, **kw):
         super().__init__(model, *args, **kw); self.fetch = fetch or FetchSettings()
     def url(self): return f"{self.base_url}/models/{self.model}:generateContent"
@@ -233,6 +273,7 @@ class GeminiCollector(APICollector):
 class ClaudeCollector(APICollector):
     "Claude's Messages API with the web search server tool; a paused turn is continued (at most `max_continue` times)."
     provider, path, key_env, default_base = "claude-api", "/messages", "ANTHROPIC_API_KEY", "https://api.anthropic.com/v1"
+    shape = ClaudeShape
     version, tool, max_tokens, max_continue = "2023-06-01", "web_search_20250305", 4096, 3
     def headers(self, key): return {"anthropic-version": self.version, **({"x-api-key": key} if key else {})}
     def payload(self, prompt, before: Sequence[dict] = ()):
@@ -246,7 +287,8 @@ class ClaudeCollector(APICollector):
             resp = post_with_retries(client, self.url(), self.payload(prompt, done), headers, self.max_retries,
                                      self.backoff_s, **self.limits)
             if resp.status_code != 200: return resp, resp.content, {}
-            done.append(resp.json())
+            done.append(answer_json(resp.content))
+            if isinstance(done[-1], NotJSON): return resp, resp.content, done[-1]
             if done[-1].get("stop_reason") != "pause_turn" or len(done) > self.max_continue: break
         data = done if len(done) > 1 else done[0]
         return resp, (json.dumps(data).encode() if len(done) > 1 else resp.content), data
@@ -267,6 +309,7 @@ class ClaudeCollector(APICollector):
 class GrokCollector(APICollector):
     "xAI's Responses API with the web_search tool."
     provider, path, key_env, default_base = "grok-api", "/responses", "XAI_API_KEY", "https://api.x.ai/v1"
+    shape = ResponsesShape
     def payload(self, prompt): return {"model": self.model, "input": prompt, "tools": [{"type": "web_search"}],
                                        **self.options}
     def parse(self, data): return parse_grok(data)

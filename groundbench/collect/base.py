@@ -148,6 +148,8 @@ class ParsedAnswer:
     model_answered: str = ""        # the model the page says answered (it may differ from the one asked for)
     reasoning_tokens: int = -1      # reasoning tokens the answer spent, where an API reports them (-1: not reported)
     sources_missing: bool = False   # the API says it searched, but its answer came without source metadata
+    incomplete: bool = False        # the API's turn did not end (output limit, or a pause never continued to its end)
+    bad_spans: int = 0              # citation spans out of the text, reversed or overlapping another (counted)
 
     def to_json(self) -> str:
         "Canonical JSON (sorted keys, UTF-8): stable byte for byte."
@@ -271,7 +273,8 @@ def conversation_from_record(rec: dict) -> Conversation:
                         rec.get("source", ""), rejected_urls=tuple(p.get("rejected_urls", ())),
                         unresolved_pills=int(p.get("unresolved_pills", 0)),
                         reasoning_tokens=int(p.get("reasoning_tokens", -1)),
-                        sources_missing=bool(p.get("sources_missing", False)))
+                        sources_missing=bool(p.get("sources_missing", False)),
+                        incomplete=bool(p.get("incomplete", False)), bad_spans=int(p.get("bad_spans", 0)))
 
 # %% ../../nbs/21_collect_base.ipynb #a88dd672
 def repeat_of(pr: Prompt, conv: Conversation, row: dict, line: int) -> tuple[Prompt, Conversation, dict]:

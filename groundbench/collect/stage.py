@@ -94,12 +94,14 @@ def _spread_order(keys: list) -> list:
 # %% ../../nbs/20_collect.ipynb #4020e07a
 def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     """Per provider and model: conversations, citations, segments, uncited segments, panel-only sources, rejected
-    links, refusals, thinking, answers whose API searched but sent no sources."""
+    links, refusals, thinking, answers whose API searched but sent no sources, answers whose turn did not end
+    (`incomplete`), citation spans out of the text, reversed or overlapping (`bad_spans`)."""
     rows = [{"provider": c.provider, "model": c.model, "conversations": 1, "citations": len(c.citations),
              "segments": len(c.segments),
              "uncited_segments": sum(s.uncited for s in c.segments), "panel_only_sources": len(c.uncited_panel_sources),
              "rejected_links": len(c.rejected_urls), "unresolved_pills": c.unresolved_pills, "refused": int(c.refused),
              "thinking": int(c.thinking), "sources_missing": int(c.sources_missing),
+             "incomplete": int(c.incomplete), "bad_spans": c.bad_spans,
              "words": len(c.answer_text.split())} for c in convs]
     if not rows: return pd.DataFrame(columns=["provider", "model", "conversations"])
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
@@ -241,5 +243,6 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
         st.count(conversations=len(convs), prompts=len(prompts), citations=int(counts.citations.sum()),
                  segments=int(counts.segments.sum()),
                  unresolved_pills=int(counts.unresolved_pills.sum()) if "unresolved_pills" in counts else 0,
-                 sources_missing=int(counts.sources_missing.sum()) if "sources_missing" in counts else 0)
+                 **{k: int(counts[k].sum()) if k in counts else 0
+                    for k in ("sources_missing", "incomplete", "bad_spans")})
     return StageOutput.since(out, started, counts)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..collect.base import citable_url
-from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_scores, read_table
+from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
+from ..tables import read_scores
 from ..runfolder import Run
 from ..core import assistant_name
 from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES,

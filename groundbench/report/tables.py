@@ -17,14 +17,14 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..core import Conversation, Prompt, RecordError, project_root, read_records, read_scores, write_text
+from ..core import Conversation, Prompt, RecordError, project_root, read_records, write_text
 from ..runfolder import AGREEMENT_FILES, Run, StageExecution
 from ..credibility.audit import corrections, corrections_summary
 from ..credibility.metrics import conversation_table, credibility_outputs
 from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
 from .page import SMOKE_BANNER, render_html, usage_items
-from ..tables import Output, figure_layout_problems, write_output
+from ..tables import Output, figure_layout_problems, read_scores, write_output
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
 
 # %% auto #0
