@@ -207,3 +207,47 @@ def test_today_collects_five_api_assistants_into_one_report(server, tmp_path):
     m2 = json.loads((tmp_path / "runs2" / "today" / "manifest.json").read_text())["stages"]["20_collect"]["counts"]
     assert m2["api_assistants_left_out"] == ["claude-api claude-sonnet-4-5: ANTHROPIC_API_KEY is not set, not collected",
                                              "grok-api grok-4.3: XAI_API_KEY is not set, not collected"]
+
+
+def leaves(x, path=()):
+    "Every value's path in a JSON document (containers and scalars alike)."
+    yield path
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items: yield from leaves(v, path + (k,))
+
+
+def replaced(doc, path, value):
+    d = json.loads(json.dumps(doc))
+    if not path: return value
+    parent = d
+    for k in path[:-1]: parent = parent[k]
+    parent[path[-1]] = value
+    return d
+
+
+@pytest.mark.parametrize("provider", ["openai-responses", "perplexity-api", "gemini-api", "claude-api", "grok-api"])
+def test_every_field_of_every_provider_s_answer_given_the_wrong_type_is_a_named_parse_failure(provider):
+    """Issue 44 (1): a field of the wrong type once raised out of the collector. Every value of each provider's documented
+    answer (every field at every depth, and the whole answer) replaced in turn by a value of each other JSON type: the
+    answer either still parses or fails as a record naming a field path and what was there, never an exception."""
+    from groundbench.collect.api import shape_failure
+    from groundbench.collect.api_search import API_COLLECTORS, API_PARSERS
+    base = "http://127.0.0.1:9"
+    doc = {"openai-responses": lambda: responses_body("q"), "perplexity-api": lambda: sonar_body("q"),
+           "gemini-api": lambda: json.loads((FIX / "gemini.json").read_text().replace("__BASE__", base)),
+           "claude-api": lambda: json.loads((FIX / "claude.json").read_text().replace("__BASE__", base)),
+           "grok-api": lambda: json.loads((FIX / "grok.json").read_text().replace("__BASE__", base))}[provider]()
+    shape, parse = API_COLLECTORS[provider].shape, API_PARSERS[provider]
+    assert shape_failure(parse, doc, provider, "p", shape)[1] is None            # the documented answer parses
+    cases = failed = 0
+    for path in leaves(doc):
+        for value in (None, 7, -1, 10**12, "x", [1], {"a": 1}, True):
+            old = doc
+            for k in path: old = old[k]
+            if type(old) is type(value) and old == value: continue
+            cases += 1
+            parsed, fail = shape_failure(parse, replaced(doc, path, value), provider, "p", shape)
+            if fail is None: continue
+            failed += 1
+            assert fail["field"] and fail["found"] and fail["error"] and fail["prompt_id"] == "p", fail
+    assert cases > 100 and 0 < failed < cases, (cases, failed)
