@@ -122,6 +122,13 @@ def test_report_reads_well_in_chromium(small_run):
         driver.save_screenshot(str(page.parent / "index.png"))  # next to the report, for a person to look at
         SHOTS.mkdir(exist_ok=True)
         shutil.copy(page.parent / "index.png", SHOTS / "report.png")
+        driver.execute_script("document.querySelectorAll('.scroll').forEach(b => b.scrollLeft = 0)")
+        for width in (1366, 1920):   # issue 45: the page uses the screen it is given, a laptop's and a desktop's
+            driver.set_window_size(width, 1000)
+            main = driver.execute_script("return document.querySelector('main').getBoundingClientRect().width")
+            assert main >= width - 420, (width, main)       # the contents column and margins take the rest
+            assert driver.execute_script("return document.documentElement.scrollWidth") <= width
+            driver.save_screenshot(str(SHOTS / f"report-{width}.png"))
     finally:
         driver.quit()
     assert (page.parent / "index.png").stat().st_size > 20_000

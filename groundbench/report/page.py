@@ -19,8 +19,9 @@ from ..stages import REPORT
 from ..tables import Output, html_table
 
 # %% auto #0
-__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'table_terms', 'usage_table',
-           'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'section_html', 'render_html']
+__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'CHANGES', 'table_terms',
+           'usage_table', 'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'shown_table', 'section_html',
+           'render_html']
 
 # %% ../../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -35,7 +36,8 @@ TERMS = {  # what a table's abbreviations and names mean, said under each table 
     "rr_sphere_gpt4": "ExpertQA: retrieve and read, Sphere corpus passages read by GPT-4",
     "post_hoc_gs_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards with Google search",
     "post_hoc_sphere_gpt4": "ExpertQA: GPT-4's answer, citations found afterwards in the Sphere corpus"}
-SOURCEBENCH_TERMS = {"CR": "content relevance", "FA": "factual accuracy", "NE": "objectivity (neutral tone)",
+SOURCEBENCH_TERMS = {"CRel": "content relevance (SourceBench's CR; not the credibility rate)", "FA": "factual accuracy",
+                     "NE": "objectivity (neutral tone)",
                      "FR": "freshness", "AA": "author accountability", "OA": "ownership transparency",
                      "DA": "domain authority", "LC": "layout and ad density (each 1-5)",
                      "weighted": "SourceBench's weighted score, out of 100"}
@@ -145,14 +147,40 @@ def page_head(items: list, missing: list[str], o, title: str) -> list[str]:
 # %% ../../nbs/81_report_page.ipynb #f46cf143
 LONG_TABLE, SHOWN_ROWS = 25, 15
 
-def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] | None = None) -> str:
-    """A report table; one longer than `LONG_TABLE` rows shows its first `SHOWN_ROWS` and folds the whole table
-    below them (the CSV beside it has every row)."""
+def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] | None = None,
+               shown: int | None = None) -> str:
+    """A report table; one longer than `LONG_TABLE` rows (or than `shown`, when given) shows its first `SHOWN_ROWS`
+    (or `shown`) and folds the whole table below them (the CSV beside it has every row)."""
     if not len(table): return "<p>(no rows)</p>"
-    if len(table) <= LONG_TABLE: return html_table(table, index, row_classes=row_classes)
-    head = html_table(table.head(SHOWN_ROWS), index, row_classes=row_classes[:SHOWN_ROWS] if row_classes else None)
+    if len(table) <= (LONG_TABLE if shown is None else shown): return html_table(table, index, row_classes=row_classes)
+    k = SHOWN_ROWS if shown is None else shown
+    head = html_table(table.head(k), index, row_classes=row_classes[:k] if row_classes else None) if k else ""
     return (head + f"<details><summary>all {len(table)} rows</summary>"
             + html_table(table, index, row_classes=row_classes) + "</details>")
+
+# %% ../../nbs/81_report_page.ipynb #2554cf4f
+CHANGES = ["moved", "newly_classified", "to_unrated", "to_credible", "to_noncredible"]
+
+def shown_table(name: str, table: pd.DataFrame) -> tuple[pd.DataFrame, int | None, str]:
+    """A table as the page shows it (its files keep the paper's layout): the rows, how many show above the fold
+    (None: the usual), and a note saying what differs. A table of one group with a column pair per assistant
+    (`<assistant> CR`, `<assistant> NCR`) shows one row per assistant; SourceBench's `CR` (content relevance, never
+    the credibility rate) is named `CRel`; the corrections show the steps that move citations first, the rest
+    folded."""
+    if name.startswith("sourcebench"): return table.rename(columns={"CR": "CRel"}), None, ""
+    if name == "corrections" and set(CHANGES) <= set(table.columns):
+        moves = table[CHANGES].apply(pd.to_numeric, errors="coerce").fillna(0).ne(0).any(axis=1)
+        t = pd.concat([table[moves], table[~moves]])
+        return t, int(moves.sum()), (f"{int((~moves).sum())} of {len(t)} rows move no citation: folded below the "
+                                     f"{int(moves.sum())} that do" if (~moves).any() else "")
+    key = table.columns[0]
+    pairs = [str(c).rsplit(" ", 1) for c in table.columns[1:]]
+    if len(table) == 1 and key == "Group" and pairs and all(len(p) == 2 for p in pairs):
+        rows = {}
+        for (a, m), c in zip(pairs, table.columns[1:]): rows.setdefault(a, {})[m] = table[c].iloc[0]
+        t = pd.DataFrame([{"Assistant": a, **v} for a, v in rows.items()])
+        return t, None, f"one group ({table[key].iloc[0]}): one row per assistant"
+    return table, None, ""
 
 # %% ../../nbs/81_report_page.ipynb #04c9ab1a
 def section_html(i, out_dir: Path) -> str:
@@ -165,8 +193,11 @@ def section_html(i, out_dir: Path) -> str:
         flag = next((c for c in ("within_ci", "within_range") if c in i.table.columns), None)
         rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
                 if flag else None)  # paper vs run: a difference outside the interval, coloured
-        parts.append(table_html(i.table, i.index, rows))
-        if terms := table_terms(i.name, i.table): parts.append(f"<p class='terms'>{e(terms)}</p>")
+        table, shown, note = shown_table(i.name, i.table)
+        if note: parts.append(f"<p class='terms'>Shown here: {e(note)} (the files: as the paper lays it out).</p>")
+        if table is not i.table and rows: rows = None   # the colours follow the rows as the files order them
+        parts.append(table_html(table, i.index, rows, shown))
+        if terms := table_terms(i.name, table): parts.append(f"<p class='terms'>{e(terms)}</p>")
         parts.append("<p class='files'>Files: "
                      + ", ".join(f"<a href='{i.name}.{x}'>{i.name}.{x}</a>" for x in i.formats) + "</p>")
     else:
