@@ -75,9 +75,20 @@ def import_papermill():
 def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str | Path, kernel: str | None = None,
                      km=None, **kw):
     """papermill's `execute_notebook` in a `private_kernel` started in `cwd`, or in the running kernel `km` (a shared
-    one); `kw`: parameters, log_output ..."""
+    one); `kw`: parameters, log_output ... The kernel client papermill opens is closed after the notebook: given a
+    kernel manager, papermill leaves its channels running, and the client, collected later, printed "Could not
+    destroy zmq context" (and kept its threads) once per notebook."""
     import contextlib
     papermill = import_papermill()
     with contextlib.nullcontext(km) if km is not None else private_kernel(kernel, cwd) as k:
-        return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd), kernel_name=k.kernel_name,
-                                          km=k, **{"progress_bar": False, **kw})
+        opened, client = [], k.client
+        def tracked(**ckw):
+            c = client(**ckw); opened.append(c); return c
+        k.client = tracked
+        try:
+            return papermill.execute_notebook(str(input_path), str(output_path), cwd=str(cwd),
+                                              kernel_name=k.kernel_name, km=k, **{"progress_bar": False, **kw})
+        finally:
+            k.client = client
+            for c in opened:
+                if c.channels_running: c.stop_channels()
