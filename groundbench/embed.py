@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from .core import load_settings, package_dirs, resolve_path, stable_id
 from .llm.client import CACHE_SCHEMAS, open_cache
+from .runfolder import cache_dir
 
 # %% auto #0
 __all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
@@ -173,7 +174,7 @@ def embedder_from_settings(settings: dict | None = None, run=None, **overrides) 
                          "(the paper's multilingual GTE) or one you name, or embed.allow_bundled_with_real_judge: true "
                          "to run "
                          "anyway, marked smoke")
-    cache = EmbeddingCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "embeddings.sqlite")
+    cache = EmbeddingCache(cache_dir(settings) / "embeddings.sqlite")
     e = Embedder(cfg["model"], cache, int(cfg.get("batch_size", 64)))
     e.chunk_chars, e.top_k = chunk_chars_of(settings), top_k_of(settings)
     if run is not None:

@@ -29,8 +29,9 @@ from .core import (RecordError, load_settings, now_iso, project_root, regular_fi
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
-           'environment_info', 'redact', 'run_file_bytes', 'read_manifest', 'Run', 'stage_execution', 'StageRecord',
-           'StepStats', 'StageExecution', 'stage_executions', 'model_record', 'stage_usage', 'cut_outputs']
+           'environment_info', 'cache_dir', 'with_runs_dir', 'redact', 'run_file_bytes', 'read_manifest', 'Run',
+           'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions', 'model_record',
+           'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -64,6 +65,21 @@ def environment_info() -> dict:
     "Python, platform, git state and package versions of this process."
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "git": git_state(), "packages": package_versions()}
+
+# %% ../nbs/01_runfolder.ipynb #9c03d7dd
+def cache_dir(settings: dict) -> Path:
+    """The cache shared by runs (model answers, embeddings, converted models): `[paths] cache_dir` when it is set,
+    else `.cache` in the runs folder (`[paths] runs_dir`, which `groundbench run --runs-dir` sets for a run's stages),
+    so runs kept elsewhere keep their cache beside them and never write into the checkout."""
+    p = settings["paths"]
+    return resolve_path(settings, p.get("cache_dir") or Path(p["runs_dir"]) / ".cache")
+
+# %% ../nbs/01_runfolder.ipynb #44d68567
+def with_runs_dir(settings: dict, runs_dir: str | Path) -> dict:
+    """A run's settings overrides with `[paths] runs_dir` set to the runs folder it is given (`--runs-dir`), so its
+    stages find the cache beside it (`runfolder.cache_dir`); a runs folder the settings name already is kept."""
+    if any(k in settings for k in ("paths.runs_dir",)) or "runs_dir" in (settings.get("paths") or {}): return settings
+    return {**settings, "paths.runs_dir": str(Path(runs_dir).resolve())}
 
 # %% ../nbs/01_runfolder.ipynb #e98b4741
 PROGRESS_FILE = "progress.json"  # in a run folder while a stage makes model calls (llm writes it, the runner reads it)

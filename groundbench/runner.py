@@ -21,7 +21,8 @@ import yaml
 
 from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
                               resolve_path, write_text)
-from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage
+from .runfolder import (PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage,
+                                   with_runs_dir)
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
@@ -247,6 +248,7 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     False), in one shared kernel (`fresh_kernels`: a kernel per stage), with progress lines on model calls (none when
     `quiet`); returns the run."""
     declared = check_parameters(spec)
+    if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
     run = Run.open(spec.run_id, runs_dir,

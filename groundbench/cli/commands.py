@@ -27,6 +27,7 @@ from ..runfolder import Run
 from ..core import printable
 from ..runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker,
                                 run_file, run_summary)
+from ..runfolder import with_runs_dir
 
 # %% auto #0
 __all__ = ['commands', 'MAPPING_FIELDS', 'IMPORT_OUTPUTS', 'cache_app', 'EXAMPLES', 'prompts_cmd', 'import_specs',
@@ -175,7 +176,8 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         extra = {**GLOBAL_SETTINGS, **parse_params(setting or [])}
         if bad := [k for k in extra if "." not in k]:
             raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
-        settings = load_settings(overrides={**spec.settings, **extra})
+        settings = load_settings(overrides=with_runs_dir({**spec.settings, **extra}, runs_dir) if runs_dir
+                                 else {**spec.settings, **extra})
         rd = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
         est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
         if out is not None: write_table(est.table, out)

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from .budget import Budget, BudgetExceeded, budget_from_settings
 from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain,
                               write_json)
-from ..runfolder import StepStats
+from ..runfolder import StepStats, cache_dir
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
@@ -407,7 +407,7 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
         if name == "vllm": kw["models"] = str(models_dir(settings))   # the smoke model's converted folder
     if not load and name in ("llamacpp", "vllm"): kw["load"] = False
     backend = make_backend(name, **kw)
-    cache = LLMCache(resolve_path(settings, settings["paths"]["cache_dir"]) / "llm.sqlite")
+    cache = LLMCache(cache_dir(settings) / "llm.sqlite")
     # a smoke model by its name, or by the name its backend gives it (the smoke model's converted folder for vLLM)
     smoke = str(cfg.get("model")) in smoke_models or backend.describe().get("model") in smoke_models
     llm = LLM(backend, cache, smoke=smoke, budget=budget_from_settings(settings, run))
@@ -450,7 +450,7 @@ class PromptTemplate:
 def models_dir(settings: dict | None = None) -> Path:
     "Where converted models live: `models/` in the settings' cache folder (shared by all runs, as the answer cache)."
     s = settings or load_settings()
-    return resolve_path(s, s["paths"]["cache_dir"]) / "models"
+    return cache_dir(s) / "models"
 
 # %% ../../nbs/11_llm_client.ipynb #d81ae457
 def load_prompt(name: str, version: int | None = None, folder: Path | None = None) -> PromptTemplate:
