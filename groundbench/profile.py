@@ -71,9 +71,11 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
 
 # %% ../nbs/68_profile.ipynb #e59245a8
 def figure_profile(p: pd.DataFrame):
-    "Assistants across lenses (0-100 scales; HS is not a percentage and is left out), with 95% intervals."
+    """Assistants across lenses (0-100 scales; HS is not a percentage and is left out), with 95% intervals; a lens no
+    assistant was measured on (a stage the run left out) is not drawn, nor named."""
     plt, sns = plotting()
-    lenses = [c for c in ("CR", "NCR", "GS", "CG", "NCG", "SourceBench", "SourceCheckup") if c in p.columns]
+    lenses = [c for c in ("CR", "NCR", "GS", "CG", "NCG", "SourceBench", "SourceCheckup")
+              if c in p.columns and p[c].notna().any()]
     long = p.melt(id_vars="assistant", value_vars=lenses, var_name="lens", value_name="value")
     err = p.melt(id_vars="assistant", value_vars=[f"{c}_ci95" for c in lenses], var_name="lens", value_name="ci")
     err["lens"] = err.lens.str.replace("_ci95", "")
@@ -92,7 +94,7 @@ def figure_profile(p: pd.DataFrame):
             if vi != vi: ax.text(xi, 1, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color="#666")
     ax.set_xticks(np.arange(len(lenses)))
     ax.set_xticklabels(lenses, rotation=25, ha="right", rotation_mode="anchor")
-    ax.set_ylim(0, 100); ax.set_ylabel("%  (SourceBench: score out of 100)")
+    ax.set_ylim(0, 100); ax.set_ylabel("%" + ("  (SourceBench: score out of 100)" if "SourceBench" in lenses else ""))
     ax.set_title("One profile per assistant, every lens")
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()

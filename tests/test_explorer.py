@@ -89,6 +89,51 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
             if driver is not None: driver.quit()
 
 
+@pytest.mark.jupyterlab
+def test_explorer_picker_live_in_jupyterlab_back_to_all(small_run, tmp_path):
+    """Issue 45: a filter set back to "(all)" once showed blank (ipywidgets 8 reads an option whose value is None as
+    nothing chosen). In a live kernel: every cell run, a topic chosen (fewer conversations), then "(all)" again: every
+    conversation back and the drop-down reading "(all)". A screenshot is left for a person."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    from groundbench.collect.browser import make_driver
+    from test_annotate import wait_text
+    root = tmp_path / "lab"
+    shutil.copytree(small_run, root / "explore-test")
+    n = sum(1 for _ in open(small_run / "20_collect" / "conversations.jsonl"))
+    driver = None
+    with jupyterlab(root, tmp_path / "lab-settings") as (base, token):
+        try:
+            driver = make_driver(None, headless=True, window=(1366, 900))
+            driver.get(f"{base}/lab/tree/explore-test/explore.ipynb?{token}")
+            deadline = time.time() + 90
+            while time.time() < deadline:   # the kernel connected and idle: Run > Run All Cells
+                if any("| Idle" in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")):
+                    break
+                time.sleep(0.5)
+            next(e for e in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-itemLabel") if e.text == "Run").click()
+            next(e for e in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-itemLabel")
+                 if e.text == "Run All Cells").click()
+            wait_text(driver, f"{n} of {n} conversations", timeout=120)
+            topic = next(Select(s) for s in driver.find_elements(By.CSS_SELECTOR, ".widget-dropdown select")
+                         if "(all)" in s.text and s.find_element(By.XPATH, "..").text.startswith("topic"))
+            topic.select_by_index(1)
+            deadline = time.time() + 30
+            while time.time() < deadline and any(f"{n} of {n} conversations" in e.text for e in
+                                                 driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")):
+                time.sleep(0.3)
+            topic.select_by_visible_text("(all)")
+            wait_text(driver, f"{n} of {n} conversations")
+            assert topic.first_selected_option.text == "(all)"
+            shown = driver.execute_script("return arguments[0].value", topic._el)
+            assert shown not in ("", None), shown       # the drop-down reads (all), not blank
+            driver.execute_script("arguments[0].scrollIntoView()", topic._el)
+            SHOTS.mkdir(exist_ok=True)
+            driver.save_screenshot(str(SHOTS / "explorer-back-to-all.png"))
+        finally:
+            if driver is not None: driver.quit()
+
+
 def test_report_reads_well_in_chromium(small_run):
     "The report page renders, every contents link lands on its section, the widest table scrolls inside its box (the page does not widen)."
     from groundbench.collect.browser import make_driver

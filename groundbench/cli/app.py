@@ -23,13 +23,15 @@ __all__ = ['GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'command_family', 'build_app',
 
 # %% ../../nbs/91_cli_app.ipynb #424ec064
 GLOBAL_SETTINGS: dict = {}          # `groundbench --setting k=v COMMAND`: checked here, merged by the command
-SETTING_COMMANDS = ("run", "estimate", "agreement")   # the commands that take settings
+# the commands that take settings: each that runs a model or reads the caches
+SETTING_COMMANDS = ("run", "estimate", "agreement", "validate-judge", "validate-sourcebench")
 
 def _main(ctx: typer.Context,
           version: bool = typer.Option(False, "--version", is_eager=True, help="print the version and exit"),
           setting: Optional[List[str]] = typer.Option(
               None, "--setting",
-              help="section.key=value for `run`, `estimate` and `agreement`, e.g. llm.model=gpt-4o (repeat)")):
+              help="section.key=value for `run`, `estimate`, `agreement`, `validate-judge` and "
+                   "`validate-sourcebench`, e.g. llm.model=gpt-4o (repeat)")):
     "groundbench: how web-search chat assistants cite sources and ground their answers."
     if version:
         from groundbench import __version__
@@ -93,7 +95,8 @@ def checked_settings(setting: Sequence[str], command: str | None) -> dict:
         load_settings(overrides=over)
     except (KeyError, ValueError) as e: fail(e)
     if command not in SETTING_COMMANDS:
-        fail(f"--setting: `{command}` takes no settings (they apply to {' and '.join(SETTING_COMMANDS)})")
+        fail(f"--setting: `{command}` takes no settings (they apply to {', '.join(SETTING_COMMANDS[:-1])} and "
+             f"{SETTING_COMMANDS[-1]})")
     return over
 
 # %% ../../nbs/91_cli_app.ipynb #f833b4c7

@@ -59,7 +59,10 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
                        n_boot: int = typer.Option(1000, help="bootstrap resamples for kappa's interval"),
                        no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
                        param_file: Optional[Path] = typer.Option(
-                           None, help="take the judge's settings from this parameter file")):
+                           None, help="take the judge's settings from this parameter file"),
+                       setting: Optional[List[str]] = typer.Option(
+                           None, "--setting", help="section.key=value over the file's settings, e.g. "
+                                                   "llm.model=... paths.cache_dir=... (repeat)")):
     "Agreement of the configured judge and two non-LLM baselines with human support labels."
     from groundbench.embed import embedder_from_settings
     from groundbench.llm.client import llm_from_settings
@@ -68,9 +71,10 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
     if pairs.is_dir(): fail(f"{pairs}: is a folder; give a table file")
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     check_out("--out", out, [pairs, param_file], VALIDATE_JUDGE_OUTPUTS)
+    extra = {**GLOBAL_SETTINGS, **(checked_settings(setting, "validate-judge") if setting else {})}
     try:
         over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides=over)
+        settings = load_settings(overrides={**over, **extra})
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
         agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
@@ -106,7 +110,9 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
                              reader: str = typer.Option(
                                  "strict", help="strict: a score outside 1-5 is a failed answer, never averaged "
                                                 "(an error on the people's scale); official: every number kept, as "
-                                                "SourceBench's scoring.py reads answers")):
+                                                "SourceBench's scoring.py reads answers"),
+                             setting: Optional[List[str]] = typer.Option(
+                                 None, "--setting", help="section.key=value over the file's settings (repeat)")):
     """Mean absolute error of the configured SourceBench judge against human scores per metric, beside a constant
     baseline."""
     from groundbench.llm.client import llm_from_settings
@@ -114,9 +120,10 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
     from groundbench.tables import write_table_files
     if out.exists() and not out.is_dir(): fail(f"--out {out}: is a file; give a folder")
     check_out("--out", out, [scores, param_file], VALIDATE_SOURCEBENCH_OUTPUTS)
+    extra = {**GLOBAL_SETTINGS, **(checked_settings(setting, "validate-sourcebench") if setting else {})}
     try:
         over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides=over)
+        settings = load_settings(overrides={**over, **extra})
         human = human_scores(scores)
         sb = settings.get("sourcebench", {})
         judged, smoke = None, False
@@ -387,6 +394,8 @@ def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<
     from groundbench.embed import embedder_from_settings
     from groundbench.runfolder import Run
     over = {**GLOBAL_SETTINGS, **(checked_settings(setting, "agreement") if setting else {})}
+    from groundbench.runfolder import with_runs_dir
+    over = with_runs_dir(over, run_dir.parent)    # the cache beside the run's folder, as the run had it
     try: r = agreement_outputs(run_dir, n_boot, embedder_from_settings(load_settings(overrides=over)))
     except (RecordError, ValueError) as e: fail(e)
     smoke = " (SMOKE RUN: the bundled small model is the judge)" if Run(run_dir).is_smoke else ""

@@ -197,12 +197,15 @@ def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = N_BOOT, s
     note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
             if failed else "")
     note += "".join(f"; {VARIANT_CAPTIONS.get(v, 'variant ' + v)}" for v in variant.split(",") if v)
+    laid = paper_layout(t4, ["gs", "ncg", "cg"])
+    dash = ("; -: no response of that assistant in that group has a score (none of its units got a verdict: no page "
+            "text, the judge's answer unread, or no fact to check), or the assistant has no response there"
+            if laid.isin(["-"]).any().any() else "")
     outs = [Output("groundedness_rates", "GS, CG, NCG, HS per breakdown with 1.96 SE and bootstrap intervals", t4,
                    formats=("csv",), smoke=smoke),
             Output("table_4",
                    "Table 4: Groundedness (GS), Non-Credible (NCG) and Credible Groundedness (CG), % with 95% "
-                   "half-width"
-                   + note, paper_layout(t4, ["gs", "ncg", "cg"]), smoke=smoke)]
+                   "half-width" + note + dash, laid, smoke=smoke)]
     others = [m for m in ("factscore", "verify") if m in resp and len(resp[m])]
     if others:
         init = "factscore" in others and "init_score" in resp["factscore"]   # runs before FActScore's penalty: none

@@ -74,6 +74,9 @@ def usage_items(o, missing: list) -> list:
                             "against the expected "
                             "figure; within_range: both inside the ranges (n/a: the stage did not finish)",
                             o.estimates))
+    elif o.estimates is not None:   # an estimate.csv was kept, but none of its LLM steps ran in these runs
+        missing.append("Estimate vs actual: the runs' estimate.csv name no LLM step these runs executed (nothing to "
+                       "set beside the estimate)")
     else:
         missing.append(
             "Estimate vs actual: no run kept an estimate (estimate.csv; runs made with --no-estimate, or before "

@@ -24,14 +24,15 @@ from ..credibility.metrics import conversation_table, credibility_outputs
 from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
 from .page import SMOKE_BANNER, render_html, usage_items
-from ..tables import Output, figure_layout_problems, read_scores, write_output
-from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, StageOutput
+from ..tables import SCORE_TEXT_COLUMNS, Output, figure_layout_problems, read_scores, write_output
+from ..stages import (COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, VALIDATION,
+                                StageOutput)
 
 # %% auto #0
-__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual', 'RunOutputs',
-           'stage_parameter', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
-           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'compare_sides', 'report_items', 'write_report',
-           'run']
+__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual',
+           'RunOutputs', 'stage_parameter', 'validation_caption', 'load_outputs', 'paper_assistant',
+           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set',
+           'compare_sides', 'report_items', 'write_report', 'run']
 
 # %% ../../nbs/80_report.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
@@ -81,6 +82,7 @@ class RunOutputs:
     notes: list = field(default_factory=list)     # files that could not be read and were left out, with why
     agreement: dict = field(default_factory=dict)  # people's labels: labels/agreement_*.csv per table, + run_id
     variants: dict = field(default_factory=dict)  # each lens's figures per variant (VARIANT_FILES), + run_id
+    validation: dict = field(default_factory=dict)  # 70_validation's tables: name -> (caption, table + run_id)
 
     @property
     def smoke(self) -> bool:
@@ -127,6 +129,13 @@ VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file,
                              "seed 001's; the SourceBench table is the run's own"),
     "sourcecheckup_variants": (SOURCECHECKUP, "sourcecheckup_variants.csv", "SourceCheckup by what the verifier saw of "
                                "each page: whole (its code), chunks (ours); the SourceCheckup table is the run's own")}
+# the judges against ExpertQA's experts (70_validation), each shown under the caption the stage gave it
+VALIDATION_TABLES = ("judge_agreement", "sourcecheckup_agreement", "reliability_agreement")
+
+def validation_caption(md: Path, name: str) -> str:
+    "The caption 70_validation wrote over a table (its Markdown file's bold first line, without the smoke mark)."
+    first = md.read_text(encoding="utf-8").split("\n", 1)[0].strip("* ") if md.exists() else ""
+    return "Validation: " + (re.sub(r"\s*\[SMOKE RUN[^\]]*\]", "", first) or name.replace("_", " "))
 
 # %% ../../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
@@ -134,6 +143,7 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans, notes = [], [], [], [], [], [], [], [], [], {}, []
     variants: dict[str, list] = {}
     agr: dict[str, list] = {}
+    val: dict[str, tuple[str, list]] = {}
     for d in map(Path, run_dirs):
         c20 = d / COLLECT / "conversations.jsonl"
         if not c20.exists():
@@ -160,6 +170,10 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
             auds.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
         if (f := d / CREDIBILITY / "rules_effect.csv").exists():
             effs.append(pd.read_csv(f, keep_default_na=False).assign(run_id=rid))
+        for name in VALIDATION_TABLES:
+            if (f := d / VALIDATION / f"{name}.csv").exists():
+                t = read_scores(f, (*SCORE_TEXT_COLUMNS, "system", "measure")).assign(run_id=rid)
+                val.setdefault(name, (validation_caption(f.with_suffix(".md"), name), []))[1].append(t)
         for k, _ in AGREEMENT_ITEMS:   # written by `groundbench agreement`
             if (f := d / "labels" / AGREEMENT_FILES[k]).exists():
                 agr.setdefault(f"agreement_{k}", []).append(pd.read_csv(f).assign(run_id=rid))
@@ -172,7 +186,8 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     return RunOutputs([Path(d).name for d in run_dirs], conversations, own(_stack(cits)), own(_stack(resps)),
                       _stack(sbs), _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans,
                       len(allc) - len(conversations), _stack(ests), notes, {k: _stack(v) for k, v in agr.items()},
-                      {k: _stack(v) for k, v in variants.items()})
+                      {k: _stack(v) for k, v in variants.items()},
+                      {k: (cap, _stack(v)) for k, (cap, v) in val.items()})
 
 # %% ../../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -412,6 +427,8 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
     items += gitems + _profile_items(o, cred_rates, ground_rates, missing)
     items += [Output(name, VARIANT_FILES[name][2], t, smoke=sm) for name, t in o.variants.items()
               if t is not None and t.variant.nunique() > 1]   # a variant switched on beside the run's own
+    items += [Output(name, cap, t, smoke=sm) for name, (cap, t) in o.validation.items()]
+    if not o.validation: missing.append("Validation: no 70_validation outputs (the judges against ExpertQA's experts)")
     if o.sourcebench is not None:
         items.append(Output("sourcebench",
                             "SourceBench: mean page scores per assistant (1-5 per dimension; weighted score out of "
