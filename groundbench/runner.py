@@ -247,13 +247,13 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     """Execute the stages of `spec` in order into runs/<run_id>/ (after printing the estimate, unless `estimate` is
     False), in one shared kernel (`fresh_kernels`: a kernel per stage), with progress lines on model calls (none when
     `quiet`); returns the run."""
-    declared = check_parameters(spec)
-    if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)
+    declared, given = check_parameters(spec), spec.settings    # the manifest records the settings as given
+    if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)    # the stages: the cache beside the runs
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
     run = Run.open(spec.run_id, runs_dir,
                    parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
-                                                       "parameters": spec.parameters, "settings": spec.settings,
+                                                       "parameters": spec.parameters, "settings": given,
                                                        "description": spec.description})
     kernel = kernel or default_kernel()
     stages = [s for s in spec.stages if not spec.only or s in spec.only]

@@ -127,6 +127,11 @@ def test_explorer_picker_live_in_jupyterlab_back_to_all(small_run, tmp_path):
             assert topic.first_selected_option.text == "(all)"
             shown = driver.execute_script("return arguments[0].value", topic._el)
             assert shown not in ("", None), shown       # the drop-down reads (all), not blank
+            conv = next(Select(s) for s in driver.find_elements(By.CSS_SELECTOR, ".widget-dropdown select")
+                        if s.find_element(By.XPATH, "..").text.startswith("conversat"))
+            # a conversation is chosen and shown below (it was blank after a filter changed, with nothing below)
+            assert conv.first_selected_option.text.strip() and driver.execute_script(
+                "return arguments[0].selectedIndex", conv._el) >= 0
             driver.execute_script("arguments[0].scrollIntoView()", topic._el)
             SHOTS.mkdir(exist_ok=True)
             driver.save_screenshot(str(SHOTS / "explorer-back-to-all.png"))

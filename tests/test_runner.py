@@ -201,3 +201,18 @@ def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_i
     p = groundbench("run", spec, "--runs-dir", runs)
     assert p.returncode != 0 and "has no price in" in p.stderr and "llm_prices.csv" in p.stderr, p.stderr
     assert cached_completions(tmp_path / "cache2" / "llm.sqlite") == 0
+
+
+@pytest.mark.slow
+def test_a_run_kept_elsewhere_keeps_its_cache_beside_it_not_in_the_checkout(tmp_path):
+    "Issue 45: a run in any folder once wrote its model answers into the checkout's runs/.cache."
+    checkout = ROOT / "runs" / ".cache" / "llm.sqlite"
+    before = cached_completions(checkout) if checkout.exists() else None
+    spec = tmp_path / "elsewhere.yaml"
+    spec.write_text(yaml.safe_dump({"run_id": "elsewhere", "stages": ["10_claims"],
+                                    "parameters": {"question_rewrite_sample": 1}}))
+    runs = tmp_path / "study" / "runs"
+    groundbench("run", spec, "--runs-dir", runs, "--quiet", check=True)
+    assert cached_completions(runs / ".cache" / "llm.sqlite") == 1
+    assert (cached_completions(checkout) if checkout.exists() else None) == before
+    assert llm_usage(manifest(runs, "elsewhere"))["calls"] == 1

@@ -355,9 +355,11 @@ class NotebookViews:
         said = w.HTML()
         def refresh(*_):
             v = lambda x: None if x.value == ALL else x.value
-            df = self.search(q.value or None, v(ver), v(lab), v(a), v(t), v(r))
+            df, kept = self.search(q.value or None, v(ver), v(lab), v(a), v(t), v(r)), pick.value
             pick.options = [(f"{x.claim_id or x.conversation_id} · {x.assistant} · {x.prompt[:70]}",
                              x.conversation_id) for x in df.itertuples()]
+            ids = list(df.conversation_id)   # the one shown stays while it matches, else the first that does
+            pick.value = kept if kept in ids else (ids[0] if ids else None)
             said.value = (f"{len(df)} of {len(convs)} conversations" if len(df) else
                           "<b>No conversation matches these filters and words</b>: set a filter back to (all), or "
                           "search for other words.")

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..runfolder import cut_outputs, stage_usage
+from ..runfolder import StageExecution, cut_outputs, stage_usage
 from ..stages import REPORT
 from ..tables import Output, html_table
 
 # %% auto #0
 __all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'CHANGES', 'table_terms',
-           'usage_table', 'usage_items', 'short', 'toc_line', 'page_head', 'table_html', 'shown_table', 'section_html',
-           'render_html']
+           'usage_table', 'estimate_vs_actual', 'usage_items', 'short', 'toc_line', 'page_head', 'table_html',
+           'shown_table', 'section_html', 'render_html']
 
 # %% ../../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -61,6 +61,34 @@ def usage_table(manifests: dict) -> pd.DataFrame:
     stage, running while it writes this table, left out)."""
     return pd.DataFrame([{"run_id": rid, **u, "seconds": round(u["seconds"], 1)} for rid, m in manifests.items()
                          for u in stage_usage(m) if not (u["stage"] == REPORT and u["status"] == "running")])
+
+# %% ../../nbs/81_report_page.ipynb #e5a10019
+def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
+    rows = []
+    for r in est.itertuples():
+        st = StageExecution.of(manifest, r.stage)
+        v = st.step(r.step) if st.done else None
+        calls = float(v.calls) if v else float("nan")
+        comp = float(v.completion_tokens) if v else float("nan")
+        inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
+        ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low,
+                                                          r.calls_high) and inside(comp, r.completion_low,
+                                                                                   r.completion_high) else "no"
+        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low,
+                     "calls_expected": r.calls_expected,
+                     "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
+                     "prompt_tokens": float(v.prompt_tokens) if v else float("nan"),
+                     "completion_low": r.completion_low,
+                     "completion_expected": r.completion_expected, "completion_high": r.completion_high,
+                     "completion_tokens": comp, "within_range": ok})
+    t = pd.DataFrame(rows)
+    whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
+    for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
+        if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
+        # counts as whole numbers in tables (never 3.52e+03), NaN left empty
+        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)
+    return t
 
 # %% ../../nbs/81_report_page.ipynb #6d75e5ce
 def usage_items(o, missing: list) -> list:

@@ -23,44 +23,16 @@ from ..credibility.audit import corrections, corrections_summary
 from ..credibility.metrics import conversation_table, credibility_outputs
 from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
-from .page import SMOKE_BANNER, render_html, usage_items
+from .page import SMOKE_BANNER, estimate_vs_actual, render_html, usage_items
 from ..tables import SCORE_TEXT_COLUMNS, Output, figure_layout_problems, read_scores, write_output
 from ..stages import (COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, VALIDATION,
                                 StageOutput)
 
 # %% auto #0
-__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'estimate_vs_actual',
-           'RunOutputs', 'stage_parameter', 'validation_caption', 'load_outputs', 'paper_assistant',
-           'load_paper_results', 'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set',
-           'compare_sides', 'report_items', 'write_report', 'run']
-
-# %% ../../nbs/80_report.ipynb #e5a10019
-def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
-    rows = []
-    for r in est.itertuples():
-        st = StageExecution.of(manifest, r.stage)
-        v = st.step(r.step) if st.done else None
-        calls = float(v.calls) if v else float("nan")
-        comp = float(v.completion_tokens) if v else float("nan")
-        inside = lambda x, lo, hi: x >= lo and (pd.isna(hi) or x <= hi)
-        ok = "n/a" if pd.isna(calls) else "yes" if inside(calls, r.calls_low,
-                                                          r.calls_high) and inside(comp, r.completion_low,
-                                                                                   r.completion_high) else "no"
-        rows.append({"stage": r.stage, "step": r.step, "basis": r.basis, "calls_low": r.calls_low,
-                     "calls_expected": r.calls_expected,
-                     "calls_high": r.calls_high, "calls": calls, "prompt_tokens_expected": r.prompt_tokens,
-                     "prompt_tokens": float(v.prompt_tokens) if v else float("nan"),
-                     "completion_low": r.completion_low,
-                     "completion_expected": r.completion_expected, "completion_high": r.completion_high,
-                     "completion_tokens": comp, "within_range": ok})
-    t = pd.DataFrame(rows)
-    whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
-    for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
-        if "tokens" in c or c.startswith("completion"): t[c] = pd.to_numeric(t[c]).round(0)
-        # counts as whole numbers in tables (never 3.52e+03), NaN left empty
-        t[c] = pd.Series([whole(x) for x in t[c]], index=t.index, dtype=object)
-    return t
+__all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'RunOutputs', 'stage_parameter',
+           'validation_caption', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
+           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'compare_sides', 'report_items', 'write_report',
+           'run']
 
 # %% ../../nbs/80_report.ipynb #6db07a38
 @dataclass
