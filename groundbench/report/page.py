@@ -225,7 +225,8 @@ def section_html(i, out_dir: Path) -> str:
         rows = (["outside" if str(v).strip().lower() == "no" else "" for v in i.table[flag]]
                 if flag else None)  # paper vs run: a difference outside the interval, coloured
         table, shown, note = shown_table(i.name, i.table)
-        if note: parts.append(f"<p class='terms'>Shown here: {e(note)} (the files: as the paper lays it out).</p>")
+        if note: parts.append(f"<p class='terms'>Shown here: {e(note)} (its files below keep the table as computed)."
+                              "</p>")
         if table is not i.table and rows: rows = None   # the colours follow the rows as the files order them
         parts.append(table_html(table, i.index, rows, shown))
         if terms := table_terms(i.name, table): parts.append(f"<p class='terms'>{e(terms)}</p>")
