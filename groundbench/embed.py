@@ -17,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .core import load_settings, package_dirs, resolve_path, stable_id
-from .llm.client import CACHE_SCHEMAS, open_cache
+from .llm.client import CACHE_SCHEMAS, open_cache, smoke_models
 from .runfolder import cache_dir
 
 # %% auto #0
@@ -143,8 +143,7 @@ def _truthy(v) -> bool: return str(v).strip().lower() in ("1", "true", "yes", "o
 # %% ../nbs/07_embed.ipynb #5290bc4f
 def real_judge(settings: dict) -> bool:
     "True when the configured judge ([llm] model) is not one of the smoke models."
-    smoke = {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
-    return str(settings["llm"].get("model", "")) not in smoke
+    return str(settings["llm"].get("model", "")) not in smoke_models(settings)
 
 # %% ../nbs/07_embed.ipynb #596bb0a2
 def top_k_of(settings: dict, top_k: int | None = None) -> int:

@@ -179,8 +179,11 @@ class Run:
         return stage_execution(self, name, parameters)
 
     def stage_dir(self, stage: str) -> Path:
-        "The output folder of `stage` (created)."
-        (d := self.dir / stage).mkdir(parents=True, exist_ok=True)
+        """The output folder of `stage` (created); one that is a symbolic link is refused by name: a stage writing
+        through it would write outside the run folder."""
+        if (d := self.dir / stage).is_symlink():
+            raise RecordError(f"{d}: a symbolic link; a run's stage folder is a folder of its own (remove the link)")
+        d.mkdir(parents=True, exist_ok=True)
         return d
 
     def record_model(self, role: str, info: dict, smoke: bool = False):

@@ -63,9 +63,12 @@ def run_cell(driver):
 
 def wait_text(driver, text, timeout=90):
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if any(text in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")): return True
+        try:
+            if any(text in e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")): return True
+        except StaleElementReferenceException: pass   # an output re-rendered while it was read: read again
         time.sleep(0.5)
     SHOTS.mkdir(exist_ok=True); driver.save_screenshot(str(SHOTS / "annotate-failed.png"))
     outs = [e.text[:300] for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")]

@@ -95,6 +95,7 @@ def test_explorer_picker_live_in_jupyterlab_back_to_all(small_run, tmp_path):
     nothing chosen). In a live kernel: every cell run, a topic chosen (fewer conversations), then "(all)" again: every
     conversation back and the drop-down reading "(all)". A screenshot is left for a person."""
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import Select
     from groundbench.collect.browser import make_driver
     from test_annotate import wait_text
@@ -119,8 +120,11 @@ def test_explorer_picker_live_in_jupyterlab_back_to_all(small_run, tmp_path):
                          if "(all)" in s.text and s.find_element(By.XPATH, "..").text.startswith("topic"))
             topic.select_by_index(1)
             deadline = time.time() + 30
-            while time.time() < deadline and any(f"{n} of {n} conversations" in e.text for e in
-                                                 driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")):
+            while time.time() < deadline:        # the filter applied: fewer conversations (outputs re-render)
+                try:
+                    if not any(f"{n} of {n} conversations" in e.text for e in
+                               driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")): break
+                except StaleElementReferenceException: pass
                 time.sleep(0.3)
             topic.select_by_visible_text("(all)")
             wait_text(driver, f"{n} of {n} conversations")

@@ -469,3 +469,20 @@ def test_a_run_folder_file_that_is_a_device_or_a_link_is_refused_by_name_before_
     os.mkfifo(run / "manifest.json")
     p = groundbench("status", run, timeout=60)
     assert p.returncode == 2 and "manifest.json: not a regular file" in p.stderr, p.stderr
+
+
+def test_a_stage_folder_that_is_a_link_is_refused_not_written_through(tmp_path):
+    "Issue 44 (8): a stage folder linked elsewhere once took the stage's outputs out of the run folder."
+    src = tmp_path / "answers.csv"
+    src.write_text("assistant,answer,urls\nBotA,Yes [1].,https://www.reuters.com/x\n")
+    spec = tmp_path / "r.yaml"
+    spec.write_text(json.dumps({"run_id": "r", "stages": ["20_collect"], "parameters": {
+        "source": "table", "import_tables": [{"path": str(src), "answer": "answer", "assistant": "assistant",
+                                              "urls": "urls"}]}}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "runs" / "r").mkdir(parents=True)
+    (tmp_path / "runs" / "r" / "20_collect").symlink_to(elsewhere)
+    p = groundbench("run", spec, "--runs-dir", tmp_path / "runs", "--no-estimate", timeout=600)
+    assert p.returncode != 0 and "20_collect: a symbolic link" in p.stderr, p.stderr[-2000:]
+    assert list(elsewhere.iterdir()) == []

@@ -30,8 +30,8 @@ from ..runfolder import StepStats, cache_dir
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
            'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
-           'complete_json', 'complete_parsed', 'complete_retried', 'llm_from_settings', 'request', 'PromptTemplate',
-           'models_dir', 'load_prompt']
+           'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings', 'request',
+           'PromptTemplate', 'models_dir', 'load_prompt']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -385,14 +385,19 @@ def complete_retried(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[
         res.append(Structured(v, status, o.text, "" if v is not None else f"{err} (after {n} calls)", o.cut))
     return res
 
+# %% ../../nbs/11_llm_client.ipynb #7bf80685
+def smoke_models(settings: dict) -> set[str]:
+    "The models whose results are a smoke run (`[llm] smoke_models`, comma-separated): too small for real judgments."
+    return {m.strip() for m in str(settings["llm"].get("smoke_models", "")).split(",") if m.strip()}
+
 # %% ../../nbs/11_llm_client.ipynb #6149fa93
 def llm_from_settings(settings: dict | None = None, run=None, load: bool = True, **overrides) -> LLM:
     """The LLM client configured in settings ([llm] section, with `overrides`), its cache, and its manifest entry.
     `load=False`: the client describes its model (cache keys, estimates) without loading weights or an engine."""
     settings = settings or load_settings()
     cfg = {**settings["llm"], **overrides}
-    name = cfg.pop("backend")
-    smoke_models = {m.strip() for m in str(cfg.pop("smoke_models", "")).split(",") if m.strip()}
+    name, smokes = cfg.pop("backend"), smoke_models({"llm": cfg})
+    cfg.pop("smoke_models", None)
     for k in ("real_run_model",): cfg.pop(k, None)
     if name == "llamacpp":
         kw = {k: cfg[k] for k in ("model", "n_ctx", "revision", "n_threads") if k in cfg and cfg[k] != ""}
@@ -409,7 +414,7 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     backend = make_backend(name, **kw)
     cache = LLMCache(cache_dir(settings) / "llm.sqlite")
     # a smoke model by its name, or by the name its backend gives it (the smoke model's converted folder for vLLM)
-    smoke = str(cfg.get("model")) in smoke_models or backend.describe().get("model") in smoke_models
+    smoke = str(cfg.get("model")) in smokes or backend.describe().get("model") in smokes
     llm = LLM(backend, cache, smoke=smoke, budget=budget_from_settings(settings, run))
     llm.defaults = {k: cfg[k] for k in ("temperature", "seed", "max_tokens") if k in cfg}
     if run is not None:
