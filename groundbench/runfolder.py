@@ -29,8 +29,8 @@ from .core import (RecordError, load_settings, now_iso, project_root, regular_fi
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
-           'environment_info', 'cache_dir', 'with_runs_dir', 'redact', 'run_file_bytes', 'read_manifest', 'Run',
-           'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions', 'model_record',
+           'environment_info', 'cache_dir', 'with_runs_dir', 'redact', 'run_file_bytes', 'read_manifest', 'own_folder',
+           'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions', 'model_record',
            'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
@@ -134,6 +134,15 @@ def read_manifest(path: Path) -> dict:
         raise RecordError(f"{path}: not a manifest (expected a JSON object, found {type(m).__name__})")
     return m
 
+# %% ../nbs/01_runfolder.ipynb #6bbeec0a
+def own_folder(d: Path) -> Path:
+    """The folder `d`, created; one that is a symbolic link is refused by name: a stage writing through it would write
+    outside the run folder."""
+    if d.is_symlink():
+        raise RecordError(f"{d}: a symbolic link; a run's stage folder is a folder of its own (remove the link)")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
 # %% ../nbs/01_runfolder.ipynb #68d32a0d
 class Run:
     "A run folder `runs/<run_id>/` with its manifest."
@@ -179,12 +188,8 @@ class Run:
         return stage_execution(self, name, parameters)
 
     def stage_dir(self, stage: str) -> Path:
-        """The output folder of `stage` (created); one that is a symbolic link is refused by name: a stage writing
-        through it would write outside the run folder."""
-        if (d := self.dir / stage).is_symlink():
-            raise RecordError(f"{d}: a symbolic link; a run's stage folder is a folder of its own (remove the link)")
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        "The output folder of `stage`, created; a symbolic link there is refused by name (`own_folder`)."
+        return own_folder(self.dir / stage)
 
     def record_model(self, role: str, info: dict, smoke: bool = False):
         "Record the model used for `role` (backend, name, revision); a smoke model marks the whole run as a smoke run."

@@ -203,16 +203,30 @@ def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_i
     assert cached_completions(tmp_path / "cache2" / "llm.sqlite") == 0
 
 
+def cached_keys(db) -> set:
+    try:
+        with sqlite3.connect(db, timeout=5) as c: return {k for (k,) in c.execute("select key from completions")}
+    except sqlite3.Error: return set()
+
+
 @pytest.mark.slow
 def test_a_run_kept_elsewhere_keeps_its_cache_beside_it_not_in_the_checkout(tmp_path):
-    "Issue 45: a run in any folder once wrote its model answers into the checkout's runs/.cache."
+    """Issue 45: a run in any folder once wrote its model answers into the checkout's runs/.cache. Other tests write
+    to the checkout's cache while this one runs, so the test asks for a rewrite of a claim no other test has (its text
+    names this test's folder) and looks for that answer's key, not at a count of the checkout's answers."""
     checkout = ROOT / "runs" / ".cache" / "llm.sqlite"
-    before = cached_completions(checkout) if checkout.exists() else None
+    claims = tmp_path / "claims.csv"
+    rows = (ROOT / "data" / "seed_study" / "claims.csv").read_text(encoding="utf-8").splitlines()
+    first = rows[1].split(",", 2)
+    claims.write_text("\n".join([rows[0], ",".join(first[:2] + [f"{tmp_path.name} {first[2]}"]), *rows[2:]]) + "\n",
+                      encoding="utf-8")
     spec = tmp_path / "elsewhere.yaml"
     spec.write_text(yaml.safe_dump({"run_id": "elsewhere", "stages": ["10_claims"],
-                                    "parameters": {"question_rewrite_sample": 1}}))
+                                    "parameters": {"question_rewrite_sample": 1, "claims_path": str(claims),
+                                                   "questions_path": str(ROOT / "data/seed_study/questions.csv")}}))
     runs = tmp_path / "study" / "runs"
     groundbench("run", spec, "--runs-dir", runs, "--quiet", check=True)
-    assert cached_completions(runs / ".cache" / "llm.sqlite") == 1
-    assert (cached_completions(checkout) if checkout.exists() else None) == before
+    ours = cached_keys(runs / ".cache" / "llm.sqlite")
+    assert len(ours) == 1
+    assert not ours & cached_keys(checkout)
     assert llm_usage(manifest(runs, "elsewhere"))["calls"] == 1
