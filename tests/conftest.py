@@ -1,5 +1,5 @@
-"""Shared fixtures: free ports, the llama.cpp server, isolated caches, one demo run shared by the tests that read it, and
-the components tests need (marks `chromium`, `jupyterlab`, `llama_server`): missing outside CI, the test is skipped
+"""Shared fixtures: free ports, the llama.cpp server, isolated caches, one demo run shared by the tests that read it,
+and the components tests need (marks `chromium`, `jupyterlab`, `llama_server`): missing outside CI, the test is skipped
 with the reason; missing in CI (CI=true), it fails."""
 import contextlib
 import json
@@ -72,7 +72,8 @@ def jupyterlab(root: Path, settings_dir: Path):
         except subprocess.TimeoutExpired: lab.kill()
 
 
-# One store of the bundled model's answers per test run (tests/support/answer_store.py), in a folder the first process of the
+# One store of the bundled model's answers per test run (tests/support/answer_store.py), in a folder the first process
+# of the
 # run makes (pytest-xdist's controller, or pytest alone) and its workers find in GROUNDBENCH_TEST_ANSWERS. It is given
 # only to the runs tests make through `groundbench(...)`: a request two of them make is computed once. Tests of the
 # model itself (in process) and runs killed on purpose never see it, and compute every answer.
@@ -188,9 +189,11 @@ def llama_server(gguf_path, tmp_path_factory):
     port, threads = free_port(), llama_threads()  # one thread under tests/run.sh's two workers
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with open(log, "w") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path), "--host", "127.0.0.1",
-                                 "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2-server",
-                                 "--n_threads", str(threads), "--n_threads_batch", str(threads)], stdout=f, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path),
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                                 "--model_alias", "smollm2-server", "--n_threads", str(threads),
+                                 "--n_threads_batch", str(threads)],
+                                stdout=f, stderr=subprocess.STDOUT)
     yield from serving(proc, f"http://127.0.0.1:{port}/v1", log, "llama.cpp server", 120, stop_s=10)
 
 
@@ -198,12 +201,15 @@ def llama_server(gguf_path, tmp_path_factory):
 def isolated_settings(tmp_path):
     """Settings whose caches and runs live in a temporary folder."""
     from groundbench.core import load_settings
-    return load_settings(overrides={"paths.cache_dir": str(tmp_path / "cache"), "paths.runs_dir": str(tmp_path / "runs")})
+    return load_settings(overrides={"paths.cache_dir": str(tmp_path / "cache"),
+                                    "paths.runs_dir": str(tmp_path / "runs")})
 
 
 # The main job, small: the demo's stages, models and answers (the shortest of 24), one conversation, page and claim per
-# system where the demo has more: 28 model calls in the claims, groundedness, SourceBench and validation stages (question
-# rewrite; extraction, VERIFY's three steps, FActScore's two; SourceBench's three; validation's judge and SourceCheckup),
+# system where the demo has more: 28 model calls in the claims, groundedness, SourceBench and validation stages
+# (question
+# rewrite; extraction, VERIFY's three steps, FActScore's two; SourceBench's three; validation's judge and
+# SourceCheckup),
 # about 130 s of model time on one core. On its one conversation the smoke model's units need no decontextualisation
 # and find no evidence to judge, and SourceCheckup's own stage makes no call: the full demo makes those calls
 # (benchmarks/bench_demo.py), and the same steps run in validation and in tests of their own. The demo's imported

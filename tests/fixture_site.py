@@ -57,7 +57,8 @@ class FixtureSite:
                     "Please rely on trusted sources.[[4]]")]
                 try:
                     for c in chunks:
-                        self.wfile.write(b"data: " + json.dumps({"choices": [{"delta": c}]}, ensure_ascii=False).encode() + b"\n\n")
+                        event = json.dumps({"choices": [{"delta": c}]}, ensure_ascii=False)
+                        self.wfile.write(b"data: " + event.encode() + b"\n\n")
                         self.wfile.flush()
                         time.sleep(0.3)
                     self.wfile.write(b"data: [DONE]\n\n")

@@ -37,8 +37,8 @@ fi
 echo "== README in sync with nbs/index.ipynb"
 python scripts/make_readme.py --check
 
-echo "== lines of at most 120 characters in notebooks, scripts and benchmarks (ruff)"
-ruff check --select E501 nbs scripts benchmarks
+echo "== lines of at most 120 characters in notebooks, tests, scripts and benchmarks (ruff)"
+ruff check --select E501 nbs tests scripts benchmarks
 
 echo "== notebook tests (nbdev-test)"
 start=$SECONDS

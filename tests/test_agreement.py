@@ -29,7 +29,8 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
     run = judged_run(tmp_path / "run")
     scored_pages(run)
     # annotator a labels like the judge did; b differs on the Unverifiable item: kappa(a, b) by hand
-    # p_o = 5/6; a: 4 S, 1 C, 1 U; b: 5 S, 1 C; p_e = (4*5 + 1*1 + 1*0) / 36 = 21/36; kappa = (30/36 - 21/36) / (15/36) = 0.6
+    # p_o = 5/6; a: 4 S, 1 C, 1 U; b: 5 S, 1 C; p_e = (4*5 + 1*1 + 1*0) / 36 = 21/36; kappa = (30/36 - 21/36) / (15/36)
+    # = 0.6
     sample = shared_sample(run, groundedness_items(run), 6)
     judge, first = dict(zip(sample.item_id, sample.judge_label)), sample.item_id[0]
     r = groundbench("annotate", run, "--annotator", "a", "--n", "6", "--label", judge[first], check=True)
@@ -39,7 +40,8 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
         if i != first: a.add(i, judge[i])
         b.add(i, "Supported" if judge[i] == "Unverifiable" else judge[i])
     # SourceBench: a page's CR through the command, the rest through the store; a gives 4 everywhere, b 5 and 3
-    r = groundbench("annotate", run, "--annotator", "a", "--task", "sourcebench", "--n", "2", "--label", "4", check=True)
+    r = groundbench("annotate", run, "--annotator", "a", "--task", "sourcebench", "--n", "2", "--label", "4",
+                    check=True)
     assert ":CR: 4 (labels/sourcebench/a.csv)" in r.stdout and "FA: Factual accuracy" in r.stdout
     pages = sourcebench_items(run).page_id.unique()
     sa, sb = LabelStore(run, "a", SOURCEBENCH_TASK), LabelStore(run, "b", SOURCEBENCH_TASK)
@@ -63,7 +65,8 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
     # the report shows the people's figures beside the rest
     from groundbench.core import Prompt
     from groundbench.report.tables import load_outputs, write_report
-    write_table([Prompt("c", "Health", "fact_checker", 1, "Tell me facts.", prompt_id="p")], run / "20_collect" / "prompts.parquet")
+    write_table([Prompt("c", "Health", "fact_checker", 1, "Tell me facts.", prompt_id="p")],
+                run / "20_collect" / "prompts.parquet")
     o = load_outputs([run])
     o.citations = None            # this hand-made run's citations table has only the columns the labelling view reads
     write_report(o, run / "report", n_boot=20)

@@ -1,5 +1,5 @@
-"""People label a run as they would (issue 32): the labelling view opened in a real JupyterLab in headless Chromium, five
-items labelled by clicking, the page reloaded and the view resumed; the labels file holds what was clicked. A
+"""People label a run as they would (issue 32): the labelling view opened in a real JupyterLab in headless Chromium,
+five items labelled by clicking, the page reloaded and the view resumed; the labels file holds what was clicked. A
 screenshot of the view is left in _screenshots/ for a person (docs/images/annotate-jupyterlab.png is one of them)."""
 import json
 import time
@@ -32,7 +32,8 @@ def judged_run(d):
                                     scores=[0.5])) for i, v in enumerate(verdicts)],
                 d / "50_groundedness" / "judgments.jsonl")
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "label", "metadata": {}, "outputs": [],
-                     "source": ["from groundbench.labels.annotate import Annotator\n", "Annotator(\".\", \"ann\", n=5)"]}],
+                     "source": ["from groundbench.labels.annotate import Annotator\n",
+                                "Annotator(\".\", \"ann\", n=5)"]}],
           "metadata": {"kernelspec": {"display_name": "groundbench", "language": "python", "name": "groundbench"}},
           "nbformat": 4, "nbformat_minor": 5}
     (d / "label.ipynb").write_text(json.dumps(nb))

@@ -45,7 +45,8 @@ class Server(BaseHTTPRequestHandler):
         type(self).seen.append((self.path, dict(self.headers), body))
         step = type(self).script.pop(0) if type(self).script else 200
         if isinstance(step, int) and step != 200:
-            return self.reply(step, b'{"error": {"message": "slow down"}}', [("Retry-After", "1")] if step == 429 else [])
+            return self.reply(step, b'{"error": {"message": "slow down"}}',
+                              [("Retry-After", "1")] if step == 429 else [])
         base = f"http://{self.headers['Host']}"
         fixture = lambda name: json.loads((FIX / f"{name}.json").read_text(encoding="utf-8").replace("__BASE__", base))
         if self.path.endswith(":generateContent"):
@@ -192,8 +193,8 @@ def test_today_collects_five_api_assistants_into_one_report(server, tmp_path):
     assert set(m["api_assistants"]) == {"openai-responses gpt-5", "perplexity-api sonar", "gemini-api gemini-2.5-flash",
                                         "claude-api claude-sonnet-4-5", "grok-api grok-4.3"}
     assert m["redirects_unresolved"] == 2 and m["api_assistants_left_out"] == []
-    assert "0 answers searched but came without sources (sources_missing), 2 redirect links unresolved; left out: none" \
-        in r.stdout + r.stderr
+    assert ("0 answers searched but came without sources (sources_missing), 2 redirect links unresolved; "
+            "left out: none") in r.stdout + r.stderr
     t1 = pd.read_csv(run / "40_credibility" / "table_1.csv")
     for n in names: assert any(n in str(c) for c in t1.columns), (n, list(t1.columns))
     profile = pd.read_csv(run / "68_profile" / "profile.csv")
@@ -205,8 +206,9 @@ def test_today_collects_five_api_assistants_into_one_report(server, tmp_path):
                 "--stages", "10_claims,20_collect", "--param", f"base_url={server}/v1", "--param", "sample=1",
                 check=True, env={**keys, "XAI_API_KEY": "", "ANTHROPIC_API_KEY": ""})
     m2 = json.loads((tmp_path / "runs2" / "today" / "manifest.json").read_text())["stages"]["20_collect"]["counts"]
-    assert m2["api_assistants_left_out"] == ["claude-api claude-sonnet-4-5: ANTHROPIC_API_KEY is not set, not collected",
-                                             "grok-api grok-4.3: XAI_API_KEY is not set, not collected"]
+    assert m2["api_assistants_left_out"] == [
+        "claude-api claude-sonnet-4-5: ANTHROPIC_API_KEY is not set, not collected",
+        "grok-api grok-4.3: XAI_API_KEY is not set, not collected"]
 
 
 def leaves(x, path=()):
@@ -227,9 +229,10 @@ def replaced(doc, path, value):
 
 @pytest.mark.parametrize("provider", ["openai-responses", "perplexity-api", "gemini-api", "claude-api", "grok-api"])
 def test_every_field_of_every_provider_s_answer_given_the_wrong_type_is_a_named_parse_failure(provider):
-    """Issue 44 (1): a field of the wrong type once raised out of the collector. Every value of each provider's documented
-    answer (every field at every depth, and the whole answer) replaced in turn by a value of each other JSON type: the
-    answer either still parses or fails as a record naming a field path and what was there, never an exception."""
+    """Issue 44 (1): a field of the wrong type once raised out of the collector. Every value of each provider's
+    documented answer (every field at every depth, and the whole answer) replaced in turn by a value of each other JSON
+    type: the answer either still parses or fails as a record naming a field path and what was there, never an
+    exception."""
     from groundbench.collect.api import shape_failure
     from groundbench.collect.api_search import API_COLLECTORS, API_PARSERS
     base = "http://127.0.0.1:9"

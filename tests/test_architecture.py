@@ -78,7 +78,8 @@ def reach(g: dict, start: str) -> set[str]:
 
 def test_the_import_graph_has_no_circle():
     g = graph()
-    assert {"groundbench.runner", "groundbench.stages", "groundbench.cli.commands", "groundbench.report.tables"} <= set(g)
+    assert {"groundbench.runner", "groundbench.stages", "groundbench.cli.commands",
+            "groundbench.report.tables"} <= set(g)
     circles = sorted(m for m in g if m in reach(g, m))
     assert not circles, f"modules on an import circle: {circles}: " + "; ".join(
         f"{m} -> {sorted(n for n in g[m] if m in reach(g, n))}" for m in circles)

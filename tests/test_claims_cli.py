@@ -22,7 +22,8 @@ def test_prompts_default_claims(tmp_path, ext):
 
 def test_user_claims_any_language(tmp_path):
     claims = tmp_path / "mine.csv"
-    claims.write_text("id,topic,claim,question\nU1,Santé,Le vinaigre guérit le diabète,Comment le vinaigre guérit-il le diabète ?\n"
+    claims.write_text("id,topic,claim,question\n"
+                      "U1,Santé,Le vinaigre guérit le diabète,Comment le vinaigre guérit-il le diabète ?\n"
                       "U2,Здоровье,Чеснок лечит грипп,Как чеснок лечит грипп?\n", encoding="utf-8")
     out = tmp_path / "p.csv"
     groundbench("prompts", "--claims", claims, "--out", out, check=True)
@@ -34,7 +35,8 @@ def test_user_claims_any_language(tmp_path):
 
 BAD = {
     "missing_column": ("id,claim\nX1,foo\n", "line 1: missing column 'topic'"),
-    "duplicate_id": ("id,topic,claim,question\nX1,T,foo,Why foo?\nX1,T,bar,Why bar?\n", "line 3: field 'claim_id': duplicate id 'X1', first at line 2"),
+    "duplicate_id": ("id,topic,claim,question\nX1,T,foo,Why foo?\nX1,T,bar,Why bar?\n",
+                     "line 3: field 'claim_id': duplicate id 'X1', first at line 2"),
     "empty_claim": ("id,topic,claim,question\nX1,T,,Why?\n", "line 2: field 'claim': empty"),
     "missing_question": ("id,topic,claim\nX1,T,foo\n", "line 2: field 'question': empty for claim 'X1'"),
     "undecodable": (b"id,topic,claim,question\nX1,T,caf\xe9,Why?\n", "line 2: not UTF-8"),

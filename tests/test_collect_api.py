@@ -21,19 +21,24 @@ PROMPTS = [Prompt("H1", "Health", "fact_checker", 1, "Is it true that mRNA vacci
 
 def responses_body(prompt):
     text = (f"No. mRNA vaccines do not alter DNA ([cdc.gov](https://www.cdc.gov/v?utm_source=openai)). "
-            f"The mRNA stays outside the nucleus ([nih.gov](https://www.nih.gov/m?utm_source=openai)).\n\nAbout: {prompt}")
-    anns = [{"type": "url_citation", "start_index": m.start(), "end_index": m.end(), "url": m.group(1), "title": m.group(1).split("/")[2]}
+            f"The mRNA stays outside the nucleus ([nih.gov](https://www.nih.gov/m?utm_source=openai)).\n\n"
+            f"About: {prompt}")
+    anns = [{"type": "url_citation", "start_index": m.start(), "end_index": m.end(), "url": m.group(1),
+             "title": m.group(1).split("/")[2]}
             for m in re.finditer(r"\(\[[^\]]+\]\((\S+?)\)\)", text)]
     return {"id": "resp_1", "object": "response", "model": "gpt-4o-2024-08-06", "status": "completed", "output": [
-        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": prompt, "sources": [{"type": "url", "url": "https://www.cdc.gov/v"}]}},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": prompt, "sources": [{"type": "url", "url": "https://www.cdc.gov/v"}]}},
         {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": text, "annotations": anns}]}], "usage": {"input_tokens": 10, "output_tokens": 30}}
+         "content": [{"type": "output_text", "text": text, "annotations": anns}]}],
+        "usage": {"input_tokens": 10, "output_tokens": 30}}
 
 
 def sonar_body(prompt):
     return {"id": "x", "model": "sonar", "object": "chat.completion", "created": 0,
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
-                        "content": f"The claim is false[2]. Heart attacks need emergency care[1][2].\n\nQuestion was: {prompt}"}}],
+                        "content": f"The claim is false[2]. Heart attacks need emergency care[1][2].\n\n"
+                                   f"Question was: {prompt}"}}],
             "citations": ["https://www.heart.org/cough-cpr", "https://www.bhf.org.uk/myth", "https://example.com/unused"],
             "search_results": [{"title": "AHA", "url": "https://www.heart.org/cough-cpr", "date": "2024-01-01"},
                                {"title": "BHF", "url": "https://www.bhf.org.uk/myth"}, {"title": "Unused", "url": "https://example.com/unused"}],
@@ -76,7 +81,8 @@ def test_openai_responses_collector(api_server, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-test-key")
     API.script = [429]
     ar = Archive(tmp_path / "c")
-    convs = OpenAIResponsesCollector("gpt-4o", base_url=api_server + "/v1", backoff_s=0.01).collect(PROMPTS, ar, progress=False)
+    convs = OpenAIResponsesCollector("gpt-4o", base_url=api_server + "/v1", backoff_s=0.01).collect(PROMPTS, ar,
+                                                                                                     progress=False)
     path, headers, body = API.seen[-1]
     assert path == "/v1/responses" and body["tools"] == [{"type": "web_search"}] and body["tool_choice"] == "required"
     assert headers["Authorization"] == "Bearer sk-secret-test-key"
@@ -104,7 +110,8 @@ def test_perplexity_sonar_collector(api_server, tmp_path, monkeypatch):
     ar = Archive(tmp_path / "c")
     c = PerplexityCollector("sonar", base_url=api_server).collect(PROMPTS[:1], ar, progress=False)[0]
     assert API.seen[0][0] == "/chat/completions" and API.seen[0][1]["Authorization"] == "Bearer pplx-test"
-    assert [(x.index, x.url, x.title) for x in c.citations] == [(1, "https://www.bhf.org.uk/myth", "BHF"), (2, "https://www.heart.org/cough-cpr", "AHA")]
+    assert [(x.index, x.url, x.title) for x in c.citations] == [(1, "https://www.bhf.org.uk/myth", "BHF"),
+                                                                 (2, "https://www.heart.org/cough-cpr", "AHA")]
     assert [x.url for x in c.uncited_panel_sources] == ["https://example.com/unused"]
     assert [(s.text, s.citation_indices, s.uncited) for s in c.segments] == [
         ("The claim is false.", (1,), False), ("Heart attacks need emergency care.", (1, 2), False),

@@ -40,7 +40,8 @@ def test_chatgpt_gpt4o(tmp_path):
     assert [c.url for c in conv.citations] == ["https://www.cdc.gov/vaccines/facts", "https://www.reuters.com/fact-check/abc"]
     assert segs(conv)[1:] == [("This claim is false according to health agencies.", (1,), False),
                               ("Be critical of posts that repeat it.", (1, 2), True),
-                              ("Fact-checkers rated it false.", (2,), False), ("The agency gives the details.", (1,), False)]
+                              ("Fact-checkers rated it false.", (2,), False),
+                              ("The agency gives the details.", (1,), False)]
 
 
 def test_chatgpt_gpt4o_hover_highlight_gives_exact_spans(tmp_path):
@@ -58,9 +59,11 @@ def test_chatgpt_gpt4o_spans_read_by_hovering_each_pill(tmp_path):
     html = check_archive(ar, rec, "data-groundbench-hover")
     assert rec["hover_spans"] == 2
     by_text = {s.text: s for s in conv.segments}
-    assert by_text["This claim is false"].citation_indices == (1,) and by_text["This claim is false"].span_source == "hover"
+    assert by_text["This claim is false"].citation_indices == (1,)
+    assert by_text["This claim is false"].span_source == "hover"
     assert by_text["rated it false"].citation_indices == (2,) and by_text["rated it false"].span_source == "hover"
-    assert by_text["The agency gives the details."].span_source == "sentence"  # its pill highlights nothing: the sentence rule
+    # its pill highlights nothing: the sentence rule
+    assert by_text["The agency gives the details."].span_source == "sentence"
     with FixtureSite("chatgpt", "hover") as site:  # GPT-5 highlights nothing: no hovering
         ar5, rec5, conv5 = collect_one(assistant("chatgpt"), site, tmp_path / "g5", model="gpt-5")
     assert rec5["hover_spans"] == 0 and {s.span_source for s in conv5.segments} == {"sentence"}
@@ -82,14 +85,17 @@ def test_perplexity_with_sources_panel(tmp_path):
     assert [c.url for c in conv.citations] == ["https://apnews.com/article/fact-check-123", "https://www.who.int/news-room/q-a",
                                                "https://en.wikipedia.org/wiki/MRNA_vaccine"]
     assert [c.url for c in conv.uncited_panel_sources] == ["https://example-blog.net/post"]
-    assert segs(conv)[1:] == [("The claim is not supported by evidence.", (1, 2), False), ("Health agencies explain the science.", (2,), False),
-                              ("An encyclopedia summarises it.", (3,), False), ("In short, it is false.", (1, 2, 3), True)]
+    assert segs(conv)[1:] == [("The claim is not supported by evidence.", (1, 2), False),
+                              ("Health agencies explain the science.", (2,), False),
+                              ("An encyclopedia summarises it.", (3,), False),
+                              ("In short, it is false.", (1, 2, 3), True)]
 
 
 def test_a_fourth_assistant_is_one_yaml_and_one_fixture_page(tmp_path):
-    """Issue 28: an assistant groundbench does not ship, added the way the README says: a YAML file (any path) and a page to
-    test it on, no Python. The same collector drives it in Chromium: the answer archived, its two links as citations, each
-    paragraph a segment with the citation it carries, and a login wall stops it with the YAML's own words."""
+    """Issue 28: an assistant groundbench does not ship, added the way the README says: a YAML file (any path) and a
+    page to test it on, no Python. The same collector drives it in Chromium: the answer archived, its two links as
+    citations, each paragraph a segment with the citation it carries, and a login wall stops it with the YAML's own
+    words."""
     cfg = ROOT / "tests" / "fixtures" / "assistants" / "lechat.yaml"
     with FixtureSite("lechat") as site:
         ar, rec, conv = collect_one(assistant(cfg), site, tmp_path)
@@ -111,14 +117,16 @@ def test_qwen_thinking_off_search_on_hostname_pills(tmp_path):
     check_archive(ar, rec, "qwen-markdown-citation")
     assert conv.thinking is False and "step by step" not in conv.answer_text  # thinking was switched off
     assert [c.url for c in conv.citations] == ["https://www.bbc.co.uk/news/health-1", "https://www.reuters.com/fact-check/x",
-                                               "https://baike.baidu.com/item/mRNA",  # 百度 resolved by the drawer card's title
-                                               "https://www.reuters.com/world/vaccines-y"]  # the second reuters.com pill: its own page
+                                               # 百度 resolved by the drawer card's title
+                                               "https://baike.baidu.com/item/mRNA",
+                                               # the second reuters.com pill: its own page
+                                               "https://www.reuters.com/world/vaccines-y"]
     assert rec["model_shown"] == "Qwen3-235B-A22B"
 
 
-@pytest.mark.parametrize("site_name,variant,expected", [("chatgpt", "login", "login wall"), ("chatgpt", "captcha", "captcha"),
-                                                        ("chatgpt", "ratelimit", "rate limit"), ("chatgpt", "unknown", "unknown page"),
-                                                        ("perplexity", "login", "login wall"), ("qwen", "login", "login wall")])
+@pytest.mark.parametrize("site_name,variant,expected", [
+    ("chatgpt", "login", "login wall"), ("chatgpt", "captcha", "captcha"), ("chatgpt", "ratelimit", "rate limit"),
+    ("chatgpt", "unknown", "unknown page"), ("perplexity", "login", "login wall"), ("qwen", "login", "login wall")])
 def test_blockers_stop_with_message_and_screenshot(tmp_path, site_name, variant, expected):
     cls = assistant(site_name)
     ar = Archive(tmp_path / "c")
@@ -152,7 +160,8 @@ from groundbench.collect.base import Archive
 from groundbench.collect.browser import BrowserCollector
 from groundbench.core import Prompt
 ps = [Prompt("H%d" % i, "Health", "fact_checker", 1, "Is claim number %d true?" % i) for i in range(5)]
-BrowserCollector("chatgpt", model="gpt-4o", base_url=sys.argv[1], delay_s=0.5).collect(ps, Archive(sys.argv[2]), progress=False)
+BrowserCollector("chatgpt", model="gpt-4o", base_url=sys.argv[1], delay_s=0.5).collect(ps, Archive(sys.argv[2]),
+                                                                                       progress=False)
 """
 
 

@@ -14,7 +14,8 @@ from groundbench.core import Conversation, read_records
 @pytest.mark.slow
 def test_expertqa_full_import(tmp_path):
     spec = tmp_path / "eqa.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "eqa", "stages": ["20_collect"], "parameters": {"source": "expertqa", "sample": 0}}))
+    spec.write_text(yaml.safe_dump({"run_id": "eqa", "stages": ["20_collect"],
+                                    "parameters": {"source": "expertqa", "sample": 0}}))
     groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)
     out = tmp_path / "runs/eqa/20_collect"
     convs = read_records(out / "conversations.jsonl", Conversation)
@@ -28,8 +29,9 @@ def test_expertqa_full_import(tmp_path):
     counts = pd.read_csv(out / "conversation_counts.csv")
     assert counts.conversations.sum() == 479 and counts.citations.sum() == 2738
     # the per-system counts the README reports
-    assert counts.set_index("model").conversations.to_dict() == {"bing_chat": 108, "post_hoc_sphere_gpt4": 93, "post_hoc_gs_gpt4": 91,
-                                                                  "rr_gs_gpt4": 91, "rr_sphere_gpt4": 59, "gpt4": 37}
+    assert counts.set_index("model").conversations.to_dict() == {"bing_chat": 108, "post_hoc_sphere_gpt4": 93,
+                                                                  "post_hoc_gs_gpt4": 91, "rr_gs_gpt4": 91,
+                                                                  "rr_sphere_gpt4": 59, "gpt4": 37}
     assert len(src) == 1417
 
 
@@ -39,7 +41,8 @@ def test_browser_collection_stage_on_fixture(tmp_path):
     with FixtureSite("perplexity") as site:
         spec = tmp_path / "p.yaml"
         spec.write_text(yaml.safe_dump({"run_id": "p", "stages": ["10_claims", "20_collect"], "parameters": {
-            "question_rewrite_sample": 0, "source": "browser", "provider": "perplexity", "sample": 3, "base_url": site.url, "delay_s": 0}}))
+            "question_rewrite_sample": 0, "source": "browser", "provider": "perplexity", "sample": 3,
+            "base_url": site.url, "delay_s": 0}}))
         groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)
         assert sum(site.sent.values()) == 3
         groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)  # resumes: nothing sent again

@@ -1,10 +1,10 @@
-"""The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so the
-test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with its
-own caches holding A's answers of every model call but up to three consecutive calls of a stage, all drawn at random, is
-killed with SIGKILL in that stage, a random fraction of a second after a random one of those calls (seeded: the seed,
-stage and calls are printed, and GROUNDBENCH_KILL_SEED replays them), then rerun to the end, computing what it lacks. The groundedness stage of the same shared run is checked, and rerun on a
-copy without a model call (all tests of the shared run live in this file: pytest-xdist's loadfile keeps them on one
-worker, so the run is made once).
+"""The main job end to end (issue 8) on a smaller copy of the demo's parameter file (same stages, smaller samples, so
+the test takes minutes): run A goes straight through (the session's shared small demo, conftest.small_demo); run B, with
+its own caches holding A's answers of every model call but up to three consecutive calls of a stage, all drawn at
+random, is killed with SIGKILL in that stage, a random fraction of a second after a random one of those calls (seeded:
+the seed, stage and calls are printed, and GROUNDBENCH_KILL_SEED replays them), then rerun to the end, computing what it
+lacks. The groundedness stage of the same shared run is checked, and rerun on a copy without a model call (all tests of
+the shared run live in this file: pytest-xdist's loadfile keeps them on one worker, so the run is made once).
 
 Checks: B's tables equal A's (every stage's CSV tables and the report's), no model call was paid twice (the calls B had
 cached when it was killed plus the calls its rerun made equal the calls A made), the report folder has its tables,
@@ -46,18 +46,22 @@ def model_calls(manifest, earlier=None):
 
 
 def tables(run):
-    return {p.relative_to(run).as_posix(): pd.read_csv(p).drop(columns=["run_id"], errors="ignore")  # the report names its run
-            for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts and p.name != "estimate_vs_actual.csv"}  # the
+    # the report names its run
+    return {p.relative_to(run).as_posix(): pd.read_csv(p).drop(columns=["run_id"], errors="ignore")
+            # the
+            for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts and p.name != "estimate_vs_actual.csv"}
     # estimate depends on what the cache held when each run started: checked on its own below
 
 
 def check_estimate(run, manifest, exact):
-    """Issue 17: the estimate printed before the run, beside what each step spent (the report's table): every step's calls and
-    completion tokens inside the printed ranges; with a fresh cache, the built steps' requests were all made, and where no
-    answer needed the repair round their prompt tokens are exactly what llama.cpp reported (the model's own tokenizer)."""
+    """Issue 17: the estimate printed before the run, beside what each step spent (the report's table): every step's
+    calls and completion tokens inside the printed ranges; with a fresh cache, the built steps' requests were all made,
+    and where no answer needed the repair round their prompt tokens are exactly what llama.cpp reported (the model's own
+    tokenizer)."""
     assert (run / "estimate.csv").exists() and "estimate_error" not in manifest
     t = pd.read_csv(run / "report" / "estimate_vs_actual.csv")
-    assert {"question_rewrite", "extract_units", "decontextualise", "judge", "sourcebench_content", "sourcecheckup"} <= set(t.step)
+    steps = {"question_rewrite", "extract_units", "decontextualise", "judge", "sourcebench_content", "sourcecheckup"}
+    assert steps <= set(t.step)
     assert (t.within_range == "yes").all(), t.to_string()
     if not exact: return
     for r in t[t.basis == "built"].itertuples():
@@ -111,10 +115,10 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     seeded = seed_all_but(ma, db_a, db_b, stage, first, m)
     k, delay = rng.randint(1, m - 1), rng.uniform(0, 1)
     print(f"GROUNDBENCH_KILL_SEED={seed}: run b starts with run a's answers of every call but calls {first + 1}-"
-          f"{first + m} of {calls[stage]} in {stage} ({seeded} answers) and is killed {delay:.2f} s after the answer of "
-          f"call {first + k} is cached")
-    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+          f"{first + m} of {calls[stage]} in {stage} ({seeded} answers) and is killed {delay:.2f} s after the answer "
+          f"of call {first + k} is cached")
+    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(b), "--runs-dir", str(runs)], cwd=ROOT,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 900
     while time.time() < deadline and proc.poll() is None and cached(db_b) < seeded + k: time.sleep(0.05)
     time.sleep(delay)
@@ -138,18 +142,22 @@ def test_demo_killed_and_resumed_gives_the_same_outputs_without_repeated_calls(s
     for k in ta: pd.testing.assert_frame_equal(ta[k], tb[k], check_exact=False, rtol=1e-9, obj=k)
 
     rep = runs / "b" / "report"
-    for f in ("table_1.csv", "table_1.tex", "table_2.md", "table_4.csv", "table_14.csv", "table_15.csv", "figure_2.png", "figure_3.pdf",
-              "figure_9.png", "profile.csv", "paper_vs_run.csv", "index.html"):
+    for f in ("table_1.csv", "table_1.tex", "table_2.md", "table_4.csv", "table_14.csv", "table_15.csv", "figure_2.png",
+              "figure_3.pdf", "figure_9.png", "profile.csv", "paper_vs_run.csv", "index.html"):
         assert (rep / f).exists(), f
     assert "SMOKE RUN" in (rep / "index.html").read_text() and "SMOKE RUN" in (rep / "table_4.md").read_text()
     for f in ("table_1.md", "table_2.md", "table_11.md", "rules_effect.md"):  # credibility uses no model: never marked
         assert "SMOKE RUN" not in (rep / f).read_text(), f
     assert "table_1" not in json.loads((rep / "report.json").read_text())["smoke_items"]
-    assert json.loads((rep / "report.json").read_text())["layout_problems"] == {}  # no figure with overlapping tick labels
-    ex = json.loads((runs / "b" / "explore.ipynb").read_text())  # the researcher's explorer, in the run folder (issue 18)
-    assert "<h1>Run b</h1>" in "".join("".join(o.get("data", {}).get("text/html", "")) for o in ex["cells"][0].get("outputs", []))
+    # no figure with overlapping tick labels
+    assert json.loads((rep / "report.json").read_text())["layout_problems"] == {}
+    # the researcher's explorer, in the run folder (issue 18)
+    ex = json.loads((runs / "b" / "explore.ipynb").read_text())
+    first_html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in ex["cells"][0].get("outputs", []))
+    assert "<h1>Run b</h1>" in first_html
     nb = json.loads((runs / "b" / "notebooks" / "85_explorer.ipynb").read_text())
-    assert any("Sources" in "".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    assert any("Sources" in "".join(o.get("data", {}).get("text/html", ""))
+               for c in nb["cells"] for o in c.get("outputs", []))
 
 
 def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, tmp_path):
@@ -163,12 +171,15 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
     units = [json.loads(l) for l in (out / "units.jsonl").read_text().splitlines()]
     judgments = [json.loads(l) for l in (out / "judgments.jsonl").read_text().splitlines()]
     assert units and all(u["parse_status"] in ("ok", "repaired", "failed") for u in units)
-    assert all((u["label"] == "") == (u["parse_status"] == "failed") for u in units)  # failures are recorded, never a default label
+    # failures are recorded, never a default label
+    assert all((u["label"] == "") == (u["parse_status"] == "failed") for u in units)
     for j in judgments:
         assert j["label"] in ("Supported", "Contradicted", "Unverifiable", "")
         assert (j["label"] == "") == (j["parse_status"] == "failed")
-    assert "SMOKE RUN" in (out / "table_4.md").read_text() and (out / "figure_3.png").exists() and (out / "table_14.csv").exists()
-    # issue 26: Tables 14 and 15 compare three methods, each from its own pipeline, each with its own calls in the manifest
+    assert "SMOKE RUN" in (out / "table_4.md").read_text()
+    assert (out / "figure_3.png").exists() and (out / "table_14.csv").exists()
+    # issue 26: Tables 14 and 15 compare three methods, each from its own pipeline, each with its own calls in the
+    # manifest
     assert {"FActScore", "VERIFY", "ours"} <= set(pd.read_csv(out / "table_14.csv").columns)
     assert {"VERIFY", "ours"} <= set(pd.read_csv(out / "table_15.csv").columns)
     assert first["verify_extract"]["calls"] > 0 and first["factscore_facts"]["calls"] > 0

@@ -1,8 +1,8 @@
-"""The docs site without Quarto (issue 15): scripts/build_docs.py builds it from the notebooks (nbdev processing, nbconvert,
-MkDocs Material), and a real headless Chromium opens it from the local folder (file://, as a person would): every page
-loads without console errors, every internal href resolves (file and anchor), the search box finds "Agresti-Coull" and
-lands on the credibility metrics page, and screenshots of the index, a stage page and the search result are left in the
-build folder (_screenshots/) for a person to look at."""
+"""The docs site without Quarto (issue 15): scripts/build_docs.py builds it from the notebooks (nbdev processing,
+nbconvert, MkDocs Material), and a real headless Chromium opens it from the local folder (file://, as a person would):
+every page loads without console errors, every internal href resolves (file and anchor), the search box finds
+"Agresti-Coull" and lands on the credibility metrics page, and screenshots of the index, a stage page and the search
+result are left in the build folder (_screenshots/) for a person to look at."""
 import html
 import json
 import re
@@ -26,16 +26,18 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("docs")
     # a small real run whose report holds figures 2 and 9 (the figures the credibility metrics page describes)
     pd.DataFrame({"tool": ["A", "A", "B"], "answer": ["X is false [1]. Y.", "Z [1].", "No [1]."],
-                  "url": ["https://www.reuters.com/a", "https://www.facebook.com/b", "https://www.cdc.gov/c"]}).to_csv(tmp / "a.csv", index=False)
+                  "url": ["https://www.reuters.com/a", "https://www.facebook.com/b", "https://www.cdc.gov/c"]}
+                 ).to_csv(tmp / "a.csv", index=False)
+    table = {"path": str(tmp / "a.csv"), "assistant": "tool", "answer": "answer", "urls": "url"}
     spec = {"run_id": "docs-run", "stages": ["20_collect", "40_credibility", "80_report"],
-            "parameters": {"source": "table", "sample": 0, "import_tables": [{"path": str(tmp / "a.csv"), "assistant": "tool",
-                                                                                "answer": "answer", "urls": "url"}]}, "settings": {}}
+            "parameters": {"source": "table", "sample": 0, "import_tables": [table]}, "settings": {}}
     (tmp / "r.yaml").write_text(yaml.safe_dump(spec))
     groundbench("run", tmp / "r.yaml", "--runs-dir", tmp / "runs", check=True)
     out = ROOT / "_docs"  # the real build folder (never committed): the screenshots stay there for a person to look at
     t0 = time.time()
     r = subprocess.run([sys.executable, ROOT / "scripts" / "build_docs.py", "--out", out, "--src", tmp / "src",
-                        "--figures-from", tmp / "runs" / "docs-run" / "report"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+                        "--figures-from", tmp / "runs" / "docs-run" / "report"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     print(r.stdout, f"build {time.time() - t0:.1f} s")
     return out
@@ -48,8 +50,10 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     page = (site / "43_credibility_metrics.html").read_text()
     assert "agresti_coull" in page and "Agresti-Coull interval of k successes in n" in page   # show_doc rendered
     assert "figures/figure_2.png" in page and (site / "figures" / "figure_2.png").exists()
-    assert "#| export" not in page and "#| hide" not in page                                  # directives applied, hidden cells gone
-    assert (site / "notebooks" / "43_credibility_metrics.ipynb").exists()                   # the source notebook, linked
+    # directives applied, hidden cells gone
+    assert "#| export" not in page and "#| hide" not in page
+    # the source notebook, linked
+    assert (site / "notebooks" / "43_credibility_metrics.ipynb").exists()
     nav = (site / "index.html").read_text()
     order = [nav.find(f'href="{s}.html"') for s in nbs]
     assert all(i > 0 for i in order) and order == sorted(order), "navigation is not in stage order"
@@ -60,12 +64,16 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     assert "class Stage( name: str, title: str," in cls and "module str ''" in cls                 # a class, as one
     assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
     backends = (site / "12_llm_backends.html").read_text()
-    assert 'href="11_llm_client.html#backend"' in backends                 # a cross-link to the page documenting `Backend`
+    # a cross-link to the page documenting `Backend`
+    assert 'href="11_llm_client.html#backend"' in backends
     assert re.search(r'id="backend"[^>]*>Backend', (site / "11_llm_client.html").read_text())
     assert json.loads((site / "build.json").read_text())["symbol_links"] > 50
     guide = (site / "study_guide.html").read_text()
     for s in ("10_claims", "20_collect", "30_sources", "40_credibility", "50_groundedness", "80_report"):
         assert f'href="{s}.html"' in guide
+
+
+ALL_IDS = "return [...document.querySelectorAll('[id]')].map(e => e.id)"
 
 
 def test_site_in_chromium_pages_links_search(site):
@@ -82,7 +90,7 @@ def test_site_in_chromium_pages_links_search(site):
             driver.get(p.as_uri())
             errors += [(p.name, l["message"]) for l in driver.get_log("browser") if l.get("level") == "SEVERE"]
             hrefs[p] = driver.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)")
-            ids[p.resolve()] = set(driver.execute_script("return [...document.querySelectorAll('[id]')].map(e => e.id)"))
+            ids[p.resolve()] = set(driver.execute_script(ALL_IDS))
         for p, links in hrefs.items():
             for h in links:
                 u = urlsplit(h)
@@ -92,7 +100,7 @@ def test_site_in_chromium_pages_links_search(site):
                 if u.fragment and target.suffix == ".html":
                     if target.resolve() not in ids:
                         driver.get(target.as_uri())
-                        ids[target.resolve()] = set(driver.execute_script("return [...document.querySelectorAll('[id]')].map(e => e.id)"))
+                        ids[target.resolve()] = set(driver.execute_script(ALL_IDS))
                     if unquote(u.fragment) not in ids[target.resolve()]: broken.append((p.name, h))
         assert not errors, errors[:5]
         assert not broken, broken[:10]
@@ -106,7 +114,8 @@ def test_site_in_chromium_pages_links_search(site):
         box.send_keys("Agresti-Coull")
         deadline, hits = time.time() + 20, []
         while time.time() < deadline and not hits:
-            hits = [a for a in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link") if "43_credibility_metrics" in (a.get_attribute("href") or "")]
+            hits = [a for a in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link")
+                    if "43_credibility_metrics" in (a.get_attribute("href") or "")]
             time.sleep(0.3)
         assert hits, "the search found no credibility metrics page for Agresti-Coull"
         driver.save_screenshot(str(shots / "search.png"))
@@ -168,7 +177,8 @@ def test_cli_pages_show_each_options_help_and_default_and_the_specification_is_o
         from build_docs import README_PAGES
         for target in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", (ROOT / "README.md").read_text()):
             if target.startswith("http"): assert target in hrefs, target; continue
-            assert target in README_PAGES, f"README links {target}: no page of the site holds it (build_docs.README_PAGES)"
+            assert target in README_PAGES, \
+                f"README links {target}: no page of the site holds it (build_docs.README_PAGES)"
             page = site / README_PAGES[target].replace(".md", ".html")
             assert page.exists() and page.as_uri() in hrefs, target
     finally:

@@ -6,11 +6,13 @@ from groundbench.embed import VectorIndex, chunk_text, embedder_from_settings, t
 
 def test_bundled_model_offline_cache_and_search(isolated_settings, tmp_path):
     e = embedder_from_settings(isolated_settings)
-    text = ("The Eiffel Tower is in Paris and was completed in 1889. " * 6 + "Mount Everest is the highest mountain on Earth. " * 8
+    text = ("The Eiffel Tower is in Paris and was completed in 1889. " * 6
+            + "Mount Everest is the highest mountain on Earth. " * 8
             + "Vaccines train the immune system to recognise a pathogen. " * 8)
     chunks = chunk_text(text, 500)
     assert all(len(c.text) <= 500 for c in chunks) and len(chunks) >= 3
-    hits = top_k_chunks(e, ["When was the Eiffel Tower finished?", "How do vaccines work?"], [c.text for c in chunks], k=2)
+    hits = top_k_chunks(e, ["When was the Eiffel Tower finished?", "How do vaccines work?"], [c.text for c in chunks],
+                        k=2)
     assert "Eiffel" in chunks[hits[0][0][0]].text
     assert "Vaccines" in chunks[hits[1][0][0]].text
     assert hits[0][0][1] >= hits[0][1][1]  # best first
@@ -38,7 +40,8 @@ def test_multilingual_text_goes_through_the_same_path(isolated_settings):
     assert v.shape == (3, 384) and np.isfinite(v).all()
 
 
-POLISH = ["Muzeum Powstania Warszawskiego działa normalnie; miasto nie podniosło mu czynszu, a informacja o zamknięciu jest fałszywa.",
+POLISH = ["Muzeum Powstania Warszawskiego działa normalnie; miasto nie podniosło mu czynszu, a informacja o zamknięciu "
+          "jest fałszywa.",
           "Prognoza pogody dla Krakowa: w weekend deszcz i silny wiatr, temperatura do 12 stopni.",
           "The Eiffel Tower in Paris was completed in 1889 for the World's Fair.",
           "Vaccines train the immune system to recognise a pathogen before an infection.",
@@ -49,11 +52,13 @@ def test_non_english_unit_retrieves_its_own_language_evidence(isolated_settings)
     """The seed study's Local claims are about places in other languages (claim L1: the Warsaw Rising Museum). With the
     configured embedder (here the bundled all-MiniLM-L6-v2), a Polish unit retrieves the Polish chunk that addresses it,
     well ahead of a Polish chunk on another subject. The bundled model is English-only: it manages this same-language
-    case through shared word pieces, but across languages (an English unit, Polish evidence) it barely separates the right
-    chunk from unrelated ones, which is why real runs use the multilingual GTE and a real judge refuses MiniLM (README)."""
+    case through shared word pieces, but across languages (an English unit, Polish evidence) it barely separates the
+    right chunk from unrelated ones, which is why real runs use the multilingual GTE and a real judge refuses MiniLM
+    (README)."""
     e = embedder_from_settings(isolated_settings)
-    same, cross = top_k_chunks(e, ["Prezydent Warszawy podniósł czynsz Muzeum Powstania Warszawskiego, które zostało zamknięte.",
-                                   "The mayor of Warsaw raised the rent of the Warsaw Rising Museum, which had to close."], POLISH, k=3)
+    claims = ["Prezydent Warszawy podniósł czynsz Muzeum Powstania Warszawskiego, które zostało zamknięte.",
+              "The mayor of Warsaw raised the rent of the Warsaw Rising Museum, which had to close."]
+    same, cross = top_k_chunks(e, claims, POLISH, k=3)
     assert same[0][0] == 0 and same[0][1] - same[1][1] > 0.2, same
     if e.model_name == "all-MiniLM-L6-v2":  # the bundled model across languages: right chunk first, but by a hair
         assert cross[0][1] - cross[1][1] < 0.1, cross

@@ -19,7 +19,8 @@ def test_estimate_of_the_whole_expertqa_file_prints_every_llm_step_in_seconds(tm
     assert {("50_groundedness", "extract_units"), ("50_groundedness", "decontextualise"), ("50_groundedness", "judge"),
             ("60_sourcebench", "sourcebench_content"), ("65_sourcecheckup", "sourcecheckup")} <= steps
     ex = t.set_index(["stage", "step"]).loc[("50_groundedness", "extract_units")]
-    assert ex.basis == "built" and ex.requests > 1000 and ex.calls_low <= ex.calls_high   # one request per segment of 331 answers
+    # one request per segment of 331 answers
+    assert ex.basis == "built" and ex.requests > 1000 and ex.calls_low <= ex.calls_high
     assert "the model's own tokenizer" in p.stdout and "no money per token" in p.stdout
     assert "settings [estimate]" in p.stdout    # the ratios' source is printed
 
@@ -31,7 +32,8 @@ def test_estimate_prices_a_hosted_model_and_says_when_it_cannot(tmp_path):
     p = groundbench("estimate", spec, "--runs-dir", tmp_path / "runs", "--out", tmp_path / "est.csv", check=True)
     t = pd.read_csv(tmp_path / "est.csv")
     assert t.requests.tolist() == [4] and 0 < t.cost_usd_low.iloc[0] < t.cost_usd_high.iloc[0]
-    assert "$2.5 in / $10.0 out per million tokens" in p.stdout and "characters / 4" in p.stdout   # no tokenizer offline
+    # no tokenizer offline
+    assert "$2.5 in / $10.0 out per million tokens" in p.stdout and "characters / 4" in p.stdout
     spec.write_text(spec.read_text().replace("gpt-4o", "a-model-nobody-prices"))
     p = groundbench("estimate", spec, "--runs-dir", tmp_path / "runs", check=True)
     assert "no price in" in p.stdout and "tokens only" in p.stdout

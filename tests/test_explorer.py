@@ -1,6 +1,7 @@
-"""What a person looks at, in a real browser: the report page (issue 15) and the researcher's explorer (issue 18): a run executes `explore.ipynb` into its folder; it starts with the run's title and the
-overview table, holds no library code, still runs when the run folder is moved, and opens in a real JupyterLab in headless
-Chromium (a screenshot is left in _screenshots/ for a person to look at)."""
+"""What a person looks at, in a real browser: the report page (issue 15) and the researcher's explorer (issue 18): a run
+executes `explore.ipynb` into its folder; it starts with the run's title and the overview table, holds no library code,
+still runs when the run folder is moved, and opens in a real JupyterLab in headless Chromium (a screenshot is left in
+_screenshots/ for a person to look at)."""
 import json
 import shutil
 import time
@@ -20,7 +21,8 @@ def small_run(tmp_path_factory):
     "Collection (ExpertQA sample), sources, credibility, the report and the explorer: no model, about a minute."
     tmp = tmp_path_factory.mktemp("explore")
     spec = tmp / "x.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": ["20_collect", "30_sources", "40_credibility", "80_report", "85_explorer"],
+    stages = ["20_collect", "30_sources", "40_credibility", "80_report", "85_explorer"]
+    spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": stages,
                                     "parameters": {"source": "expertqa", "sample": 6}}))
     groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=900)
     return tmp / "runs" / "explore-test"
@@ -41,7 +43,8 @@ def test_explorer_starts_with_the_run_and_holds_no_library_code(small_run):
     assert "<h1>Run explore-test</h1>" in text and "conversations from" in text
     assert "cr_pooled" in text and "conversations" in text and "NaN" not in text  # the overview, no NaN shown
     every = "\n".join(outputs_text(c) for c in nb["cells"])
-    assert "VBox(children" not in every and "Restart Kernel and Run All Cells" in every  # the saved picker says what to do
+    # the saved picker says what to do
+    assert "VBox(children" not in every and "Restart Kernel and Run All Cells" in every
     assert "<a href='https://" in every  # cited URLs are links
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     assert not any(l.lstrip().startswith(("def ", "class ")) for s in code for l in s.splitlines())
@@ -144,21 +147,25 @@ def test_explorer_picker_live_in_jupyterlab_back_to_all(small_run, tmp_path):
 
 
 def test_report_reads_well_in_chromium(small_run):
-    "The report page renders, every contents link lands on its section, the widest table scrolls inside its box (the page does not widen)."
+    """The report page renders, every contents link lands on its section, the widest table scrolls inside its box (the
+    page does not widen)."""
     from groundbench.collect.browser import make_driver
     page = small_run / "report" / "index.html"
     driver = make_driver(None, headless=True, window=(1280, 900))
     try:
         driver.get(page.resolve().as_uri())
-        links = driver.execute_script("return [...document.querySelectorAll('nav a[href^=\\'#\\']')].map(a => a.getAttribute('href'))")
+        links = driver.execute_script(
+            "return [...document.querySelectorAll('nav a[href^=\\'#\\']')].map(a => a.getAttribute('href'))")
         assert len(links) >= 5
-        missing = [h for h in links if not driver.execute_script("return !!document.getElementById(arguments[0])", h[1:])]
+        missing = [h for h in links
+                   if not driver.execute_script("return !!document.getElementById(arguments[0])", h[1:])]
         assert not missing, missing
         for width in (1400, 1000):  # at two widths: the page never widens, and a wide table keeps its key column
             driver.set_window_size(width, 900)
-            widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth, "
-                                           "Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))]")
-            assert widths[0] <= widths[1], (width, widths)  # no table widens the page
+            widths = driver.execute_script(
+                "return [document.documentElement.scrollWidth, window.innerWidth, "
+                "Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))]")
+            assert widths[0] <= widths[1], (width, widths)   # no table widens the page
             frozen = driver.execute_script("""
                 const box = [...document.querySelectorAll('.scroll')].find(b => b.scrollWidth > b.clientWidth + 20);
                 if (!box) return null;
@@ -167,8 +174,8 @@ def test_report_reads_well_in_chromium(small_run):
                 return [cell.getBoundingClientRect().left - box.getBoundingClientRect().left, box.scrollLeft];""")
             if frozen is not None:  # scrolled to its right end, the first column is still at the box's left edge
                 assert abs(frozen[0]) <= 2 and frozen[1] > 0, (width, frozen)
-        assert driver.execute_script("return document.querySelectorAll('.scroll > table').length") == driver.execute_script(
-            "return document.querySelectorAll('main table').length")
+        tables = driver.execute_script("return document.querySelectorAll('main table').length")
+        assert driver.execute_script("return document.querySelectorAll('.scroll > table').length") == tables
         assert driver.execute_script("return document.querySelectorAll('figure img').length") >= 1
         assert driver.execute_script("return getComputedStyle(document.querySelector('td.right')).textAlign") == "right"
         severe = [l for l in driver.get_log("browser") if l.get("level") == "SEVERE"]

@@ -15,7 +15,8 @@ from groundbench.llm.client import LLM, LLMCache, MockBackend
 def convs():
     seg = Segment("Vaccines do not change DNA.", (1,), 0, 27)
     a = Conversation("x", "m", "p1", "q", "Vaccines do not change DNA.", (Citation(1, "https://a.org"),), (seg,))
-    b = Conversation("x", "m", "p2", "q", "Vaccines do not change DNA.", (Citation(1, "https://b.org"),), (seg,))  # same sentence, same context
+    # same sentence, same context
+    b = Conversation("x", "m", "p2", "q", "Vaccines do not change DNA.", (Citation(1, "https://b.org"),), (seg,))
     c = Conversation("x", "m", "p3", "q", "No sources here.", (), (Segment("No sources here.", (), 0, 16, True),))
     return [a, b, c]
 
@@ -51,5 +52,7 @@ def test_batching_dedup_and_units_without_citations(tmp_path):
     st = llm.stats["judge"]  # only (a, all) and (a, credible) had evidence: the same chunks, so one call serves both
     assert (st.requests, st.calls, st.deduplicated) == (2, 1, 1)
     r = response_scores(units, js).set_index("conversation_id")
-    assert r.loc[cs[0].conversation_id, "gs"] == 1.0 and r.loc[cs[0].conversation_id, "cg"] == 1.0 and r.loc[cs[0].conversation_id, "ncg"] == 0.0
-    assert r.loc[cs[2].conversation_id, "gs"] == 0.0 and r.loc[cs[2].conversation_id, "hs"] == 0.5  # one Unverifiable: 0.5 / sqrt(1)
+    first = r.loc[cs[0].conversation_id]
+    assert first["gs"] == 1.0 and first["cg"] == 1.0 and first["ncg"] == 0.0
+    # one Unverifiable: 0.5 / sqrt(1)
+    assert r.loc[cs[2].conversation_id, "gs"] == 0.0 and r.loc[cs[2].conversation_id, "hs"] == 0.5

@@ -1,7 +1,7 @@
-"""Hostile pages and careless input: a local hostile server serves decompression bombs, table-heavy HTML, PDF bombs, script and
-meta navigation to refused addresses, invalid ports and charsets, slow and endless bodies. Each case asserts the reason recorded
-on its URL's record, bounded time and memory, and that the rest of the batch was fetched. No mocks: real sockets, a real
-Chromium, the real `groundbench` command."""
+"""Hostile pages and careless input: a local hostile server serves decompression bombs, table-heavy HTML, PDF bombs,
+script and meta navigation to refused addresses, invalid ports and charsets, slow and endless bodies. Each case asserts
+the reason recorded on its URL's record, bounded time and memory, and that the rest of the batch was fetched. No mocks:
+real sockets, a real Chromium, the real `groundbench` command."""
 import gzip
 import io
 import json
@@ -18,10 +18,13 @@ import pytest
 from conftest import PageHandler, BIN, ROOT, groundbench
 
 ARTICLE = ("<html><head><title>Garlic and flu</title></head><body><article><h1>Garlic does not cure flu</h1>"
-           + "".join(f"<p>Paragraph {i}: no trial has shown that garlic cures or prevents influenza, researchers say.</p>" for i in range(12))
+           + "".join(f"<p>Paragraph {i}: no trial has shown that garlic cures or prevents influenza, "
+                     "researchers say.</p>"
+                     for i in range(12))
            + "</article></body></html>")
 FRENCH = ("<html><head><title>Vaccins</title></head><body><article>"
-          + "<p>Les vaccins à ARN ne modifient pas l'ADN, répètent les chercheurs interrogés.</p>" * 12 + "</article></body></html>")
+          + "<p>Les vaccins à ARN ne modifient pas l'ADN, répètent les chercheurs interrogés.</p>" * 12
+          + "</article></body></html>")
 SECRET = b"<html><body><article><p>TOP SECRET internal admin page: credentials inside.</p></article></body></html>"
 
 
@@ -30,14 +33,16 @@ def pdf_bomb() -> bytes:
     from pypdf import PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
     w = PdfWriter()
-    font = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+    font = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"),
+                                           NameObject("/Subtype"): NameObject("/Type1"),
                                            NameObject("/BaseFont"): NameObject("/Helvetica")}))
     s = DecodedStreamObject()
     s.set_data(b"BT /F1 1 Tf " + b"(AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA) Tj " * 150_000 + b"ET")
     content = w._add_object(s.flate_encode())
     for _ in range(40):
         page = w.add_blank_page(612, 792)
-        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        fonts = DictionaryObject({NameObject("/F1"): font})
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
         page[NameObject("/Contents")] = content
     b = io.BytesIO()
     w.write(b)
@@ -65,29 +70,39 @@ class Hostile(PageHandler):
         if p == "/ok": return self.send(200, ARTICLE.encode())
         if p == "/gzip-gzip": return self.send(200, b["gzip2"], headers=[("Content-Encoding", "gzip, gzip")])
         if p == "/gzip-bomb": return self.send(200, b["gzip1"], headers=[("Content-Encoding", "gzip")])
-        if p == "/deflate": return self.send(200, zlib.compress(ARTICLE.encode()), headers=[("Content-Encoding", "deflate")])
+        if p == "/deflate":
+            return self.send(200, zlib.compress(ARTICLE.encode()), headers=[("Content-Encoding", "deflate")])
         if p == "/br": return self.send(200, b"\x1b\x03\x00", headers=[("Content-Encoding", "br")])
-        if p == "/corrupt-gzip": return self.send(200, b"\x1f\x8b\x08\x00garbage-not-gzip", headers=[("Content-Encoding", "gzip")])
+        if p == "/corrupt-gzip":
+            return self.send(200, b"\x1f\x8b\x08\x00garbage-not-gzip", headers=[("Content-Encoding", "gzip")])
         if p == "/tables": return self.send(200, b["tables"])
         if p == "/bomb.pdf": return self.send(200, b["pdf"], "application/pdf")
         if p == "/charset-undefined": return self.send(200, ARTICLE.encode(), "text/html; charset=undefined")
-        if p == "/meta-undefined": return self.send(200, ARTICLE.replace("<head>", "<head><meta charset='undefined'>").encode(), "text/html")
+        if p == "/meta-undefined":
+            return self.send(200, ARTICLE.replace("<head>", "<head><meta charset='undefined'>").encode(), "text/html")
         if p == "/mojibake": return self.send(200, FRENCH.encode("utf-8"), "text/html; charset=iso-8859-1")
         if p == "/to-bad-port": return self.send(302, headers=[("Location", "http://127.0.0.1:99999/x")])
         if p == "/to-broken-ipv6": return self.send(302, headers=[("Location", "http://[::1/x")])
         if p == "/to-secret": return self.send(302, headers=[("Location", secret)])
-        if p == "/nav-script": return self.send(200, f"<html><body><script>location.href = {json.dumps(secret)};</script></body></html>".encode())
-        if p == "/nav-meta": return self.send(200, f"<html><head><meta http-equiv='refresh' content='0;url={secret}'></head><body></body></html>".encode())
-        if p == "/img-secret": return self.send(200, (f"<html><body><img src='{secret}'><div id=r></div><script>document.getElementById('r')"
-                                                      ".innerHTML = '<article>' + '<p>Rendered text about garlic and influenza trials.</p>'.repeat(12)"
-                                                      " + '</article>';</script></body></html>").encode())
+        if p == "/nav-script":
+            return self.send(200, f"<html><body><script>location.href = {json.dumps(secret)};</script></body></html>"
+                             .encode())
+        if p == "/nav-meta":
+            return self.send(200, (f"<html><head><meta http-equiv='refresh' content='0;url={secret}'></head>"
+                                   "<body></body></html>").encode())
+        if p == "/img-secret":
+            return self.send(200, (f"<html><body><img src='{secret}'><div id=r></div><script>"
+                                   "document.getElementById('r').innerHTML = '<article>' + "
+                                   "'<p>Rendered text about garlic and influenza trials.</p>'.repeat(12)"
+                                   " + '</article>';</script></body></html>").encode())
         if p == "/endless":
             self.send_response(200); self.send_header("content-type", "text/html"); self.end_headers()
             try:
                 while True: self.wfile.write(b"<p>" + b"x" * 65536 + b"</p>")
             except (BrokenPipeError, ConnectionResetError): return
         if p == "/slow-body":
-            self.send_response(200); self.send_header("content-type", "text/html"); self.send_header("content-length", "100000"); self.end_headers()
+            self.send_response(200); self.send_header("content-type", "text/html")
+            self.send_header("content-length", "100000"); self.end_headers()
             try:
                 for _ in range(100):
                     self.wfile.write(b"<p>slow</p>"); self.wfile.flush(); time.sleep(0.5)
@@ -101,8 +116,8 @@ class Secret(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
         type(self).hits[self.path] += 1
-        self.send_response(200); self.send_header("content-type", "text/html"); self.send_header("content-length", str(len(SECRET)))
-        self.end_headers(); self.wfile.write(SECRET)
+        self.send_response(200); self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(SECRET))); self.end_headers(); self.wfile.write(SECRET)
 
 
 @pytest.fixture(scope="module")
@@ -126,14 +141,16 @@ def hostile():
 @pytest.mark.slow
 def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
     base, allow = hostile
-    paths = ["/ok", "/gzip-gzip", "/gzip-bomb", "/deflate", "/br", "/corrupt-gzip", "/tables", "/bomb.pdf", "/charset-undefined",
-             "/meta-undefined", "/mojibake", "/to-bad-port", "/to-broken-ipv6", "/endless", "/slow-body"]
+    paths = ["/ok", "/gzip-gzip", "/gzip-bomb", "/deflate", "/br", "/corrupt-gzip", "/tables", "/bomb.pdf",
+             "/charset-undefined", "/meta-undefined", "/mojibake", "/to-bad-port", "/to-broken-ipv6", "/endless",
+             "/slow-body"]
     urls = [base + p for p in paths] + ["http://example.com:99999/", "http://[::1/", "javascript:alert(1)"]
     (tmp_path / "urls.txt").write_text("\n".join(urls) + "\n")
     # the fetch runs in its own process tree: measured with wait4 so that only it (and its extraction worker) counts
     t0 = time.time()
-    proc = subprocess.Popen([str(BIN / "groundbench"), "fetch", "--from", str(tmp_path / "urls.txt"), "--out", str(tmp_path / "f"),
-                             "--allow-private", "--timeout", "12"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([str(BIN / "groundbench"), "fetch", "--from", str(tmp_path / "urls.txt"),
+                             "--out", str(tmp_path / "f"), "--allow-private", "--timeout", "12"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = proc.stdout.read().decode(); err = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.time() - t0
@@ -142,13 +159,15 @@ def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
     assert peak_mib < 1024, f"peak RSS {peak_mib:.0f} MiB"
     rows = {r["url"]: r for r in map(json.loads, out.splitlines())}
     reason = {u[len(base):] if u.startswith(base) else u: rows[u]["reason"] for u in urls}
-    assert reason["/ok"] == "" and rows[base + "/ok"]["valid"] and rows[base + "/ok"]["substantive"]     # the batch carried on
+    # the batch carried on
+    assert reason["/ok"] == "" and rows[base + "/ok"]["valid"] and rows[base + "/ok"]["substantive"]
     assert reason["/deflate"] == "" and rows[base + "/deflate"]["valid"]
     assert reason["/gzip-gzip"] == "decompression_limit" and "stacked" in rows[base + "/gzip-gzip"]["error"]
     assert reason["/gzip-bomb"] == "decompression_limit"
     assert reason["/br"] == "unsupported_encoding" and reason["/corrupt-gzip"] == "corrupt_body"
     assert reason["/tables"] in ("extract_timeout", "too_large"), rows[base + "/tables"]
-    assert reason["/bomb.pdf"] in ("too_large", "extract_timeout", "extract_memory") and not rows[base + "/bomb.pdf"]["valid"]
+    assert reason["/bomb.pdf"] in ("too_large", "extract_timeout", "extract_memory")
+    assert not rows[base + "/bomb.pdf"]["valid"]
     for p in ("/charset-undefined", "/meta-undefined"):
         assert reason[p] == "" and rows[base + p]["valid"], rows[base + p]
     assert reason["/mojibake"] == "" and rows[base + "/mojibake"]["valid"]
@@ -156,12 +175,12 @@ def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
     assert reason["/endless"] == "too_large" and reason["/slow-body"] == "timeout"
     assert reason["http://example.com:99999/"] == "invalid_url" and reason["http://[::1/"] == "invalid_url"
     assert reason["javascript:alert(1)"] == "refused"
-    assert "URLs:" in err and "decompression_limit" in err                                                 # the summary counts reasons
+    assert "URLs:" in err and "decompression_limit" in err   # the summary counts reasons
     # bounded time: every record under its budget (12 s fetch + at least 5 s extraction), the batch well under the sum
     recs = [json.loads(p.read_text()) for p in (tmp_path / "f" / "fetch").glob("*/*.json")]
     assert all(r["seconds"] <= 12.5 for r in recs), [(r["url"], r["seconds"]) for r in recs if r["seconds"] > 12.5]
     slow = next(r for r in recs if r["url"].endswith("/slow-body"))
-    assert slow["seconds"] >= 11 and slow["attempts"] >= 1 and slow["reason"] == "timeout"               # real seconds, not 0
+    assert slow["seconds"] >= 11 and slow["attempts"] >= 1 and slow["reason"] == "timeout"   # real seconds, not 0
     assert wall < 120, wall
     # the text of the mis-declared page is repaired, not mojibake
     ext = [json.loads(p.read_text()) for p in (tmp_path / "f" / "extracted").glob("*/*.json")]
@@ -172,11 +191,14 @@ def test_hostile_batch_bounded_and_every_reason_recorded(hostile, tmp_path):
 def test_transient_failures_are_retried_on_rerun_and_settings_key_the_cache(hostile, tmp_path):
     base, allow = hostile
     out = tmp_path / "f"
-    first = groundbench("fetch", base + "/slow-body", base + "/ok", "--out", out, "--allow-private", "--timeout", "2", check=True)
+    first = groundbench("fetch", base + "/slow-body", base + "/ok", "--out", out, "--allow-private", "--timeout", "2",
+                        check=True)
     assert json.loads(first.stdout.splitlines()[0])["reason"] == "timeout"
     hits = Hostile.hits[("/slow-body")], Hostile.hits["/ok"]
-    groundbench("fetch", base + "/slow-body", base + "/ok", "--out", out, "--allow-private", "--timeout", "2", check=True)
-    assert Hostile.hits["/slow-body"] == hits[0] + 1 and Hostile.hits["/ok"] == hits[1]    # transient again; success cached
+    groundbench("fetch", base + "/slow-body", base + "/ok", "--out", out, "--allow-private", "--timeout", "2",
+                check=True)
+    # transient again; success cached
+    assert Hostile.hits["/slow-body"] == hits[0] + 1 and Hostile.hits["/ok"] == hits[1]
     # refused without --allow-private, then fetched with it (the outcome depends on that setting)
     refused = groundbench("fetch", base + "/deflate", "--out", out, check=True)
     assert json.loads(refused.stdout)["reason"] == "refused"
@@ -216,11 +238,13 @@ def test_stage_browser_fetch_records_refused_navigation(hostile, tmp_path):
     import yaml
     from groundbench.core import Citation, Conversation, write_jsonl
     base, allow = hostile
-    conv = Conversation("perplexity", "sonar", "p1", "q", "Answer.", (Citation(1, base + "/nav-script"), Citation(2, base + "/ok"),
-                                                                      Citation(3, base + "/to-secret")))
+    conv = Conversation("perplexity", "sonar", "p1", "q", "Answer.",
+                        (Citation(1, base + "/nav-script"), Citation(2, base + "/ok"),
+                         Citation(3, base + "/to-secret")))
     write_jsonl([conv], tmp_path / "runs" / "h" / "20_collect" / "conversations.jsonl")
     spec = tmp_path / "h.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "h", "stages": ["30_sources"], "parameters": {"allow_private": [allow], "browser_fetch": True}}))
+    spec.write_text(yaml.safe_dump({"run_id": "h", "stages": ["30_sources"],
+                                    "parameters": {"allow_private": [allow], "browser_fetch": True}}))
     before = sum(Secret.hits.values())
     groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)
     assert sum(Secret.hits.values()) == before
@@ -233,7 +257,7 @@ def test_stage_browser_fetch_records_refused_navigation(hostile, tmp_path):
     assert m["stages"]["30_sources"]["counts"]["urls_refused"] == 2
 
 
-# --- every command: one clear line and a non-zero exit, never a traceback ---------------------------------------------------
+# --- every command: one clear line and a non-zero exit, never a traceback ---------------------------------------------
 
 def one_error(p, *needles):
     assert p.returncode != 0, p.stdout
@@ -251,11 +275,13 @@ def test_prompts_errors(tmp_path):
     assert "X1,T,foo" in claims.read_text()
     bomb = tmp_path / "t.csv"
     bomb.write_text('role,template_id,template\nfact_checker,1,"{claim:>200000000}"\n')
-    one_error(groundbench("prompts", "--claims", claims, "--templates", bomb, "--out", tmp_path / "p.csv"), "t.csv: line 2: field 'template'")
+    one_error(groundbench("prompts", "--claims", claims, "--templates", bomb, "--out", tmp_path / "p.csv"),
+              "t.csv: line 2: field 'template'")
     assert not (tmp_path / "p.csv").exists()
     dup = tmp_path / "d.csv"
     dup.write_text("id,claim_id,topic,claim\nX1,X1,T,foo\n")
-    one_error(groundbench("prompts", "--claims", dup, "--out", tmp_path / "p.csv"), "d.csv: line 1", "both mean 'claim_id'")
+    one_error(groundbench("prompts", "--claims", dup, "--out", tmp_path / "p.csv"), "d.csv: line 1",
+              "both mean 'claim_id'")
     risky = tmp_path / "r.csv"
     risky.write_text('id,topic,claim,question\nX1,T,"=HYPERLINK(""http://evil"")",Is it?\n')
     plain = tmp_path / "plain.csv"
@@ -277,13 +303,15 @@ def test_status_errors(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     one_error(groundbench("status", run), "no manifest.json")
-    for content, needle in ((b"{not json", "not valid JSON"), (b"", "not valid JSON"), (b"\xff\xfe\x00garbage", "manifest.json"),
-                            (b"[1, 2]", "expected a JSON object"), (b'{"stages": [1]}', "field 'stages'"),
+    for content, needle in ((b"{not json", "not valid JSON"), (b"", "not valid JSON"),
+                            (b"\xff\xfe\x00garbage", "manifest.json"), (b"[1, 2]", "expected a JSON object"),
+                            (b'{"stages": [1]}', "field 'stages'"),
                             (b'{"stages": {"a": 5}}', "field 'stages.a'")):
         (run / "manifest.json").write_bytes(content)
         one_error(groundbench("status", run), needle)
-    (run / "manifest.json").write_text(json.dumps({"run_id": "x\x1b]0;pwned\x07", "stages": {"\x1b[2Jfake": {"status": "done\r  10_claims ok",
-                                                                                                           "seconds": "x"}}}))
+    hostile_stage = {"status": "done\r  10_claims ok", "seconds": "x"}
+    (run / "manifest.json").write_text(json.dumps({"run_id": "x\x1b]0;pwned\x07",
+                                                   "stages": {"\x1b[2Jfake": hostile_stage}}))
     p = groundbench("status", run, check=True)
     assert "\x1b" not in p.stdout and "\r" not in p.stdout and "\x07" not in p.stdout and "\\x1b" in p.stdout
 
@@ -292,26 +320,33 @@ def test_parse_errors_and_hostile_pages(tmp_path):
     one_error(groundbench("parse", "--provider", "chatgpt", "--html", tmp_path), "is a folder")
     one_error(groundbench("parse", "--provider", "openai-chat", "--json", tmp_path), "is a folder")
     (tmp_path / "list.json").write_text("[1, 2, 3]")
-    one_error(groundbench("parse", "--provider", "openai-chat", "--json", tmp_path / "list.json"), "expected a JSON object")
+    one_error(groundbench("parse", "--provider", "openai-chat", "--json", tmp_path / "list.json"),
+              "expected a JSON object")
     (tmp_path / "shape.json").write_text('{"choices": "nope"}')
     one_error(groundbench("parse", "--provider", "openai-chat", "--json", tmp_path / "shape.json"), "expected shape")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     one_error(groundbench("parse", "--provider", "perplexity-api", "--json", tmp_path / "deep.json"), "deep.json")
     page = tmp_path / "p.html"
-    page.write_text('<div data-message-author-role="assistant"><div class="markdown"><p>Garlic does not cure flu.</p></div></div>')
+    page.write_text('<div data-message-author-role="assistant"><div class="markdown">'
+                    '<p>Garlic does not cure flu.</p></div></div>')
     (tmp_path / "bad.yaml").write_text("provider: [unclosed\n")
-    one_error(groundbench("parse", "--provider", "chatgpt", "--html", page, "--config", tmp_path / "bad.yaml"), "not valid YAML")
+    one_error(groundbench("parse", "--provider", "chatgpt", "--html", page, "--config", tmp_path / "bad.yaml"),
+              "not valid YAML")
     import yaml
     cfg = yaml.safe_load((ROOT / "groundbench/collect/chatgpt.yaml").read_text())
     cfg["selectors"]["answer"] = "div[[[unclosed"
     (tmp_path / "sel.yaml").write_text(yaml.safe_dump(cfg))
-    one_error(groundbench("parse", "--provider", "chatgpt", "--html", page, "--config", tmp_path / "sel.yaml"), "selector")
-    # a Latin-1 page is read by its charset; a truncated page never leaks markup; javascript:/data:/relative links are not citations
-    latin = ('<html><head><meta charset="iso-8859-1"></head><body><div data-message-author-role="assistant"><div class="markdown">'
-             '<p>Le café ne guérit pas la grippe.<span data-testid="webpage-citation-pill"><a href="javascript:alert(1)">x</a></span>'
+    one_error(groundbench("parse", "--provider", "chatgpt", "--html", page, "--config", tmp_path / "sel.yaml"),
+              "selector")
+    # a Latin-1 page is read by its charset; a truncated page never leaks markup; javascript:/data:/relative links are
+    # not citations
+    latin = ('<html><head><meta charset="iso-8859-1"></head><body><div data-message-author-role="assistant">'
+             '<div class="markdown"><p>Le café ne guérit pas la grippe.'
+             '<span data-testid="webpage-citation-pill"><a href="javascript:alert(1)">x</a></span>'
              '<span data-testid="webpage-citation-pill"><a href="https://www.who.int/a">WHO</a></span>'
              '<span data-testid="webpage-citation-pill"><a href="/relative">r</a></span>'
-             '<span data-testid="webpage-citation-pill"><a href="data:text/html,hi">d</a></span></p><p>Cut here <a href="https://ex')
+             '<span data-testid="webpage-citation-pill"><a href="data:text/html,hi">d</a></span></p>'
+             '<p>Cut here <a href="https://ex')
     page.write_bytes(latin.encode("latin-1"))
     p = groundbench("parse", "--provider", "chatgpt", "--html", page, check=True)
     d = json.loads(p.stdout)

@@ -70,7 +70,8 @@ def test_a_stage_is_a_registry_name_never_a_path(tmp_path, stage):
 def test_a_run_id_is_a_plain_folder_name(tmp_path, run_id):
     spec = tmp_path / "p.yaml"
     spec.write_text(json.dumps({"run_id": [1, 2] if run_id == "[1, 2]" else run_id, "stages": ["10_claims"]}))
-    one_line_error(groundbench("estimate", spec, "--runs-dir", tmp_path / "runs"), "field 'run_id'", "plain folder name")
+    one_line_error(groundbench("estimate", spec, "--runs-dir", tmp_path / "runs"), "field 'run_id'",
+                   "plain folder name")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -224,7 +225,8 @@ def test_single_class_labels_are_said_and_the_json_is_json(tmp_path):
 
 @pytest.mark.parametrize("setting,needle", [("gpu.decode_tokens_per_s=0", "[gpu] decode_tokens_per_s"),
                                             ("gpu.prefill_tokens_per_s=-5", "[gpu] prefill_tokens_per_s"),
-                                            ("embed.top_k=-3", "[embed] top_k"), ("llm.max_tokens=nan", "[llm] max_tokens")])
+                                            ("embed.top_k=-3", "[embed] top_k"),
+                                            ("llm.max_tokens=nan", "[llm] max_tokens")])
 def test_a_negative_zero_or_nan_setting_is_refused_by_name(tmp_path, setting, needle):
     "Before: estimate printed negative, infinite or blank figures, or int()'s own message without the setting's name."
     from conftest import ROOT
@@ -361,7 +363,8 @@ def test_a_count_parameter_must_be_a_whole_number(tmp_path, value):
     "`sample: -3` once meant all conversations and printed negative estimates; a count is now a whole number >= 0."
     params = tmp_path / "p.yaml"
     params.write_text(f"run_id: t\nstages: [20_collect]\nparameters: {{source: expertqa, sample: {value}}}\n")
-    for cmd in (("run", params, "--runs-dir", tmp_path / "runs"), ("estimate", params, "--runs-dir", tmp_path / "runs")):
+    for cmd in (("run", params, "--runs-dir", tmp_path / "runs"),
+                ("estimate", params, "--runs-dir", tmp_path / "runs")):
         one_line_error(groundbench(*cmd), "p.yaml: parameter sample=", "give a whole number >= 0 (its default is")
     assert not (tmp_path / "runs" / "t" / "20_collect").exists()
 
@@ -411,7 +414,8 @@ def test_no_browser_outlives_a_run_that_is_killed(tmp_path):
     import signal
     import subprocess
     import sys
-    code = ("from groundbench.collect.browser import make_driver\nimport time\nd = make_driver()\nd.get('about:blank')\n"
+    code = ("from groundbench.collect.browser import make_driver\nimport time\nd = make_driver()\n"
+            "d.get('about:blank')\n"
             "print(d.service.process.pid, flush=True)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     group = int(proc.stdout.readline())

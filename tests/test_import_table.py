@@ -1,6 +1,6 @@
 """Your own answers in (issue 14): the table import through a parameter file, on a spreadsheet with awkward headers that
-we write here and on the shipped real ChatGPT Search and Perplexity answers; the parser's agreement with the hand-checked
-sentence labels is the figure the README prints."""
+we write here and on the shipped real ChatGPT Search and Perplexity answers; the parser's agreement with the
+hand-checked sentence labels is the figure the README prints."""
 import json
 
 import pandas as pd
@@ -70,7 +70,8 @@ def test_one_row_per_citation_and_bad_rows(tmp_path):
                  "a2,X,Other.,https://c.org\n"
                  "a1,X,A different text.,https://d.org\n", encoding="utf-8")
     m = {"answer_id": "id", "assistant": "bot", "answer": "answer", "urls": "url"}
-    with pytest.raises(ValueError, match=r"long.csv: row 5: column 'answer' \(answer\): answer id 'a1' was seen at row 2"):
+    with pytest.raises(ValueError,
+                       match=r"long.csv: row 5: column 'answer' \(answer\): answer id 'a1' was seen at row 2"):
         import_table(p, m)
     imp = import_table(p, m, skip_bad_rows=True)
     assert [len(c.citations) for c in imp.conversations] == [2, 1]
@@ -79,7 +80,8 @@ def test_one_row_per_citation_and_bad_rows(tmp_path):
     p.write_bytes(b"bot,answer\nX,caf\xe9 ok\n")
     with pytest.raises(ValueError, match="long.csv: line 2: bytes at offset .* are not utf-8"):
         import_table(p, {"assistant": "bot", "answer": "answer"})
-    assert import_table(p, {"assistant": "bot", "answer": "answer", "encoding": "cp1252"}).conversations[0].answer_text == "café ok"
+    cp1252 = import_table(p, {"assistant": "bot", "answer": "answer", "encoding": "cp1252"})
+    assert cp1252.conversations[0].answer_text == "café ok"
     with pytest.raises(ValueError, match="field 'urls': no column 'links'"):
         import_table(p, {"assistant": "bot", "answer": "answer", "urls": "links", "encoding": "cp1252"})
 
@@ -89,17 +91,20 @@ def test_real_chatgpt_search_and_perplexity_answers_import_with_the_shipped_mapp
     c = imp.counts
     assert c["answers"] == 302 and [f["answers"] for f in c["files"]] == [202, 100]
     assert c["markers_found"]["publisher_lines"] > 400 and c["markers_found"]["glued"] > 300
-    assert c["unresolved_pills"] <= 2                                             # publisher lines matched to a citation
+    # publisher lines matched to a citation
+    assert c["unresolved_pills"] <= 2
     assert sum(c["segment_rules"].values()) == 302
 
 
 def test_segment_agreement_with_the_hand_labels_is_what_the_readme_says():
     imp = import_tables(ASB["parameters"]["import_tables"], ROOT)
-    t = segment_agreement(imp.conversations, LABELS["answers"], dict(zip(imp.answers.conversation_id, imp.answers.answer_id)))
+    t = segment_agreement(imp.conversations, LABELS["answers"],
+                          dict(zip(imp.answers.conversation_id, imp.answers.answer_id)))
     assert t.answers.tolist() == [20, 20]
     readme = user_docs()
     for r in t.itertuples():
-        line = f"| {r.assistant} | {r.answers} | {r.sentences} | {r.sentences_agree} ({r.sentence_agreement_pct:.1f}%) | {r.answers_agree} |"
+        line = (f"| {r.assistant} | {r.answers} | {r.sentences} | {r.sentences_agree} "
+                f"({r.sentence_agreement_pct:.1f}%) | {r.answers_agree} |")
         assert line in readme, f"README's segment agreement row for {r.assistant} should read: {line}"
 
 
@@ -110,8 +115,10 @@ def _readme_row(label):
 
 @pytest.mark.slow
 def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp_path):
-    spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"],      # the sources stage changes nothing here
-            "settings": {"credibility.rules": "full"}}   # the README's table: our rules (the paper's: test_credibility.py)
+    # the sources stage changes nothing here
+    spec = {**ASB, "stages": ["20_collect", "40_credibility", "80_report"],
+            # the README's table: our rules (the paper's: test_credibility.py)
+            "settings": {"credibility.rules": "full"}}
     (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
     groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True)
     run = tmp_path / "runs" / ASB["run_id"]
@@ -122,7 +129,8 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     for k, a in enumerate(["ChatGPT Search", "Perplexity"]):
         assert _readme_row("CR, % (per-conversation mean ± 1.96 SE)")[k] == t1.loc["Overall", f"{a} CR"]
         assert _readme_row("NCR, %")[k] == t1.loc["Overall", f"{a} NCR"]
-        assert _readme_row("citations (conversations)")[k] == f"{t2.loc['Total sources', a]} ({t2.loc['Conversations', a]})"
+        cites = f"{t2.loc['Total sources', a]} ({t2.loc['Conversations', a]})"
+        assert _readme_row("citations (conversations)")[k] == cites
         assert _readme_row("fact-checker citations, %")[k] == t2.loc["Overall FC citations (%)", a]
         assert _readme_row("social media citations, %")[k] == t2.loc["Social media citations (%)", a]
         top = ", ".join(f"{d} {n}" for d, n in t11[[f"{a} Domain", f"{a} Count"]].head(3).itertuples(index=False))
@@ -130,14 +138,17 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     c = pd.read_parquet(cred / "citations.parquet")
     readme = user_docs()
     share = c.groupby("assistant").classified.mean()
-    assert f"Only {round(100 * share['ChatGPT Search'])}% (ChatGPT Search) and {round(100 * share['Perplexity'])}% (Perplexity)" in readme
+    assert (f"Only {round(100 * share['ChatGPT Search'])}% (ChatGPT Search) and "
+            f"{round(100 * share['Perplexity'])}% (Perplexity)") in readme
     sm = c[(c.assistant == "Perplexity") & (c.category == "social_media")]
-    assert f"mostly Reddit ({(sm.domain == 'reddit.com').sum()} of {len(sm)}) and Stack Overflow ({(sm.domain == 'stackoverflow.com').sum()})" in readme
+    assert (f"mostly Reddit ({(sm.domain == 'reddit.com').sum()} of {len(sm)}) and "
+            f"Stack Overflow ({(sm.domain == 'stackoverflow.com').sum()})") in readme
     m = json.loads((run / "manifest.json").read_text())["stages"]["20_collect"]["counts"]["table_import"]
     found, rules = m["markers_found"], m["segment_rules"]
-    said = (f"{m['answers']} answers with {m['citations']:,} citations; publisher lines matched {found['publisher_lines']} times "
-            f"({m['unresolved_pills']} left unresolved), glued digits {found['glued']} times, `【n】` {found['brackets']} times; "
-            f"segment rules: {rules['markers']} `markers`, {rules['all_citations']} `all_citations`, {rules['no_citations']} `no_citations`")
+    said = (f"{m['answers']} answers with {m['citations']:,} citations; publisher lines matched "
+            f"{found['publisher_lines']} times ({m['unresolved_pills']} left unresolved), glued digits "
+            f"{found['glued']} times, `【n】` {found['brackets']} times; segment rules: {rules['markers']} `markers`, "
+            f"{rules['all_citations']} `all_citations`, {rules['no_citations']} `no_citations`")
     assert said in readme, said
 
     cmp = pd.read_csv(run / "report" / "comparison_1.csv")                       # ChatGPT Search (A) vs Perplexity (B)
@@ -147,7 +158,8 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     assert cr.within_ci == ("yes" if abs(cr.diff_pp) <= (cr.a_ci95 ** 2 + cr.b_ci95 ** 2) ** 0.5 else "no")
     page = (run / "report" / "index.html").read_text()
     assert "Comparison 1: Perplexity vs ChatGPT Search" in page
-    assert "not the paper&#x27;s misinformation claims" in page                  # the run says what it is, on the report
+    # the run says what it is, on the report
+    assert "not the paper&#x27;s misinformation claims" in page
     nc = cmp[(cmp.metric == "NCR") & (cmp.group == "Overall")].iloc[0]
     said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
             f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")

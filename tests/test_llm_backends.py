@@ -23,7 +23,8 @@ PROMPT = "Is water wet? Reply as JSON with a short label and a short rationale."
 def test_llamacpp_in_process_structured_and_cached(isolated_settings):
     llm = llm_from_settings(isolated_settings)
     assert llm.smoke and llm.backend.describe()["revision"]  # sha256 of the GGUF
-    reqs = [request(llm, PROMPT, max_tokens=80), request(llm, PROMPT, max_tokens=80), request(llm, "Say hello as JSON.", max_tokens=80)]
+    reqs = [request(llm, PROMPT, max_tokens=80), request(llm, PROMPT, max_tokens=80),
+            request(llm, "Say hello as JSON.", max_tokens=80)]
     res = complete_json(llm, reqs, Verdict, step="judge", progress=False)
     assert all(r.parse_status in ("ok", "repaired", "failed") for r in res)
     for r in res:  # a value exactly when parsing succeeded; never a default label
@@ -47,7 +48,8 @@ def test_llamacpp_holds_the_bundled_model_to_a_grammar(isolated_settings):
     "A text format (VERIFY's final bracketed label) under a GBNF grammar: the real model's answer is in the format."
     llm = llm_from_settings(isolated_settings)
     g = 'root ::= [^\\[]{0,40} "[" ("Supported" | "Contradicted" | "Unverifiable") "]"'
-    out = llm.backend.generate([ChatRequest.of("Is the sky green? Think, then give your label.", max_tokens=40, grammar=g)])[0].text
+    ask = ChatRequest.of("Is the sky green? Think, then give your label.", max_tokens=40, grammar=g)
+    out = llm.backend.generate([ask])[0].text
     import re
     assert re.fullmatch(r"[^\[]{0,40}\[(Supported|Contradicted|Unverifiable)\]", out, re.S), out
 
@@ -61,7 +63,8 @@ def test_temperature_zero_is_deterministic(isolated_settings):
 
 @pytest.mark.llama_server
 def test_openai_backend_against_llama_server(llama_server, isolated_settings, tmp_path):
-    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="json_object")
+    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server",
+                            structured="json_object")
     out = llm.complete([request(llm, "Say hi.", max_tokens=16)], progress=False)
     assert out[0].text and out[0].completion_tokens > 0 and out[0].prompt_tokens > 0
     res = complete_json(llm, [request(llm, PROMPT, max_tokens=80)], Verdict, progress=False)
@@ -76,7 +79,8 @@ def test_openai_backend_against_llama_server(llama_server, isolated_settings, tm
 @pytest.mark.llama_server
 def test_openai_backend_auto_structured_mode(llama_server, isolated_settings):
     """auto: OpenAI's json_schema form first; a server that refuses it (400) gets llama.cpp's json_object form."""
-    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server", structured="auto")
+    llm = llm_from_settings(isolated_settings, backend="openai", base_url=llama_server, model="smollm2-server",
+                            structured="auto")
     res = complete_json(llm, [request(llm, PROMPT, max_tokens=80)], Verdict, progress=False)
     assert res[0].parse_status in ("ok", "repaired", "failed")
     assert llm.backend.structured in ("auto", "json_object")
@@ -103,8 +107,9 @@ class FlakyHandler(BaseHTTPRequestHandler):
             step = cls.script.pop(0) if cls.script else (200, {})
         time.sleep(cls.delay)
         status, headers = step
-        payload = ({"choices": [{"message": {"content": body["messages"][-1]["content"].upper()}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 2}} if status == 200 else {"error": "busy"})
+        answer = {"message": {"content": body["messages"][-1]["content"].upper()}, "finish_reason": "stop"}
+        payload = ({"choices": [answer], "usage": {"prompt_tokens": 3, "completion_tokens": 2}} if status == 200
+                   else {"error": "busy"})
         data = json.dumps(payload).encode()
         with cls.lock: cls.inflight -= 1   # before the answer leaves: a client thread may send its next request at once
         self.send_response(status)
@@ -117,7 +122,8 @@ class FlakyHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def flaky_server():
-    FlakyHandler.script, FlakyHandler.log, FlakyHandler.inflight, FlakyHandler.max_inflight, FlakyHandler.delay = [], [], 0, 0, 0.0
+    FlakyHandler.script, FlakyHandler.log, FlakyHandler.inflight = [], [], 0
+    FlakyHandler.max_inflight, FlakyHandler.delay = 0, 0.0
     srv = ThreadingHTTPServer(("127.0.0.1", 0), FlakyHandler)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
@@ -195,11 +201,11 @@ def test_unknown_backend_and_missing_base_url():
 
 @pytest.mark.slow
 def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
-    """The in-process backend checks the grammar lazily (llm.greedy_grammar_check), which changes no token, and an answer
-    does not depend on the request before it. Three of the study's own prompts (judge, SourceCheckup, SourceBench layout)
-    under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our backend
-    answering them in one order and in the reverse order, give byte-identical answers and token counts (the notebook
-    11_llm_client compares one more with one thread)."""
+    """The in-process backend checks the grammar lazily (llm.greedy_grammar_check), which changes no token, and an
+    answer does not depend on the request before it. Three of the study's own prompts (judge, SourceCheckup, SourceBench
+    layout) under a JSON schema: llama-cpp-python's stock sampling on a model reset before every request, and our
+    backend answering them in one order and in the reverse order, give byte-identical answers and token counts (the
+    notebook 11_llm_client compares one more with one thread)."""
     from llama_cpp import Llama
     from groundbench.llm.client import load_prompt
     from groundbench.llm.backends import LlamaCppBackend, bundled_gguf, llama_threads
@@ -216,7 +222,8 @@ def test_backend_gives_a_fresh_model_s_answers_whatever_came_before():
         stock.reset()
         r = stock.create_chat_completion(messages=r.message_dicts(), max_tokens=80, temperature=0.0, seed=0,
                                          response_format={"type": "json_object", "schema": r.schema_dict()})
-        fresh.append((r["choices"][0]["message"]["content"], r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]))
+        fresh.append((r["choices"][0]["message"]["content"], r["usage"]["prompt_tokens"],
+                      r["usage"]["completion_tokens"]))
     ours = LlamaCppBackend(n_ctx=4096)
     forward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat)]
     backward = [(c.text, c.prompt_tokens, c.completion_tokens) for c in ours.generate(chat[::-1])][::-1]

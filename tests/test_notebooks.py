@@ -1,4 +1,5 @@
-"""Notebooks are committed clean, stage notebooks have a papermill parameters cell, and the library matches the notebooks."""
+"""Notebooks are committed clean, stage notebooks have a papermill parameters cell, and the library matches the
+notebooks."""
 import json
 import re
 
@@ -7,8 +8,9 @@ import pytest
 from conftest import ROOT
 
 NBS = sorted((ROOT / "nbs").glob("*.ipynb"))
-STAGES = [p for p in NBS if re.match(r"\d\d_", p.name) and any("tags" in c.get("metadata", {}) and "parameters" in c["metadata"]["tags"]
-                                                                 for c in json.loads(p.read_text())["cells"])]
+STAGES = [p for p in NBS if re.match(r"\d\d_", p.name)
+          and any("tags" in c.get("metadata", {}) and "parameters" in c["metadata"]["tags"]
+                  for c in json.loads(p.read_text())["cells"])]
 
 
 @pytest.mark.parametrize("nb", NBS, ids=lambda p: p.name)
@@ -26,7 +28,8 @@ def test_stage_notebooks_have_one_parameters_cell():
         cells = json.loads(nb.read_text())["cells"]
         tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
         assert len(tagged) == 1, nb.name
-        assert "run_dir = None" in "".join(tagged[0]["source"]), f"{nb.name}: the parameters cell must default run_dir to None"
+        assert "run_dir = None" in "".join(tagged[0]["source"]), \
+            f"{nb.name}: the parameters cell must default run_dir to None"
 
 
 @pytest.mark.parametrize("nb", [p for p in NBS if p.name not in ("index.ipynb", "guide.ipynb")], ids=lambda p: p.name)

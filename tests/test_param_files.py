@@ -1,8 +1,9 @@
-"""What every shipped parameter file asks of the models: a vLLM checkpoint and quantization that vLLM would accept,
-and never the bundled English embedding model behind a real judge. The shipped 70B checkpoints cannot load on these
-machines (GPU memory; the real CPU engine runs the bundled model in tests/test_vllm_engine.py), so vLLM's argument check
-is replaced (only it) by a fake on a GPU node that applies vLLM's rule: a `quantization` argument must match the quantization method
-the checkpoint's config declares (awq_marlin serves awq checkpoints; fp8 may quantise unquantised weights on load)."""
+"""What every shipped parameter file asks of the models: a vLLM checkpoint and quantization that vLLM would accept, and
+never the bundled English embedding model behind a real judge. The shipped 70B checkpoints cannot load on these machines
+(GPU memory; the real CPU engine runs the bundled model in tests/test_vllm_engine.py), so vLLM's argument check is
+replaced (only it) by a fake on a GPU node that applies vLLM's rule: a `quantization` argument must match the
+quantization method the checkpoint's config declares (awq_marlin serves awq checkpoints; fp8 may quantise unquantised
+weights on load)."""
 import sys
 import types
 
@@ -14,7 +15,8 @@ from groundbench.core import load_settings
 from groundbench.embed import BUNDLED_EMBEDDING, real_judge
 from groundbench.llm.client import llm_from_settings
 
-# the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its model card
+# the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its model
+# card
 CHECKPOINTS = {
     "meta-llama/Llama-3.3-70B-Instruct": None,
     "ibnzterrell/Meta-Llama-3.3-70B-Instruct-AWQ-INT4": "awq",
@@ -52,8 +54,8 @@ def _settings(f, tmp_path):
 
 
 def test_vllm_rejects_the_unquantised_repository_with_awq(vllm_with_argument_checks, tmp_path):
-    s = load_settings(overrides={"llm.backend": "vllm", "llm.model": "meta-llama/Llama-3.3-70B-Instruct", "llm.quantization": "awq",
-                                 "paths.cache_dir": str(tmp_path)})
+    s = load_settings(overrides={"llm.backend": "vllm", "llm.model": "meta-llama/Llama-3.3-70B-Instruct",
+                                 "llm.quantization": "awq", "paths.cache_dir": str(tmp_path)})
     with pytest.raises(ValueError, match="does not match"): llm_from_settings(s)
 
 
@@ -71,7 +73,8 @@ def test_no_real_judge_retrieves_with_the_bundled_embedder(tmp_path):
     for f in sorted((ROOT / "papermill_params").glob("*.yaml")):
         spec, s = _settings(f, tmp_path)
         if real_judge(s):
-            assert s["embed"]["model"] != BUNDLED_EMBEDDING, f"{f.name}: a real judge with the bundled {BUNDLED_EMBEDDING}"
+            assert s["embed"]["model"] != BUNDLED_EMBEDDING, \
+                f"{f.name}: a real judge with the bundled {BUNDLED_EMBEDDING}"
     s = load_settings(overrides={"llm.model": "meta-llama/Llama-3.3-70B-Instruct", "paths.cache_dir": str(tmp_path)})
     from groundbench.embed import embedder_from_settings
     with pytest.raises(ValueError, match="is a real model"): embedder_from_settings(s)
@@ -79,7 +82,8 @@ def test_no_real_judge_retrieves_with_the_bundled_embedder(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "papermill_params").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_parameter_file_is_valid_and_declared(path):
-    "Every shipped parameter file loads, and each of its parameters is declared by one of its stages (as `groundbench run` checks)."
+    """Every shipped parameter file loads, and each of its parameters is declared by one of its stages (as `groundbench
+    run` checks)."""
     from groundbench.runner import declared_parameters, load_run_spec
     spec = load_run_spec(path)
     declared = set().union(*(declared_parameters(s) for s in spec.stages))
@@ -89,7 +93,8 @@ def test_every_parameter_file_is_valid_and_declared(path):
 def test_seed_models_collect_through_the_api_and_today_page_through_the_browser():
     for name, model in (("gpt-4o.yaml", "gpt-4o"), ("gpt-5.yaml", "gpt-5")):
         d = yaml.safe_load((ROOT / "papermill_params" / name).read_text())
-        assert d["parameters"]["source"] == "api" and d["parameters"]["provider"] == "openai-responses" and d["parameters"]["model"] == model
+        assert d["parameters"]["source"] == "api" and d["parameters"]["provider"] == "openai-responses"
+        assert d["parameters"]["model"] == model
         assert "2026-02-13" in (ROOT / "papermill_params" / name).read_text()
     web = yaml.safe_load((ROOT / "papermill_params" / "chatgpt-web.yaml").read_text())
     assert web["parameters"]["source"] == "browser" and web["parameters"]["provider"] == "chatgpt"

@@ -33,7 +33,8 @@ def test_every_numbered_notebook_has_one_row_in_the_guide_with_its_module():
     assert [r.split("`")[1] for r in rows] == [p.stem for p in nbs]
     for p, row in zip(nbs, rows):
         src = "\n".join("".join(c["source"]) for c in json.loads(p.read_text(encoding="utf-8"))["cells"])
-        if m := re.search(r"#\|\s*default_exp\s+(\S+)", src): assert f"`groundbench/{m.group(1).replace('.', '/')}.py`" in row, p.stem
+        if m := re.search(r"#\|\s*default_exp\s+(\S+)", src):
+            assert f"`groundbench/{m.group(1).replace('.', '/')}.py`" in row, p.stem
 
 
 def test_the_guide_shows_the_generated_table_not_its_mark():

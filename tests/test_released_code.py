@@ -162,7 +162,8 @@ def test_sourcebench_answers_read_as_scoring_py(answer):
     theirs = official_json(answer)
     if not theirs: assert ours is None
     else:
-        assert ours["layout_ad_density"]["score"] == official_score((theirs.get("layout_ad_density") or {}).get("score"))
+        official = official_score((theirs.get("layout_ad_density") or {}).get("score"))
+        assert ours["layout_ad_density"]["score"] == official
 
 
 # ---------------------------------------------------------------- FActScore, re-stated

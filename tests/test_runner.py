@@ -15,7 +15,8 @@ from conftest import BIN, ROOT, groundbench
 
 
 def write_spec(path, run_id, cache, sample=3, **settings):
-    path.write_text(yaml.safe_dump({"run_id": run_id, "stages": ["10_claims"], "parameters": {"question_rewrite_sample": sample},
+    path.write_text(yaml.safe_dump({"run_id": run_id, "stages": ["10_claims"],
+                                    "parameters": {"question_rewrite_sample": sample},
                                     "settings": {"paths.cache_dir": str(cache), **settings}}))
     return path
 
@@ -75,8 +76,9 @@ def test_switching_the_model_makes_new_calls(tmp_path, llama_server):
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     groundbench("run", write_spec(tmp_path / "a.yaml", "a", cache, sample=2), "--runs-dir", runs, check=True)
     assert llm_usage(manifest(runs, "a"))["calls"] == 2
-    other = write_spec(tmp_path / "b.yaml", "b", cache, sample=2, **{"llm.backend": "openai", "llm.base_url": llama_server,
-                                                                     "llm.model": "smollm2-server", "llm.structured": "json_object"})
+    other = write_spec(tmp_path / "b.yaml", "b", cache, sample=2,
+                       **{"llm.backend": "openai", "llm.base_url": llama_server, "llm.model": "smollm2-server",
+                          "llm.structured": "json_object"})
     groundbench("run", other, "--runs-dir", runs, check=True)
     m = manifest(runs, "b")
     assert llm_usage(m)["calls"] == 2 and m["models"]["llm"]["backend"] == "openai"
@@ -120,10 +122,12 @@ def test_failing_stage_names_stage_and_notebook(tmp_path):
     claims = tmp_path / "claims.csv"
     claims.write_text("id,topic,claim\nX1,T,foo\n")  # no question: the Claim Believer template 3 cannot be filled
     spec = tmp_path / "f.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "f", "stages": ["10_claims"], "parameters": {"claims_path": str(claims), "question_rewrite_sample": 0}}))
+    spec.write_text(yaml.safe_dump({"run_id": "f", "stages": ["10_claims"],
+                                    "parameters": {"claims_path": str(claims), "question_rewrite_sample": 0}}))
     p = groundbench("run", spec, "--runs-dir", tmp_path / "runs")
     assert p.returncode == 1
-    assert "stage 10_claims failed" in p.stderr and "field 'question'" in p.stderr and "notebooks/10_claims.ipynb" in p.stderr
+    assert "stage 10_claims failed" in p.stderr and "field 'question'" in p.stderr
+    assert "notebooks/10_claims.ipynb" in p.stderr
     assert manifest(tmp_path / "runs", "f")["stages"]["10_claims"]["status"] == "failed"
 
 
@@ -139,15 +143,19 @@ def test_several_parameter_files_in_parallel_processes(tmp_path):
     # two processes really ran at once: each run was opened before the other one's last manifest write
     a, b = manifest(runs, "p1"), manifest(runs, "p2")
     assert a["created_at"] <= b["updated_at"] and b["created_at"] <= a["updated_at"]
-    p = groundbench("run", tmp_path / "p1.yaml", "--run-id", "x", "--runs-dir", runs, "--parallel", "2", check=True)  # one file: in process
+    # one file: in process
+    p = groundbench("run", tmp_path / "p1.yaml", "--run-id", "x", "--runs-dir", runs, "--parallel", "2", check=True)
     assert "run x in" in p.stdout
 
 
 def test_every_shipped_parameter_file_is_valid():
-    "Each papermill_params/*.yaml names existing stage notebooks, and each of its parameters is declared by one of them."
+    """Each papermill_params/*.yaml names existing stage notebooks, and each of its parameters is declared by one of
+    them."""
     from groundbench.runner import declared_parameters, load_run_spec
     files = sorted((ROOT / "papermill_params").glob("*.yaml"))
-    assert {"demo.yaml", "gpt-4o.yaml", "gpt-5.yaml", "perplexity.yaml", "qwen-chat.yaml", "sourcebench.yaml", "gpu.yaml", "seed-report.yaml"} <= {f.name for f in files}
+    shipped = {"demo.yaml", "gpt-4o.yaml", "gpt-5.yaml", "perplexity.yaml", "qwen-chat.yaml", "sourcebench.yaml",
+               "gpu.yaml", "seed-report.yaml"}
+    assert shipped <= {f.name for f in files}
     for f in files:
         spec = load_run_spec(f)
         declared = set().union(*(declared_parameters(s) for s in spec.stages))
@@ -170,23 +178,26 @@ def test_a_budget_stops_the_run_before_the_call_past_it_and_a_larger_one_finishe
     st = manifest(runs, "budget")["stages"]["10_claims"]
     again = llm_usage({"stages": {"10_claims": st}})
     assert st["status"] == "done" and st["stopped_by_budget"] is None
-    assert again["cache_hits"] >= 1 and again["calls"] + 1 == cached_completions(cache / "llm.sqlite")  # zero repeated calls
+    # zero repeated calls
+    assert again["cache_hits"] >= 1 and again["calls"] + 1 == cached_completions(cache / "llm.sqlite")
     assert again["calls"] >= 2
 
 
 @pytest.mark.slow
 def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_is_refused(tmp_path):
     """Issue 17: stage_max_cost in dollars at the price table's price (a table of our own pricing the smoke model at
-    $1,000 per million tokens both ways, so one question rewrite costs well under a cent): the stage stops before the call
-    past the budget, names it, keeps what was paid; a larger budget finishes with zero repeated calls. A cost budget for a
-    model the table does not price is refused before any call, naming the table and the model."""
+    $1,000 per million tokens both ways, so one question rewrite costs well under a cent): the stage stops before the
+    call past the budget, names it, keeps what was paid; a larger budget finishes with zero repeated calls. A cost
+    budget for a model the table does not price is refused before any call, naming the table and the model."""
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     prices = tmp_path / "prices.csv"
     prices.write_text("model,input_usd_per_mtok,output_usd_per_mtok,source,checked\n"
                       "smollm2-135m-instruct,1000,1000,a test price,2026-11-30\n")
-    # a rewrite request is bounded at about 1,050 prompt characters / 4 + 160 max tokens = 420 tokens ($0.42) before it is
+    # a rewrite request is bounded at about 1,050 prompt characters / 4 + 160 max tokens = 420 tokens ($0.42) before it
+    # is
     # made, and costs about $0.3 once made: $0.60 admits the first call, not the second
-    spec = write_spec(tmp_path / "c.yaml", "cost", cache, sample=3, **{"budget.stage_max_cost": 0.60, "budget.prices": str(prices)})
+    spec = write_spec(tmp_path / "c.yaml", "cost", cache, sample=3,
+                      **{"budget.stage_max_cost": 0.60, "budget.prices": str(prices)})
     p = groundbench("run", spec, "--runs-dir", runs)
     assert p.returncode != 0 and "stage budget stage_max_cost=0.6 reached" in p.stderr, p.stderr
     st = manifest(runs, "cost")["stages"]["10_claims"]
@@ -196,7 +207,8 @@ def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_i
     write_spec(spec, "cost", cache, sample=3, **{"budget.stage_max_cost": 50, "budget.prices": str(prices)})
     groundbench("run", spec, "--runs-dir", runs, check=True)
     again = llm_usage({"stages": {"10_claims": manifest(runs, "cost")["stages"]["10_claims"]}})
-    assert again["cache_hits"] == paid and again["calls"] + paid == cached_completions(cache / "llm.sqlite")  # nothing paid twice
+    # nothing paid twice
+    assert again["cache_hits"] == paid and again["calls"] + paid == cached_completions(cache / "llm.sqlite")
     write_spec(spec, "unpriced", tmp_path / "cache2", sample=3, **{"budget.max_cost": 1})
     p = groundbench("run", spec, "--runs-dir", runs)
     assert p.returncode != 0 and "has no price in" in p.stderr and "llm_prices.csv" in p.stderr, p.stderr

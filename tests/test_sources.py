@@ -19,14 +19,21 @@ from groundbench.sources.fetch import FetchSettings
 from groundbench.sources.stage import PageStore, source_doc
 
 ARTICLE = ("<html><head><title>Vaccine facts</title><meta name='author' content='Jane Doe'>"
-           "<meta property='article:published_time' content='2024-03-01'><meta property='og:site_name' content='Example Health'></head>"
+           "<meta property='article:published_time' content='2024-03-01'>"
+           "<meta property='og:site_name' content='Example Health'></head>"
            "<body><nav>Home | News | Sport | Login | Subscribe</nav><article><h1>Vaccines and DNA</h1>"
-           + "".join(f"<p>Paragraph {i}: mRNA from vaccines never enters the cell nucleus and cannot change DNA, study {i} found.</p>" for i in range(10))
+           + "".join(f"<p>Paragraph {i}: mRNA from vaccines never enters the cell nucleus and cannot change DNA, "
+                     f"study {i} found.</p>" for i in range(10))
            + "</article><footer>Copyright 2024 Example Health. Privacy. Terms. Cookie settings.</footer></body></html>")
-RUSSIAN = "<html><head><title>Проверка фактов</title></head><body><article>" + "<p>Вакцины не изменяют ДНК человека, утверждают учёные.</p>" * 15 + "</article></body></html>"
-SJIS = "<html><head><meta charset='shift_jis'><title>ファクトチェック</title></head><body><article>" + "<p>ワクチンは人間のDNAを変えません。専門家がそう述べています。</p>" * 15 + "</article></body></html>"
-JS_ONLY = ("<html><head><title>App</title></head><body><div id='root'></div><script>document.getElementById('root').innerHTML = "
-           + json.dumps("<article>" + "<p>Rendered by JavaScript: the claim about vaccines is false, experts say.</p>" * 12 + "</article>") + ";</script></body></html>")
+RUSSIAN = ("<html><head><title>Проверка фактов</title></head><body><article>"
+           + "<p>Вакцины не изменяют ДНК человека, утверждают учёные.</p>" * 15 + "</article></body></html>")
+SJIS = ("<html><head><meta charset='shift_jis'><title>ファクトチェック</title></head><body><article>"
+        + "<p>ワクチンは人間のDNAを変えません。専門家がそう述べています。</p>" * 15 + "</article></body></html>")
+JS_ONLY = ("<html><head><title>App</title></head><body><div id='root'></div><script>"
+           "document.getElementById('root').innerHTML = "
+           + json.dumps("<article>"
+                        + "<p>Rendered by JavaScript: the claim about vaccines is false, experts say.</p>" * 12
+                        + "</article>") + ";</script></body></html>")
 
 
 def pdf_bytes():
@@ -100,12 +107,14 @@ def fetch(site, tmp_path, paths, **kw):
 
 def test_every_case_gets_the_right_record(site, tmp_path):
     t0 = time.time()
-    out = fetch(site, tmp_path, ["/article", "/redirect/3", "/loop", "/404", "/500", "/slow", "/big", "/ru", "/sjis", "/doc.pdf", "/empty", "/js",
-                                 "/to-private", "/to-metadata"])
+    out = fetch(site, tmp_path, ["/article", "/redirect/3", "/loop", "/404", "/500", "/slow", "/big", "/ru", "/sjis",
+                                 "/doc.pdf", "/empty", "/js", "/to-private", "/to-metadata"])
     assert time.time() - t0 < 30  # nothing hangs the run
     rec, doc = out["/article"]
-    assert doc.valid and doc.substantive and doc.title == "Vaccines and DNA" and doc.author == "Jane Doe" and doc.published == "2024-03-01"
-    assert doc.site_name == "Example Health" and "Paragraph 9" in doc.text and "Subscribe" not in doc.text and "Cookie settings" not in doc.text
+    assert doc.valid and doc.substantive and doc.title == "Vaccines and DNA"
+    assert doc.author == "Jane Doe" and doc.published == "2024-03-01"
+    assert doc.site_name == "Example Health" and "Paragraph 9" in doc.text
+    assert "Subscribe" not in doc.text and "Cookie settings" not in doc.text
     assert rec.sha256 and rec.bytes == len(ARTICLE.encode()) and rec.content_type.startswith("text/html")
     rec, doc = out["/redirect/3"]
     assert [h["status"] for h in rec.hops] == [302, 302, 302] and rec.final_url.endswith("/article") and doc.valid
@@ -118,7 +127,8 @@ def test_every_case_gets_the_right_record(site, tmp_path):
     assert "body larger than 100000 bytes" in out["/big"][0].error and not out["/big"][1].valid
     assert "Вакцины не изменяют ДНК" in out["/ru"][1].text and out["/ru"][1].title == "Проверка фактов"
     assert "ワクチンは人間のDNAを変えません" in out["/sjis"][1].text
-    assert "vaccines do not alter human DNA" in out["/doc.pdf"][1].text and out["/doc.pdf"][1].valid and not out["/doc.pdf"][1].substantive
+    assert "vaccines do not alter human DNA" in out["/doc.pdf"][1].text
+    assert out["/doc.pdf"][1].valid and not out["/doc.pdf"][1].substantive
     assert out["/empty"][0].status == 200 and not out["/empty"][1].valid
     assert out["/js"][0].status == 200 and not out["/js"][1].valid  # no JavaScript runs by default
     for p in ("/to-private", "/to-metadata"):
@@ -136,17 +146,21 @@ def test_rerun_makes_no_request(site, tmp_path):
 
 def test_cli_refuses_private_unless_allowed(site, tmp_path):
     base, _ = site
-    p = groundbench("fetch", "http://127.0.0.1/", "http://169.254.169.254/", base + "/article", "--out", tmp_path / "a", check=True)
+    p = groundbench("fetch", "http://127.0.0.1/", "http://169.254.169.254/", base + "/article", "--out", tmp_path / "a",
+                    check=True)
     rows = [json.loads(l) for l in p.stdout.splitlines()]
     assert all(r["error"].startswith("refused:") for r in rows) and "private, loopback, link-local" in rows[0]["error"]
     p = groundbench("fetch", base + "/article", "--out", tmp_path / "b", "--allow-private", check=True)
     row = json.loads(p.stdout)
-    assert row["valid"] and row["substantive"] and row["title"] == "Vaccines and DNA" and row["published"] == "2024-03-01"
-    assert set(row) == {"url", "final_url", "status", "valid", "substantive", "chars", "title", "published", "reason", "error"}
+    assert row["valid"] and row["substantive"]
+    assert row["title"] == "Vaccines and DNA" and row["published"] == "2024-03-01"
+    assert set(row) == {"url", "final_url", "status", "valid", "substantive", "chars", "title", "published", "reason",
+                        "error"}
 
 
 def make_run(tmp_path, urls, run_id="s"):
-    conv = Conversation("perplexity", "sonar", "p1", "q", "Answer.", tuple(Citation(i, u) for i, u in enumerate(urls, 1)))
+    conv = Conversation("perplexity", "sonar", "p1", "q", "Answer.",
+                        tuple(Citation(i, u) for i, u in enumerate(urls, 1)))
     write_jsonl([conv], tmp_path / "runs" / run_id / "20_collect" / "conversations.jsonl")
 
 
@@ -156,7 +170,8 @@ def test_stage_with_browser_fetch_for_js_pages(site, tmp_path):
     base, allow = site
     make_run(tmp_path, [base + "/article", base + "/js", base + "/404"])
     spec = tmp_path / "s.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "s", "stages": ["30_sources"], "parameters": {"allow_private": allow, "browser_fetch": True}}))
+    spec.write_text(yaml.safe_dump({"run_id": "s", "stages": ["30_sources"],
+                                    "parameters": {"allow_private": allow, "browser_fetch": True}}))
     groundbench("run", spec, "--runs-dir", tmp_path / "runs", check=True)
     src = pd.read_parquet(tmp_path / "runs/s/30_sources/sources.parquet").set_index("url")
     assert src.loc[base + "/js"].valid and "Rendered by JavaScript" in src.loc[base + "/js"].text
@@ -171,9 +186,10 @@ def test_killed_fetch_stage_resumes_without_refetching(site, tmp_path):
     urls = [f"{base}/page/{i}" for i in range(24)]
     make_run(tmp_path, urls, "k")
     spec = tmp_path / "k.yaml"
-    spec.write_text(yaml.safe_dump({"run_id": "k", "stages": ["30_sources"], "parameters": {"allow_private": allow, "concurrency": 2, "per_host": 2}}))
-    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(spec), "--runs-dir", str(tmp_path / "runs")], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    spec.write_text(yaml.safe_dump({"run_id": "k", "stages": ["30_sources"],
+                                    "parameters": {"allow_private": allow, "concurrency": 2, "per_host": 2}}))
+    proc = subprocess.Popen([str(BIN / "groundbench"), "run", str(spec), "--runs-dir", str(tmp_path / "runs")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     recs = tmp_path / "runs/k/30_sources/fetch"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(recs.glob("*/*.json"))) < 6: time.sleep(0.1)

