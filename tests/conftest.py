@@ -73,10 +73,9 @@ def jupyterlab(root: Path, settings_dir: Path):
 
 
 # One store of the bundled model's answers per test run (tests/support/answer_store.py), in a folder the first process
-# of the
-# run makes (pytest-xdist's controller, or pytest alone) and its workers find in GROUNDBENCH_TEST_ANSWERS. It is given
-# only to the runs tests make through `groundbench(...)`: a request two of them make is computed once. Tests of the
-# model itself (in process) and runs killed on purpose never see it, and compute every answer.
+# of the run makes (pytest-xdist's controller, or pytest alone) and its workers find in GROUNDBENCH_TEST_ANSWERS. It is
+# given only to the runs tests make through `groundbench(...)`: a request two of them make is computed once. Tests of
+# the model itself (in process) and runs killed on purpose never see it, and compute every answer.
 ANSWERS_ENV = "GROUNDBENCH_TEST_ANSWERS"
 SUPPORT = Path(__file__).resolve().parent / "support"   # answer_store.py and the sitecustomize.py that registers it
 sys.path.insert(0, str(SUPPORT))
@@ -207,14 +206,12 @@ def isolated_settings(tmp_path):
 
 # The main job, small: the demo's stages, models and answers (the shortest of 24), one conversation, page and claim per
 # system where the demo has more: 28 model calls in the claims, groundedness, SourceBench and validation stages
-# (question
-# rewrite; extraction, VERIFY's three steps, FActScore's two; SourceBench's three; validation's judge and
-# SourceCheckup),
-# about 130 s of model time on one core. On its one conversation the smoke model's units need no decontextualisation
-# and find no evidence to judge, and SourceCheckup's own stage makes no call: the full demo makes those calls
-# (benchmarks/bench_demo.py), and the same steps run in validation and in tests of their own. The demo's imported
-# ChatGPT Search and Perplexity answers (credibility only, no model) are left out here: tests/test_import_table.py runs
-# ExpertQA and a table in one run.
+# (question rewrite; extraction, VERIFY's three steps, FActScore's two; SourceBench's three; validation's judge and
+# SourceCheckup), about 130 s of model time on one core. On its one conversation the smoke model's units need no
+# decontextualisation and find no evidence to judge, and SourceCheckup's own stage makes no call: the full demo makes
+# those calls (benchmarks/bench_demo.py), and the same steps run in validation and in tests of their own. The demo's
+# imported ChatGPT Search and Perplexity answers (credibility only, no model) are left out here:
+# tests/test_import_table.py runs ExpertQA and a table in one run.
 SMALL_DEMO = {"source": "expertqa", "question_rewrite_sample": 2, "sample": 24, "max_conversations": 1, "max_pages": 1,
               "sourcecheckup_conversations": 1, "claims_per_system": 1, "n_boot": 200}
 

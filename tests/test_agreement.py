@@ -29,8 +29,8 @@ def test_agreement_prints_kappa_judge_baselines_and_page_quality(tmp_path):
     run = judged_run(tmp_path / "run")
     scored_pages(run)
     # annotator a labels like the judge did; b differs on the Unverifiable item: kappa(a, b) by hand
-    # p_o = 5/6; a: 4 S, 1 C, 1 U; b: 5 S, 1 C; p_e = (4*5 + 1*1 + 1*0) / 36 = 21/36; kappa = (30/36 - 21/36) / (15/36)
-    # = 0.6
+    # p_o = 5/6; a: 4 S, 1 C, 1 U; b: 5 S, 1 C; p_e = (4*5 + 1*1 + 1*0) / 36 = 21/36;
+    # kappa = (30/36 - 21/36) / (15/36) = 0.6
     sample = shared_sample(run, groundedness_items(run), 6)
     judge, first = dict(zip(sample.item_id, sample.judge_label)), sample.item_id[0]
     r = groundbench("annotate", run, "--annotator", "a", "--n", "6", "--label", judge[first], check=True)

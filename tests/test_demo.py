@@ -46,11 +46,10 @@ def model_calls(manifest, earlier=None):
 
 
 def tables(run):
-    # the report names its run
+    # the report names its run (run_id dropped); the estimate depends on what the cache held when each run started:
+    # checked on its own below
     return {p.relative_to(run).as_posix(): pd.read_csv(p).drop(columns=["run_id"], errors="ignore")
-            # the
             for p in sorted(run.glob("*/*.csv")) if "fetch" not in p.parts and p.name != "estimate_vs_actual.csv"}
-    # estimate depends on what the cache held when each run started: checked on its own below
 
 
 def check_estimate(run, manifest, exact):
@@ -178,8 +177,8 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
         assert (j["label"] == "") == (j["parse_status"] == "failed")
     assert "SMOKE RUN" in (out / "table_4.md").read_text()
     assert (out / "figure_3.png").exists() and (out / "table_14.csv").exists()
-    # issue 26: Tables 14 and 15 compare three methods, each from its own pipeline, each with its own calls in the
-    # manifest
+    # issue 26: Tables 14 and 15 compare three methods, each from its own pipeline, each with its own calls in
+    # the manifest
     assert {"FActScore", "VERIFY", "ours"} <= set(pd.read_csv(out / "table_14.csv").columns)
     assert {"VERIFY", "ours"} <= set(pd.read_csv(out / "table_15.csv").columns)
     assert first["verify_extract"]["calls"] > 0 and first["factscore_facts"]["calls"] > 0

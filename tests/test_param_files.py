@@ -15,8 +15,8 @@ from groundbench.core import load_settings
 from groundbench.embed import BUNDLED_EMBEDDING, real_judge
 from groundbench.llm.client import llm_from_settings
 
-# the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its model
-# card
+# the quantization method each checkpoint's config.json declares (None: unquantised weights), as published on its
+# model card
 CHECKPOINTS = {
     "meta-llama/Llama-3.3-70B-Instruct": None,
     "ibnzterrell/Meta-Llama-3.3-70B-Instruct-AWQ-INT4": "awq",

@@ -21,10 +21,14 @@ def write_spec(path, run_id, cache, sample=3, **settings):
     return path
 
 
-def cached_completions(db):
+def cached_keys(db) -> set:
+    "The keys of the answers cached in `db` (none when it cannot be read)."
     try:
-        with sqlite3.connect(db, timeout=1) as c: return c.execute("select count(*) from completions").fetchone()[0]
-    except sqlite3.Error: return 0
+        with sqlite3.connect(db, timeout=5) as c: return {k for (k,) in c.execute("select key from completions")}
+    except sqlite3.Error: return set()
+
+
+def cached_completions(db) -> int: return len(cached_keys(db))
 
 
 def manifest(runs, run_id):
@@ -193,9 +197,8 @@ def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_i
     prices = tmp_path / "prices.csv"
     prices.write_text("model,input_usd_per_mtok,output_usd_per_mtok,source,checked\n"
                       "smollm2-135m-instruct,1000,1000,a test price,2026-11-30\n")
-    # a rewrite request is bounded at about 1,050 prompt characters / 4 + 160 max tokens = 420 tokens ($0.42) before it
-    # is
-    # made, and costs about $0.3 once made: $0.60 admits the first call, not the second
+    # a rewrite request is bounded at about 1,050 prompt characters / 4 + 160 max tokens = 420 tokens ($0.42) before
+    # it is made, and costs about $0.3 once made: $0.60 admits the first call, not the second
     spec = write_spec(tmp_path / "c.yaml", "cost", cache, sample=3,
                       **{"budget.stage_max_cost": 0.60, "budget.prices": str(prices)})
     p = groundbench("run", spec, "--runs-dir", runs)
@@ -215,12 +218,6 @@ def test_a_cost_budget_stops_the_run_at_the_models_price_and_an_unpriced_model_i
     assert cached_completions(tmp_path / "cache2" / "llm.sqlite") == 0
 
 
-def cached_keys(db) -> set:
-    try:
-        with sqlite3.connect(db, timeout=5) as c: return {k for (k,) in c.execute("select key from completions")}
-    except sqlite3.Error: return set()
-
-
 @pytest.mark.slow
 def test_a_run_kept_elsewhere_keeps_its_cache_beside_it_not_in_the_checkout(tmp_path):
     """Issue 45: a run in any folder once wrote its model answers into the checkout's runs/.cache. Other tests write
@@ -228,10 +225,9 @@ def test_a_run_kept_elsewhere_keeps_its_cache_beside_it_not_in_the_checkout(tmp_
     names this test's folder) and looks for that answer's key, not at a count of the checkout's answers."""
     checkout = ROOT / "runs" / ".cache" / "llm.sqlite"
     claims = tmp_path / "claims.csv"
-    rows = (ROOT / "data" / "seed_study" / "claims.csv").read_text(encoding="utf-8").splitlines()
-    first = rows[1].split(",", 2)
-    claims.write_text("\n".join([rows[0], ",".join(first[:2] + [f"{tmp_path.name} {first[2]}"]), *rows[2:]]) + "\n",
-                      encoding="utf-8")
+    seed = pd.read_csv(ROOT / "data" / "seed_study" / "claims.csv", dtype=str)
+    seed.loc[0, "claim"] = f"{tmp_path.name} {seed.loc[0, 'claim']}"
+    seed.to_csv(claims, index=False)
     spec = tmp_path / "elsewhere.yaml"
     spec.write_text(yaml.safe_dump({"run_id": "elsewhere", "stages": ["10_claims"],
                                     "parameters": {"question_rewrite_sample": 1, "claims_path": str(claims),
