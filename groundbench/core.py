@@ -20,17 +20,19 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pydantic
 
+from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
+
 # %% auto #0
 __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
            'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
-           'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'spreadsheet_safe',
-           'spreadsheet_safe_frame', 'write_table', 'read_table', 'read_records', 'load_yaml', 'printable',
-           'package_dir', 'project_root', 'package_dirs', 'unknown_setting', 'load_settings', 'resolve_path', 'now_iso']
+           'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'write_table',
+           'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root', 'package_dirs',
+           'unknown_setting', 'load_settings', 'resolve_path', 'compared_variants', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -135,7 +137,9 @@ def assistant_name(c: Conversation) -> str:
 # %% ../nbs/00_core.ipynb #a0544302
 @dataclass(frozen=True)
 class SourceDoc:
-    "A cited page as fetched and extracted; `presupplied` when an importer carried its text."
+    """A cited page as fetched and extracted; `presupplied` when an importer carried its text. `text` is our main text;
+    `text_sourcebench` and `text_sourcecheckup` the texts the released collectors read of the same body, and
+    `first_status` the first attempt's HTTP status (the released collectors never retry)."""
     url: str
     final_url: str = ""
     status: int = 0
@@ -152,6 +156,9 @@ class SourceDoc:
     valid: bool = False
     substantive: bool = False
     presupplied: bool = False
+    text_sourcebench: str = ""
+    text_sourcecheckup: str = ""
+    first_status: int = 0
 
 # %% ../nbs/00_core.ipynb #f5df3203
 @dataclass(frozen=True)
@@ -288,41 +295,6 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
         ids = [c for c in cols if c.endswith("_id") and c == cols[-1]]
         df = df[ids + [c for c in cols if c not in ids]]
     return df
-
-# %% ../nbs/00_core.ipynb #e901ae80
-_FORMULA = re.compile(r"^[=+\-@\t\r]")
-_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?$|^-+$")
-
-def spreadsheet_safe(value):
-    """A text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) with a leading apostrophe; numbers
-    and the rest as they are."""
-    if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.match(value.strip()): return "'" + value
-    return value
-
-# %% ../nbs/00_core.ipynb #23120668
-def _unsafe(value):
-    return (value[1:] if isinstance(value, str) and value.startswith("'") and _FORMULA.match(value[1:])
-            and not _NUMBER.match(value[1:].strip()) else value)
-
-# %% ../nbs/00_core.ipynb #f8615733
-def _safe_labels(idx: pd.Index) -> pd.Index:
-    "Column or index labels made spreadsheet-safe (each level of a MultiIndex)."
-    if isinstance(idx, pd.MultiIndex):
-        return pd.MultiIndex.from_tuples([tuple(spreadsheet_safe(x) for x in t) for t in idx], names=idx.names)
-    text = pd.api.types.is_object_dtype(idx) or pd.api.types.is_string_dtype(idx)
-    return idx.map(spreadsheet_safe) if text else idx
-
-# %% ../nbs/00_core.ipynb #a627a511
-def spreadsheet_safe_frame(df: pd.DataFrame, index: bool = False) -> pd.DataFrame:
-    "A copy of `df` to write as CSV: text cells, column names (and the index when written) spreadsheet-safe."
-    out = df.copy()
-    for c in range(out.shape[1]):
-        col = out.iloc[:, c]
-        if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
-            out.isetitem(c, col.map(spreadsheet_safe))
-    out.columns = _safe_labels(out.columns)
-    if index: out.index = _safe_labels(out.index)
-    return out
 
 # %% ../nbs/00_core.ipynb #60293061
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
@@ -491,6 +463,14 @@ def resolve_path(settings: dict, p: str | Path) -> Path:
     "A path from settings, relative to the settings file's folder unless absolute."
     p = Path(p)
     return p if p.is_absolute() else Path(settings["paths"]["root"]) / p
+
+# %% ../nbs/00_core.ipynb #15d33c23
+def compared_variants(given: Sequence[str] | str | None, settings: dict, section: str) -> list[str]:
+    """The variants a stage scores beside its own: those `given` (a stage's `compare_variants` parameter: a list, or
+    names separated by commas), or with None, settings' `[section] compare_variants` (comma-separated; empty: none)."""
+    names = settings.get(section, {}).get("compare_variants", "") if given is None else given
+    if isinstance(names, str): names = names.split(",")
+    return list(dict.fromkeys(str(x).strip() for x in names if str(x).strip()))
 
 # %% ../nbs/00_core.ipynb #dc177627
 def now_iso() -> str:

@@ -12,13 +12,14 @@ import re
 import time
 from datetime import date
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, Prompt, load_settings, read_records, write_table
+from .core import Conversation, Prompt, RecordError, compared_variants, load_settings, read_records
+from .core import write_table
 from .core import assistant_name
 from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request,
                                     with_schema)
@@ -28,9 +29,9 @@ from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS',
-           'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores',
-           'page_budget', 'read_scores_official', 'score_pages', 'system_scores', 'human_scores', 'judge_mae',
-           'sourcebench_prompts', 'sourcebench_pages', 'run']
+           'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
+           'LayoutScores', 'Variant', 'page_budget', 'read_scores_official', 'score_pages', 'system_scores',
+           'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -83,10 +84,18 @@ SCORING = {
 # the official scoring script asks every call for up to 4,096 tokens (scoring.py); the schema holds each
 # justification to 400 characters, so no answer comes near it and none loses a metric to a cut (counted if one does)
 MAX_TOKENS = {"content": 4096, "metadata": 4096, "layout": 4096}
-# (pages scored, how a page without text is scored, how an answer is read) of each named variant
-VARIANTS = {"paper": ("official", "script", "official"),        # as WukLab/SourceBench's official pipeline
-            "failed_as_zero": ("cited", "script", "strict"),    # ours: every cited page counts, a failed one 0
-            "rubric": ("cited", "rubric", "strict")}            # seed 001's rubric for technical failures
+class Variant(NamedTuple):
+    "A named way to score: which pages, how a page without text is scored, how an answer is read, which page text."
+    selection: str   # official: HTTP 200 and 500 characters, then the first k a response; cited: the first k cited
+    scoring: str     # script: a page without text not judged, weighted 0; rubric: judged on a note, relevance 1
+    reader: str      # official: as scoring.py reads the JSON; strict: validated against the schema, one repair
+    page_text: str   # released: what the official collector reads (BeautifulSoup's text, its first request, no date);
+                     # extracted: ours (the main text after our retries, with its extracted date)
+
+VARIANTS = {"paper": Variant("official", "script", "official", "released"),    # WukLab/SourceBench's official run
+            "extracted": Variant("official", "script", "official", "extracted"),  # its rules on our page text
+            "failed_as_zero": Variant("cited", "script", "strict", "extracted"),  # ours: every cited page, failed 0
+            "rubric": Variant("cited", "rubric", "strict", "extracted")}          # seed 001's rubric for failures
 
 # %% ../nbs/60_sourcebench.ipynb #63eae76e
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcebench.context_tokens say
@@ -145,7 +154,8 @@ def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[
                    today: str) -> dict[str, list]:
     "The three calls' requests of the judged pages: the page text as shown (`shown`), its whole length (`text`)."
     pc, pm, pl = (load_prompt(f"sourcebench_{k}") for k in ("content", "metadata", "layout"))
-    day = [str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
+    day = pages.page_date.astype(str).tolist() if "page_date" in pages else [
+        str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
     q, u = pages["query"].tolist(), pages.url.tolist()
     return {"content": [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=shown[i]),
                                 max_tokens=MAX_TOKENS["content"]) for i in judged],
@@ -157,8 +167,9 @@ def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
                 progress: bool = True, scoring: str = "script", reader: str = "official") -> pd.DataFrame:
-    """Scores of pages (query, url, text, published, updated, and optional technical_failure, error): the whole page
-    text up to `text_chars` (None: what the judge's context allows; cuts counted), each page scored `scoring`'s way,
+    """Scores of pages (query, url, text, published and updated or the date to give, `page_date`, and optional
+    technical_failure, error): the whole page text up to `text_chars` (None: what the judge's context allows; cuts
+    counted), each page scored `scoring`'s way,
     each answer read as `reader` says: "official" as scoring.py (the JSON found, asked once more when there is none,
     each score taken as a number whatever it is), "strict" (ours: validated against the schema, one repair round)."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
@@ -287,24 +298,45 @@ def sourcebench_prompts(path: str | Path | None = None) -> list[Prompt]:
     return [Prompt(f"SB{r.query_id}", r.query_type, "user", 0, r.query) for r in q.itertuples()]
 
 # %% ../nbs/60_sourcebench.ipynb #a440343e
+PAGE_TEXTS = {"released": ("text_sourcebench", "first_status"), "extracted": ("text", "valid")}
+
+def _page_view(src: pd.DataFrame, page_text: str, path: Path) -> pd.DataFrame:
+    """The cited pages as `page_text` sees them: `text`, `valid` (a page the collector keeps before its length floor)
+    and `page_date`. "released": the text SourceBench's collector reads, valid when its first request was answered
+    with HTTP 200 (it never retries), no date (its `search_result_last_updated` is None, which scoring.py writes into
+    the prompt); "extracted": our main text, valid as fetched after our retries, the extracted date."""
+    if page_text not in PAGE_TEXTS:
+        raise ValueError(f"sourcebench page text {page_text!r}: use {' or '.join(map(repr, PAGE_TEXTS))}")
+    if gone := [c for c in PAGE_TEXTS[page_text] if c not in src]:
+        raise RecordError(f"{path}: no column {gone[0]!r} (written before 30_sources kept the texts the released "
+                          "collectors read): run 30_sources again (its pages come from its archive, not the web)")
+    if page_text == "released":
+        return src.assign(text=src.text_sourcebench.fillna("").astype(str),
+                          valid=pd.to_numeric(src.first_status, errors="coerce").fillna(0).eq(200), page_date="None")
+    date_of = [str(u or p or "unknown") for u, p in zip(src.get("updated", pd.Series([""] * len(src))).fillna(""),
+                                                         src.get("published", pd.Series([""] * len(src))).fillna(""))]
+    return src.assign(text=src.text.fillna("").astype(str), page_date=date_of,
+                      valid=src.valid.fillna(False).astype(bool) & src.text.fillna("").astype(str).str.strip().ne(""))
+
+# %% ../nbs/60_sourcebench.ipynb #ee4121e0
 def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: int = 0,
-                      selection: str = "official") -> tuple[pd.DataFrame, int, pd.DataFrame]:
+                      selection: str = "official",
+                      page_text: str = "released") -> tuple[pd.DataFrame, int, pd.DataFrame]:
     """The cited pages to score, one row per (conversation, URL) with the answer's query and type, the page's text
-    and metadata and whether it failed technically; the number of distinct cited pages; and per response the pages
-    left out and why. `selection` "official" as SourceBench's pipeline: its collector keeps only pages answered with
-    HTTP 200 and at least 500 characters of text (`--scrape-min-chars 500`), then its scorer takes the first
-    `sources_per_response` of those; "cited": the first cited pages, failed ones included. `max_pages` keeps that
-    many pages (with "cited", one of them failed when there is one)."""
+    (as `page_text` reads it: `_page_view`) and metadata and whether it failed technically; the number of distinct
+    cited pages; and per response the pages left out and why. `selection` "official" as SourceBench's pipeline: its
+    collector keeps only pages answered with HTTP 200 and at least 500 characters of text (`--scrape-min-chars 500`),
+    then its scorer takes the first `sources_per_response` of those; "cited": the first cited pages, failed ones
+    included. `max_pages` keeps that many pages (with "cited", one of them failed when there is one)."""
     if selection not in ("official", "cited"):
         raise ValueError(f"sourcebench page selection {selection!r}: use 'official' or 'cited'")
     convs = {c.conversation_id: c for c in read_records(run_dir / COLLECT / "conversations.jsonl", Conversation)}
     prompts = {p.prompt_id: p for p in read_records(run_dir / COLLECT / "prompts.parquet", Prompt)}
-    src = pd.read_parquet(run_dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id", "url"])
-    src = src.sort_values(["conversation_id", "citation_index"], kind="stable")
-    text = src.text.fillna("").astype(str)
-    valid = src.valid.fillna(False).astype(bool) if "valid" in src else text.str.strip().ne("")
-    src = src.assign(technical_failure=~(text.str.strip().ne("") & valid),
-                     under_500=valid & text.str.strip().ne("") & (text.str.len() < 500))
+    path = run_dir / SOURCES / "sources.parquet"
+    src = pd.read_parquet(path).drop_duplicates(["conversation_id", "url"])
+    src = _page_view(src.sort_values(["conversation_id", "citation_index"], kind="stable"), page_text, path)
+    # the collector's floor is on the text as it reads it (a page answered 200 with no text: too short)
+    src = src.assign(technical_failure=~src.valid, under_500=src.valid & (src.text.str.len() < 500))
     n_cited = len(src)
     kept = src[~src.technical_failure & ~src.under_500] if selection == "official" else src
     if sources_per_response: kept = kept.groupby("conversation_id").head(sources_per_response)
@@ -318,31 +350,36 @@ def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: i
     if max_pages: src = pd.concat([src[~src.technical_failure].head(max_pages - 1 if max_pages > 1 else 1),
                                    src[src.technical_failure].head(1 if max_pages > 1 else 0)])
     cid = src.conversation_id
-    pages = pd.DataFrame({"conversation_id": cid.values, "url": src.url.values, "text": src.text.fillna("").values,
+    pages = pd.DataFrame({"conversation_id": cid.values, "url": src.url.values, "text": src.text.values,
                           "technical_failure": src.technical_failure.values,
                           "error": src.error.fillna("").values if "error" in src else "",
                           "assistant": [assistant_name(convs[c]) for c in cid],
                           "query": [convs[c].prompt_text for c in cid],
                           "query_type": [prompts[convs[c].prompt_id].topic if convs[c].prompt_id in prompts else ""
-                                         for c in cid],
+                                         for c in cid], "page_date": src.page_date.values,
                           **{k: src[k].fillna("").values if k in src else ""
                              for k in ("published", "updated", "author", "site_name")}})
     return pages, n_cited, left
 
 # %% ../nbs/60_sourcebench.ipynb #3b8e17ac
 VARIANT_NOTES = {
-    "paper": "as SourceBench's official pipeline: pages answered with HTTP 200 and at least 500 characters of text, "
-             "the first 5 of those a response; answers read as scoring.py reads them",
-    "failed_as_zero": "ours: the first 5 cited pages, a page that failed (no text) not judged and weighted 0; "
-                      "answers validated against the schema",
-    "rubric": "seed 001's rubric: the first 5 cited pages, a failed page judged on a note and given relevance 1"}
+    "paper": "as SourceBench's official pipeline: the text its collector reads (BeautifulSoup's, without scripts, "
+             "styles, navigation, header and footer), pages whose one request was answered with HTTP 200 and that "
+             "have at least 500 characters of it, the first 5 of those a response, no page date given to the judge; "
+             "answers read as scoring.py reads them",
+    "extracted": "the official rules on our page text: the main text (trafilatura) after our retries, with the date "
+                 "we extract",
+    "failed_as_zero": "ours: the first 5 cited pages (our main text), a page that failed (no text) not judged and "
+                      "weighted 0; answers validated against the schema",
+    "rubric": "seed 001's rubric: the first 5 cited pages (our main text), a failed page judged on a note and given "
+              "relevance 1"}
 
 def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str, budget: int, st,
                    primary: bool) -> pd.DataFrame:
     """One variant's pages scored and summed up per assistant (with the pages it left out and why); the run's own
     variant (`primary`) also writes its page scores, the pages left out, the by-query-type table and its counts."""
-    selection, scoring, reader = VARIANTS[name]
-    pages, n_cited, left = sourcebench_pages(r.dir, spr, max_pages, selection)
+    selection, scoring, reader, page_text = VARIANTS[name]
+    pages, n_cited, left = sourcebench_pages(r.dir, spr, max_pages, selection, page_text)
     scores = score_pages(pages, llm, ref, budget, scoring=scoring, reader=reader)
     lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit"]].sum()
     t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
@@ -355,7 +392,7 @@ def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: 
         st.count(pages=len(scores), pages_missing_a_score=int((scores.missing_metrics > 0).sum()),
                  pages_technical_failure=int(scores.technical_failure.sum()),
                  pages_text_truncated=int(scores.text_truncated.sum()), scoring=scoring, reader=reader,
-                 page_selection=selection, cited_pages_not_scored=n_cited - len(pages),
+                 page_selection=selection, page_text=page_text, cited_pages_not_scored=n_cited - len(pages),
                  **{k: int(left[k].sum()) for k in ("left_out_failed", "left_out_under_500", "left_out_over_limit")},
                  metrics_lost_to_cut=int(scores.metrics_lost_to_cut.sum()))
     return t
@@ -366,13 +403,14 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 60_sourcebench on the run in `run_dir`: each cited page the `variant` picks (at most
     `sources_per_response` a response) scored on SourceBench's eight metrics by the judge, and the scores per
-    assistant and per query type (shown); `compare_variants` scored beside it (`sourcebench_variants`)."""
+    assistant and per query type (shown); `compare_variants` scored beside it (`sourcebench_variants`; None:
+    settings' `[sourcebench] compare_variants`)."""
     settings = load_settings(overrides=settings_overrides or {})
     sbs, r, started = settings.get("sourcebench", {}), Run(run_dir), time.time()
     ref = current_date or sbs.get("reference_date") or "today"
     ref = date.today().isoformat() if ref == "today" else date.fromisoformat(str(ref)).isoformat()
     names = [str(variant or sbs.get("variant", "paper"))]
-    names += [x for x in (compare_variants or []) if x not in names]
+    names += [x for x in compared_variants(compare_variants, settings, "sourcebench") if x not in names]
     if bad := [x for x in names if x not in VARIANTS]:
         raise ValueError(f"{SOURCEBENCH}: variant {bad[0]!r}: use one of {', '.join(VARIANTS)}")
     sources_per_response = int(sources_per_response if sources_per_response is not None

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, Unit, load_settings, read_records, write_table
+from .core import Conversation, RecordError, Unit, compared_variants, load_settings, read_records
+from .core import write_table
 from .core import assistant_name
 from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
 from .groundedness.units import decontextualise, extract_units
@@ -26,8 +27,8 @@ from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'Support', 'response_table',
-           'aggregate_support', 'support_table', 'source_budget', 'judge_pairs', 'pick_responses', 'other_view',
-           'statements_of', 'run']
+           'aggregate_support', 'support_table', 'source_budget', 'page_view', 'judge_pairs', 'pick_responses',
+           'other_view', 'statements_of', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -38,8 +39,9 @@ class Support(pydantic.BaseModel):
 
 # %% ../nbs/65_sourcecheckup.ipynb #6be4bfa8
 def response_table(convs: Sequence[Conversation], sources: pd.DataFrame, names: dict) -> pd.DataFrame:
-    "One row per response: citations, valid cited pages with text, and whether it is source-less (no valid cited page)."
-    ok = sources[sources.valid.fillna(False).astype(bool) & sources.text.fillna("").astype(str).str.strip().ne("")]
+    """One row per response: citations, valid cited pages (`valid`, as the verifier's reading of the pages decides:
+    `page_view`), and whether it is source-less (no valid cited page)."""
+    ok = sources[sources.valid.fillna(False).astype(bool)]
     n_valid = ok.drop_duplicates(["conversation_id", "citation_index"]).groupby("conversation_id").size()
     r = pd.DataFrame({"conversation_id": [c.conversation_id for c in convs],
                       "assistant": [names[c.conversation_id] for c in convs],
@@ -96,10 +98,13 @@ def support_table(st: pd.DataFrame, resp: pd.DataFrame, validity: pd.DataFrame) 
     return pd.DataFrame(rows)
 
 # %% ../nbs/65_sourcecheckup.ipynb #626fbba1
-SOURCE_TEXT = {"whole": "the cited page's whole text, as SourceCheckup's code gives its verifier, cut only where the "
-                        "judge's context ends (cuts counted)",
-               "chunks": "ours: the page's `source_chunks` chunks closest to the statement (pages that short given "
-                         "whole)"}
+SOURCE_TEXT = {"whole": "as SourceCheckup's code: the text its code reads of the page (BeautifulSoup's get_text() of "
+                        "the whole page, navigation and sidebars included), a page valid when its one request was "
+                        "answered with HTTP 200, text or not; cut only where the judge's context ends (cuts counted)",
+               "extracted": "ours: our main text of the page (trafilatura), whole, a page valid when answered with "
+                            "HTTP 200 after our retries and with text; cut only where the judge's context ends",
+               "chunks": "ours: the `source_chunks` chunks of our main text closest to the statement (pages that short "
+                         "given whole)"}
 
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcecheckup.context_tokens say
 SUPPORT_TOKENS = 150     # the verifier's answer: found or not found, and its reason
@@ -111,6 +116,24 @@ def source_budget(llm: LLM, context_tokens: int = CONTEXT_TOKENS) -> int:
     ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
     prompt = sum(len(c) for _, c in load_prompt("sourcecheckup_support").messages) // 4 + 150
     return max(1000, 4 * (ctx - prompt - 150 - 200))
+
+# %% ../nbs/65_sourcecheckup.ipynb #9b2041d7
+def page_view(sources: pd.DataFrame, source_text: str, path: str | Path = "sources.parquet") -> pd.DataFrame:
+    """The cited pages as the verifier of `source_text` reads them (`text`, `valid`): "whole" as SourceCheckup's code
+    (`utils.extract_contents_from_url`): the text it reads (`text_sourcecheckup`), valid when the one request it
+    makes was answered with HTTP 200 (`first_status`), even with no text; "extracted" and "chunks": our main text,
+    valid as the sources stage decided (HTTP 200 after our retries, and text)."""
+    if source_text not in SOURCE_TEXT:
+        raise ValueError(f"sourcecheckup source_text {source_text!r}: use {' or '.join(map(repr, SOURCE_TEXT))}")
+    text = sources.text.fillna("").astype(str) if "text" in sources else pd.Series("", index=sources.index)
+    if source_text != "whole":
+        ok = sources.valid.fillna(False).astype(bool) if "valid" in sources else text.str.strip().ne("")
+        return sources.assign(text=text, valid=ok & text.str.strip().ne(""))
+    if gone := [c for c in ("text_sourcecheckup", "first_status") if c not in sources]:
+        raise RecordError(f"{path}: no column {gone[0]!r} (written before 30_sources kept the texts the released "
+                          "collectors read): run 30_sources again (its pages come from its archive, not the web)")
+    return sources.assign(text=sources.text_sourcecheckup.fillna("").astype(str),
+                          valid=pd.to_numeric(sources.first_status, errors="coerce").fillna(0).eq(200))
 
 # %% ../nbs/65_sourcecheckup.ipynb #65b7dffa
 def _closest_chunks(u: Unit, text: str, embedder: Embedder, n: int) -> str:
@@ -125,24 +148,26 @@ def _closest_chunks(u: Unit, text: str, embedder: Embedder, n: int) -> str:
 def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, source_chunks: int = 8,
                 progress: bool = True, source_text: str = "whole", budget: int | None = None) -> pd.DataFrame:
     """One row per (statement, cited page of its response): supported, justification, parse status, and what the judge
-    saw of the page (`source_text`: "whole", as SourceCheckup's code, up to `budget` characters, else what the judge's
-    context allows; "chunks", ours: the `source_chunks` closest chunks), the page's length and whether it was cut."""
-    if source_text not in SOURCE_TEXT: raise ValueError(f"sourcecheckup source_text {source_text!r}: use 'whole' or "
-                                                        "'chunks'")
+    saw of the page (`sources` as `page_view` reads them for `source_text`: "whole", as SourceCheckup's code, and
+    "extracted", ours, up to `budget` characters, else what the judge's context allows; "chunks", ours: the
+    `source_chunks` closest chunks), the page's length and whether it was cut."""
+    if source_text not in SOURCE_TEXT:
+        raise ValueError(f"sourcecheckup source_text {source_text!r}: use {' or '.join(map(repr, SOURCE_TEXT))}")
     pt, budget = load_prompt("sourcecheckup_support"), budget or source_budget(llm)
     rows, reqs = [], []
-    by_conv = {k: g for k, g in sources.groupby("conversation_id")}
+    by_conv = {k: g for k, g in sources.groupby("conversation_id")}   # text and valid as `page_view` gives them
     cols = ["unit_id", "citation_index", "supported", "justification", "parse_status", "chars_given", "chars_total",
             "source_cut"]
     for u in statements:
         g = by_conv.get(u.conversation_id)
         if g is None: continue
         for s in g.itertuples():
-            text = s.text if isinstance(s.text, str) and bool(getattr(s, "valid", True)) else ""
-            if not text.strip():
-                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "", "skipped: no text", 0, 0, False))))
+            text, ok = (s.text if isinstance(s.text, str) else ""), bool(getattr(s, "valid", True))
+            if not ok or (source_text != "whole" and not text.strip()):   # SourceCheckup's code asks on an empty page
+                rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "",
+                                            "skipped: " + ("not valid" if not ok else "no text"), 0, 0, False))))
                 continue
-            shown = text[:budget] if source_text == "whole" else _closest_chunks(u, text, embedder, source_chunks)
+            shown = text[:budget] if source_text != "chunks" else _closest_chunks(u, text, embedder, source_chunks)
             rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chars_given": len(shown),
                          "chars_total": len(text), "source_cut": len(shown) < len(text)})
             prompt = pt.render(statement=u.decontextualised or u.text, source=shown)
@@ -165,12 +190,15 @@ def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str
     return ids[:n] if n else ids
 
 # %% ../nbs/65_sourcecheckup.ipynb #3b3922e8
-def other_view(source_text: str, statements: list[Unit], sources: pd.DataFrame, llm: LLM, emb: Embedder,
-               source_chunks: int, budget: int, st_df: pd.DataFrame, responses: pd.DataFrame,
-               validity: pd.DataFrame) -> pd.DataFrame:
-    """The support table again with the verifier shown each page `source_text`'s way: the same statements, pages and
-    responses (before aggregation), so that the two ways stand side by side."""
-    pairs = judge_pairs(statements, sources, llm, emb, source_chunks, source_text=source_text, budget=budget)
+def other_view(source_text: str, statements: list[Unit], view: pd.DataFrame, llm: LLM, emb: Embedder,
+               source_chunks: int, budget: int, st_df: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """The support table again with the verifier reading each page `source_text`'s way (`view`: the kept responses'
+    pages as `page_view` gives them; `responses`: their `response_table` under that view): the same statements and
+    responses, so that the ways stand side by side."""
+    sl = set(responses.conversation_id[responses.sourceless])
+    pairs = judge_pairs([u for u in statements if u.conversation_id not in sl], view, llm, emb, source_chunks,
+                        source_text=source_text, budget=budget)
+    validity = view.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
     return support_table(*aggregate_support(pairs, st_df, responses), validity).assign(variant=source_text)
 
 # %% ../nbs/65_sourcecheckup.ipynb #9937ac6f
@@ -192,44 +220,48 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         source_text: str | None = None, compare_variants: list | None = None,
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 65_sourcecheckup on the run in `run_dir`: statement by statement, does any cited source support it;
-    URL validity, statement-level and response-level support per assistant (shown)."""
+    URL validity, statement-level and response-level support per assistant (shown); the verifier's other readings of
+    the pages (`compare_variants`; None: settings' `[sourcecheckup] compare_variants`) beside it."""
     settings = load_settings(overrides=settings_overrides or {})
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(SOURCECHECKUP)
     scs = settings.get("sourcecheckup", {})
     source_text = str(source_text or scs.get("source_text", "whole"))
-    others = [x for x in (compare_variants or []) if x != source_text]
+    others = [x for x in compared_variants(compare_variants, settings, "sourcecheckup") if x != source_text]
     params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks,
                   source_text=source_text, compare_variants=others)
     with r.record_stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
-        sources = pd.read_parquet(r.dir / SOURCES / "sources.parquet").drop_duplicates(["conversation_id",
-                                                                                        "citation_index"])
+        path = r.dir / SOURCES / "sources.parquet"
+        sources = pd.read_parquet(path).drop_duplicates(["conversation_id", "citation_index"])
         names = {c.conversation_id: assistant_name(c) for c in convs}
+        sources = sources.assign(assistant=sources.conversation_id.map(names))
+        views = {x: page_view(sources, x, path) for x in [source_text, *others]}
         llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
         units_file = r.dir / GROUNDEDNESS / "units.jsonl"
         units = read_records(units_file, Unit) if units_file.exists() else []
-        responses = response_table(convs, sources, names)
-        keep = set(pick_responses(responses, {u.conversation_id for u in units}, sourcecheckup_conversations))
-        responses = responses[responses.conversation_id.isin(keep)].reset_index(drop=True)
-        sourceless = set(responses.conversation_id[responses.sourceless])
+        by_view = {x: response_table(convs, v, names) for x, v in views.items()}
+        keep = set(pick_responses(by_view[source_text], {u.conversation_id for u in units},
+                                  sourcecheckup_conversations))
+        by_view = {x: t[t.conversation_id.isin(keep)].reset_index(drop=True) for x, t in by_view.items()}
+        views = {x: v[v.conversation_id.isin(keep)] for x, v in views.items()}
+        # statements are decontextualised unless no reading of the pages leaves their response a valid source
+        sourceless = set.intersection(*(set(t.conversation_id[t.sourceless]) for t in by_view.values()))
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
         budget = source_budget(llm, int(scs.get("context_tokens", CONTEXT_TOKENS)))
-        pairs = judge_pairs([u for u in stmts if u.conversation_id not in sourceless],
-                            sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks,
-                            source_text=source_text, budget=budget)
         st_df = pd.DataFrame([{"unit_id": u.unit_id, "conversation_id": u.conversation_id,
                                "assistant": names[u.conversation_id], "label": u.label,
                                "statement": u.decontextualised or u.text} for u in stmts],
                              columns=["unit_id", "conversation_id", "assistant", "label", "statement"])
-        statements, responses = aggregate_support(pairs, st_df, responses)
-        validity = sources[sources.conversation_id.isin(keep)].assign(assistant=lambda d: d.conversation_id.map(names))
-        validity = validity.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
+        own = set(by_view[source_text].conversation_id[by_view[source_text].sourceless])
+        pairs = judge_pairs([u for u in stmts if u.conversation_id not in own], views[source_text], llm, emb,
+                            source_chunks, source_text=source_text, budget=budget)
+        statements, responses = aggregate_support(pairs, st_df, by_view[source_text])
+        validity = views[source_text].groupby("assistant").agg(citations=("url", "size"),
+                                                               valid=("valid", "sum")).reset_index()
         table = support_table(statements, responses, validity)
         by_variant = [table.assign(variant=source_text)] + [
-            other_view(x, [u for u in stmts if u.conversation_id not in sourceless],
-                       sources[sources.conversation_id.isin(keep)], llm, emb, source_chunks, budget, st_df,
-                       responses.drop(columns=["statements", "supported", "counted"]), validity) for x in others]
+            other_view(x, stmts, views[x], llm, emb, source_chunks, budget, st_df, by_view[x]) for x in others]
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
         write_table_files(table, out, "sourcecheckup",
@@ -237,13 +269,14 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
                           "with and without source-less responses (no valid cited page); the verifier saw "
                           + SOURCE_TEXT[source_text], r.is_smoke)
         write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
-                          "SourceCheckup by what the verifier saw of each page: " + "; ".join(
+                          "SourceCheckup by how the verifier reads each page: " + "; ".join(
                               f"{x}: {SOURCE_TEXT[x]}" for x in [source_text, *others]), r.is_smoke)
         for step in ("extract_units", "decontextualise", "sourcecheckup"): st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),
                  pairs=len(pairs), responses=len(responses), responses_sourceless=int(responses.sourceless.sum()),
                  responses_extracted_here=n_todo, pairs_failed=int((pairs.parse_status == "failed").sum()),
                  pairs_skipped_no_text=int(pairs.parse_status.str.startswith("skipped").sum()),
+                 pairs_empty_page=int(((pairs.chars_total == 0) & ~pairs.parse_status.str.startswith("skipped")).sum()),
                  pairs_source_cut=int(pairs.source_cut.sum()), source_text=source_text, source_chars=budget,
                  source_chunks=source_chunks)
     return StageOutput.since(out, started, table)

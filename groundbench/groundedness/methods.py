@@ -20,8 +20,9 @@ import pandas as pd
 
 from ..core import Conversation, Judgment, Unit, project_root
 from .judge import judge_units, retrieve
-from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VERIFIED, Variant, decontextualise,
-                                            parse_unit_lines, read_verify_units, unit_grammar)
+from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VARIANTS, VERIFIED, Variant,
+                                            decontextualise,
+                                            parse_unit_lines, read_verify_units, trim_units, unit_grammar)
 from ..llm.client import LLM, complete_retried, load_prompt, request
 
 # %% auto #0
@@ -29,8 +30,8 @@ __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE
            'output_tokens', 'verify_requests', 'verify_units', 'run_verify', 'factscore_demos', 'best_demos',
            'punkt_english', 'fix_sentence_splitter', 'factscore_split', 'factscore_skipped', 'factscore_sentences',
            'detect_entities', 'postprocess_atomic_facts', 'factscore_nlp', 'atomic_fact_prompt', 'read_fact_lines',
-           'parse_fact_lines', 'read_true_false', 'factscore_facts', 'factscore_prompt', 'factscore_verify',
-           'run_factscore']
+           'trailing_empty_fact', 'parse_fact_lines', 'read_true_false', 'factscore_facts', 'factscore_prompt',
+           'factscore_verify', 'run_factscore']
 
 # %% ../../nbs/54_groundedness_methods.ipynb #4759aea4
 VERIFY_LABELS = ("Fact", "Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -69,7 +70,8 @@ def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
 def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, progress: bool = True,
                  stats: dict | None = None, variant: Variant = PAPER) -> list[Unit]:
     """VERIFY's units of every response (step `verify_extract`; a cut answer asked again once with twice the budget),
-    read as `variant` reads them; an unreadable response is one failed unit, counted."""
+    read as `variant` reads them and kept as it keeps them (`trim_units`); an unreadable response is one failed unit,
+    counted."""
     reqs = verify_requests(convs, llm, context_chars, stats, variant)
     got = variant.ask(llm, reqs, "verify_extract", (lambda t: read_verify_units(t, VERIFY_LABELS),  # VERIFY asks once
                                                     lambda t: parse_unit_lines(t, VERIFY_LABELS)),
@@ -77,7 +79,8 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
     units = []
     for c, r in zip(convs, got):
         if stats is not None: stats["verify_responses_cut"] = stats.get("verify_responses_cut", 0) + r.cut
-        items = r.value or [{"text": c.answer_text[:MAX_UNIT_CHARS], "label": ""}]
+        items = trim_units(r.value, variant, stats, "verify_") if r.value else [{"text": c.answer_text[:MAX_UNIT_CHARS],
+                                                                                 "label": ""}]
         for k, it in enumerate(items):
             start, end, seg, cits = _place(c, it["text"])
             units.append(Unit(c.conversation_id, k, it["text"], it["label"], start, end, seg, cits, "",
@@ -277,11 +280,19 @@ def atomic_fact_prompt(sentence: str, demos: dict[str, list[str]], n: int = FACT
 # %% ../../nbs/54_groundedness_methods.ipynb #6d4327a7
 def read_fact_lines(text: str) -> tuple[list[str], str]:
     """The facts of an answer as FActScore's `text_to_sentences` reads them: the text split at every "- " (the part
-    before the first dropped), each part stripped, and a period added to the LAST fact when it lacks one. No fact is a
-    valid reading (the sentence then has none), never a failure."""
+    before the first dropped), each part stripped, an empty part kept as a fact (a line `- ` is one: it is verified
+    as `Input:  True or False?`), and a period added to the LAST fact when it lacks one. Where the last part is empty,
+    `text_to_sentences` raises IndexError; its working path implies the fact is kept, without a period
+    (`trailing_empty_fact` counts the case). No fact is a valid reading (the sentence then has none), never a
+    failure."""
     facts = [p.strip() for p in text.split("- ")[1:]]
     if facts and facts[-1] and facts[-1][-1] != ".": facts[-1] += "."
-    return [f for f in facts if f], ""
+    return facts, ""
+
+def trailing_empty_fact(text: str) -> bool:
+    "True when an answer's last fact part is empty (where FActScore's `text_to_sentences` raises IndexError)."
+    parts = text.split("- ")[1:]
+    return bool(parts) and not parts[-1].strip()
 
 # %% ../../nbs/54_groundedness_methods.ipynb #d88e8420
 def parse_fact_lines(text: str) -> tuple[list[str] | None, str]:
@@ -307,13 +318,14 @@ def read_true_false(answer: str) -> bool:
 FACT_GRAMMAR = 'root ::= line+\nline ::= "- " [^\\n]+ "\\n"'   # unbounded: the output budget ends it
 
 def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos: dict | None = None, progress: bool = True,
-                    stats: dict | None = None, nlp=None) -> list[Unit]:
+                    stats: dict | None = None, nlp=None, variant: Variant = PAPER) -> list[Unit]:
     """Atomic facts of every response, as FActScore's shipped code makes them (step `factscore_facts`; its abstention
     detection is off by default, so refusals are split too): each sentence not skipped asked with 7 + 1 BM25
     demonstrations (a cut answer asked again once with twice the budget), the facts read by `text_to_sentences`, then
     spaCy's post-processing of the whole response (`nlp`: spaCy's English pipeline, default `factscore_nlp()`). Each
-    fact keeps the segment (citations) where its sentence starts. Sentences, those with no fact and cut answers are
-    counted into `stats`."""
+    fact keeps the segment (citations) where its sentence starts. An empty fact line is a fact, as upstream; a
+    `variant` that trims drops it (ours). Sentences, those with no fact, cut answers, empty facts (and those dropped)
+    and answers whose last fact is empty (where `text_to_sentences` raises) are counted into `stats`."""
     demos, nlp = factscore_demos() if demos is None else demos, nlp or factscore_nlp()
     split = {c.conversation_id: factscore_split(c.answer_text) for c in convs}
     jobs = sorted({s for c in convs for i, s in enumerate(split[c.conversation_id][0]) if not factscore_skipped(i, s)})
@@ -321,14 +333,18 @@ def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos: dict | None 
                     grammar=FACT_GRAMMAR) for s in jobs]
     got = dict(zip(jobs, complete_retried(llm, reqs, read_fact_lines, "factscore_facts", 1, progress=progress,
                                           retry_cut=True)))
+    keep = lambda facts: [f for f in facts if f or not variant.trim]
     units = []
     for c in convs:
         sents, breaks = split[c.conversation_id]
-        pairs = [(s, [] if factscore_skipped(i, s) else list(got[s].value or [])) for i, s in enumerate(sents)]
+        pairs = [(s, [] if factscore_skipped(i, s) else keep(got[s].value or [])) for i, s in enumerate(sents)]
         if stats is not None:
             asked = [got[s] for i, s in enumerate(sents) if not factscore_skipped(i, s)]
+            empty = sum(f == "" for r in asked for f in (r.value or []))
             for k, v in (("sentences", len(asked)), ("sentences_without_facts", sum(not r.value for r in asked)),
-                         ("sentences_cut", sum(r.cut for r in asked))):
+                         ("sentences_cut", sum(r.cut for r in asked)), ("empty_facts", empty),
+                         ("empty_facts_dropped", empty if variant.trim else 0),
+                         ("trailing_empty_facts", sum(trailing_empty_fact(r.text) for r in asked))):
                 stats[f"factscore_{k}"] = stats.get(f"factscore_{k}", 0) + v
         at, k = 0, 0
         for s, facts in postprocess_atomic_facts(pairs, breaks, nlp):
@@ -355,10 +371,11 @@ def factscore_prompt(topic: str, passages: Sequence[tuple[str, str]], fact: str)
 
 # %% ../../nbs/54_groundedness_methods.ipynb #64bb4321
 def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conversation], topics: dict, llm: LLM,
-                     progress: bool = True) -> list[Judgment]:
+                     progress: bool = True, variant: Variant = PAPER, stats: dict | None = None) -> list[Judgment]:
     """FActScore's True/False verification of each fact against its retrieved chunks (step `factscore_verify`), the
-    chunks ranked most relevant first as retrieved and given most relevant last, the page title as Title; a fact
-    without any evidence chunk is not supported, without a call (FActScore would ask with an empty context)."""
+    chunks ranked most relevant first as retrieved and given most relevant last, the page title as Title. A fact
+    without any evidence chunk is asked with the empty context, as FActScore's `_get_score` asks it (`paper`); a
+    `variant` that trims labels it not supported without a call (ours). Such facts are counted into `stats`."""
     by = {c.conversation_id: c for c in convs}
     model = llm.backend.describe().get("model", "")
     todo, out = [], {}
@@ -366,7 +383,11 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
         ev = evidence.get((u.unit_id, "all"))
         if not u.label: continue
         if not ev or not ev.chunks:
-            out[u.unit_id] = Judgment(u.unit_id, "all", "Unverifiable", skipped="no evidence"); continue
+            if stats is not None: stats["factscore_facts_without_passages"] = stats.get(
+                "factscore_facts_without_passages", 0) + 1
+            if variant.trim:
+                out[u.unit_id] = Judgment(u.unit_id, "all", "Unverifiable", skipped="no evidence"); continue
+            todo.append((u, factscore_prompt(topics.get(u.conversation_id, ""), [], u.text))); continue
         titles = {x.index: x.title for x in by[u.conversation_id].citations}
         passages = [(titles.get(ci, ""), ch) for ch, ci in zip(ev.chunks, ev.citation_indices)]
         todo.append((u, factscore_prompt(topics.get(u.conversation_id, ""), passages, u.text)))
@@ -379,9 +400,12 @@ def factscore_verify(facts: Sequence[Unit], evidence: dict, convs: Sequence[Conv
 
 # %% ../../nbs/54_groundedness_methods.ipynb #2da4366a
 def run_factscore(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, topics: dict, top_k: int = 5,
-                  progress: bool = True, stats: dict | None = None) -> tuple[list[Unit], list[Judgment]]:
-    """FActScore end to end over the cited sources: atomic facts and their True/False verification; `topics` maps
-    each conversation to its user prompt (the topic of FactBench's copy of FActScore)."""
-    facts = factscore_facts(convs, llm, progress=progress, stats=stats)
+                  progress: bool = True, stats: dict | None = None,
+                  variant: Variant = PAPER) -> tuple[list[Unit], list[Judgment]]:
+    """FActScore end to end over the cited sources: atomic facts and their True/False verification, empty facts and
+    facts without passages as `variant` keeps them (`paper`: as FActScore's code); `topics` maps each conversation to
+    its user prompt (the topic of FactBench's copy of FActScore)."""
+    facts = factscore_facts(convs, llm, progress=progress, stats=stats, variant=variant)
     ok = [u for u in facts if u.label]
-    return facts, factscore_verify(ok, retrieve(ok, chunks, embedder, top_k, ("all",)), convs, topics, llm, progress)
+    return facts, factscore_verify(ok, retrieve(ok, chunks, embedder, top_k, ("all",)), convs, topics, llm, progress,
+                                   variant, stats)

@@ -184,7 +184,10 @@ def view_table(resp: dict, meta: pd.DataFrame, metric: str, views: Sequence[str]
     return w.reindex(columns=[VIEW_NAMES[v] for v in views]).reset_index().rename_axis(None, axis=1).fillna("-")
 
 # %% ../../nbs/53_groundedness_metrics.ipynb #69b18cd7
-VARIANT_CAPTIONS = {"paper": "variant paper: ours and VERIFY asked and read as VERIFY's released code",
+VARIANT_CAPTIONS = {"paper": "variant paper: ours and VERIFY asked and read as VERIFY's released code, units and facts "
+                             "kept as the released readers keep them",
+                    "trimmed": "variant trimmed: as paper, but empty units and facts dropped, units cut at 400 "
+                               "characters, a FActScore fact without passages unsupported without a call",
                     "lenient": "variant lenient (ours): the last code block and label, a repair round, worked examples"}
 
 def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = N_BOOT, smoke: bool = False,

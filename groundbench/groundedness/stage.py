@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core import Conversation, Prompt, Unit, load_settings, read_records, write_jsonl, write_table
+from ..core import Conversation, Prompt, Unit, compared_variants, load_settings, read_records
+from ..core import write_jsonl, write_table
 from ..core import assistant_name
 from ..embed import Embedder, embedder_from_settings, top_k_of
 from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
 from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
-from .units import VERIFIED, Variant, decontextualise, extract_units, variant_from_settings
+from .units import (UNIT_COUNTS, VERIFIED, Variant, decontextualise, extract_units,
+                                            variant_from_settings)
 from ..llm.client import LLM, llm_from_settings
 from ..runfolder import Run
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
@@ -80,13 +82,14 @@ def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd
                        topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict,
                        variant: Variant | None = None) -> dict:
     """The paper's comparison methods asked for, each its own pipeline over the same conversations and sources:
-    {method: (units, judgments)}; VERIFY asks and reads as `variant` does (FActScore as its own code)."""
+    {method: (units, judgments)}; VERIFY asks and reads as `variant` does, and both keep units and facts as it does
+    (FActScore's readers are its own code's)."""
     other, variant = {}, variant or variant_from_settings()
     if "verify" in methods:
         other["verify"] = run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats=caps,
                                      variant=variant)
     if "factscore" in methods:
-        other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k, stats=caps)
+        other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k, stats=caps, variant=variant)
     return other
 
 # %% ../../nbs/50_groundedness.ipynb #07af92cc
@@ -121,24 +124,33 @@ def variant_table(resp: dict[str, dict[str, pd.DataFrame]], meta: pd.DataFrame) 
 
 # %% ../../nbs/50_groundedness.ipynb #adb71345
 def variant_scores(x: Variant, methods: list, convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
-                   top_k: int, context_chars: int, reasoning_chars: int, alpha: float) -> dict[str, pd.DataFrame]:
-    """Ours (and VERIFY, when it is one of `methods`) on the same conversations again, asked and read as `x` does:
-    {method: response scores}. Requests both variants make alike come from the cache."""
-    xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, {}, x)
+                   top_k: int, context_chars: int, reasoning_chars: int, alpha: float, topics: dict,
+                   caps: dict | None = None) -> dict[str, pd.DataFrame]:
+    """Ours (and VERIFY and FActScore, when they are among `methods`) on the same conversations again, asked, read and
+    trimmed as `x` does: {method: response scores}; what `x` counts goes into `caps`. Requests both variants make
+    alike come from the cache."""
+    caps = {} if caps is None else caps
+    xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps, x)
     out = {"ours": response_scores(xu, xj, "ours", alpha)}
-    if "verify" in methods:
-        out["verify"] = response_scores(*run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars,
-                                                    stats={}, variant=x), "verify", alpha)
+    for m, (mu, mj) in comparison_methods([m for m in methods if m != "ours"], convs, chunks, llm, emb, topics, top_k,
+                                          context_chars, reasoning_chars, caps, x).items():
+        out[m] = response_scores(mu, mj, m, alpha)
     return out
 
 # %% ../../nbs/50_groundedness.ipynb #105f080b
-def variant_counts(caps: dict, v: Variant, others: list, resp: dict, convs: list) -> dict:
+def variant_counts(caps: dict, v: Variant, others: list, resp: dict, convs: list,
+                   other_caps: dict | None = None) -> dict:
     """The manifest's counts of the variants and of what the paper's readers and FActScore left: answers the other
-    reader reads differently, extractions still cut, FActScore's sentences without facts and responses without any."""
+    reader reads differently, extractions still cut, FActScore's sentences without facts and responses without any,
+    empty and long units and empty facts (kept, or dropped and cut by a variant that trims), facts without passages;
+    the same counts of each variant run beside it (`other_caps`: {name: its counts}) under `variant_<name>`."""
     keys = ("judge_read_differently", "verify_judge_read_differently", "extract_segments_cut", "verify_responses_cut",
-            "factscore_sentences", "factscore_sentences_without_facts", "factscore_sentences_cut")
+            "factscore_sentences", "factscore_sentences_without_facts", "factscore_sentences_cut",
+            *UNIT_COUNTS, *(f"verify_{k}" for k in UNIT_COUNTS), "factscore_empty_facts",
+            "factscore_empty_facts_dropped", "factscore_trailing_empty_facts", "factscore_facts_without_passages")
     return dict(variant=v.name, compare_variants=[x.name for x in others], **{k: caps.get(k, 0) for k in keys},
-                factscore_responses_without_facts=len(convs) - len(resp["factscore"]) if "factscore" in resp else 0)
+                factscore_responses_without_facts=len(convs) - len(resp["factscore"]) if "factscore" in resp else 0,
+                **{f"variant_{n}": {k: c.get(k, 0) for k in keys} for n, c in (other_caps or {}).items()})
 
 # %% ../../nbs/50_groundedness.ipynb #f489ff0e
 def unit_label_shares(units: list[Unit], meta: pd.DataFrame) -> pd.DataFrame:
@@ -221,7 +233,8 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
         raise ValueError(f"{GROUNDEDNESS}: parameter methods={methods!r}: 'ours' and any of 'verify', 'factscore'")
     v = variant_from_settings(settings, variant)
-    others = [variant_from_settings(settings, x) for x in (compare_variants or []) if x != v.name]
+    others = [variant_from_settings(settings, x) for x in compared_variants(compare_variants, settings, "groundedness")
+              if x != v.name]
     params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
                   top_k=top_k, context_tokens=context_tokens, variant=v.name,
                   compare_variants=[x.name for x in others])
@@ -247,9 +260,10 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
                               "role": pr[c.prompt_id].role if c.prompt_id in pr else ""} for c in convs])
         alpha = settings["groundedness"]["hallucination_alpha"]
         resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke, v.name)
-        by_variant = {v.name: {m: resp[m] for m in ("ours", "verify") if m in resp},
+        other_caps = {x.name: {} for x in others}
+        by_variant = {v.name: {m: resp[m] for m in ("ours", "verify", "factscore") if m in resp},
                       **{x.name: variant_scores(x, methods, convs, chunks, llm, emb, top_k, context_chars,
-                                                reasoning_chars, alpha) for x in others}}
+                                                reasoning_chars, alpha, topics, other_caps[x.name]) for x in others}}
         write_table_files(variant_table(by_variant, meta), out, "variants",
                           f"Groundedness by variant, per method and assistant (overall means; GS, CG, NCG in %): "
                           f"{v.name} (this run's tables) beside {', '.join(x.name for x in others) or 'no other'}",
@@ -259,7 +273,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         st.add_llm("embedding", emb.stats)
         _counts(st, convs_all, sources, convs, no_text, failed_pages, methods, other, caps, reasoning_chars, units,
                 ours, judgments, dstatus, context_chars, emb, top_k, chunks)
-        st.count(**variant_counts(caps, v, others, resp, convs))
+        st.count(**variant_counts(caps, v, others, resp, convs, other_caps))
     print("SMOKE RUN: bundled small model, not real judgments" if r.is_smoke else "")
     t4 = outputs[0].table
     return StageOutput.since(out, started, t4[t4.breakdown == "overall"])

@@ -19,11 +19,11 @@ from ..llm.client import (LLM, complete_json, complete_parsed, complete_retried,
                                     with_schema)
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'EXTRACT_TOKENS', 'DECONTEXT_TOKENS',
-           'DECONTEXT_GRAMMAR', 'UnitItem', 'Variant', 'variant_from_settings', 'UnitList', 'Decontextualised',
-           'answer_context', 'unit_grammar', 'parse_unit_lines', 'read_verify_units', 'extract_tokens', 'text_format',
-           'extract_requests', 'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests',
-           'decontextualise']
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'UNIT_COUNTS', 'EXTRACT_TOKENS',
+           'DECONTEXT_TOKENS', 'DECONTEXT_GRAMMAR', 'DECONTEXT_GRAMMAR_LONG', 'UnitItem', 'Variant',
+           'variant_from_settings', 'UnitList', 'Decontextualised', 'answer_context', 'unit_grammar',
+           'parse_unit_lines', 'read_verify_units', 'trim_units', 'extract_tokens', 'text_format', 'extract_requests',
+           'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests', 'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -45,11 +45,15 @@ class Variant:
     "lenient" (ours) reads the last code block and the last label in any case and gives one repair round that shows
     the model its answer. `judge_prompt`: the judge prompt's version (3: VERIFY's shape, no worked examples, knowledge
     unnumbered; 2: ours, three worked examples, numbered knowledge). `budget`: output tokens of every call (VERIFY's
-    2,048), or None for our per-step budgets."""
+    2,048), or None for our per-step budgets. `trim`: units and facts as the released readers leave them (False: an
+    empty unit or fact line is one, a long unit stays whole, a fact without passages is asked with an empty context),
+    or our way (True: empty ones dropped, units cut at `MAX_UNIT_CHARS`, a fact without passages unsupported without a
+    call); both counted either way."""
     name: str
     readers: str
     judge_prompt: int
     budget: int | None
+    trim: bool = False
     attempts: int = 11
     pipeline_attempts: int = 3
     retry_temperature: float = 0.5
@@ -64,8 +68,9 @@ class Variant:
                                     retry_cut)
         return complete_parsed(llm, requests, readers[1], step, hint, progress, retry_cut)
 
-VARIANTS = {"paper": Variant("paper", "verify", 3, 2048),
-            "lenient": Variant("lenient", "lenient", 2, None)}
+VARIANTS = {"paper": Variant("paper", "verify", 3, 2048),                    # as the released code, throughout
+            "trimmed": Variant("trimmed", "verify", 3, 2048, trim=True),       # paper, with units and facts trimmed
+            "lenient": Variant("lenient", "lenient", 2, None, trim=True)}      # ours throughout
 PAPER = VARIANTS["paper"]
 
 # %% ../../nbs/51_groundedness_units.ipynb #46886ac4
@@ -124,7 +129,8 @@ def unit_grammar(labels: Sequence[str] = LABELS8) -> str:
 def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
     """VERIFY's unit lines read as VERIFY reads them: a line starting with `- ` starts a unit, other lines continue it;
     the unit is split at its last `": "`. A unit whose type is not one of `labels` keeps an empty label (counted as
-    failed)."""
+    failed). Units are kept as read (`trim_units` applies the variant's rule); an answer whose every unit is empty is
+    not read (the repair round asks again)."""
     units: list[str] = []
     for line in text.splitlines():
         if line.startswith("- "): units.append(line[2:].strip())
@@ -135,15 +141,16 @@ def parse_unit_lines(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[d
     for u in units:
         body, sep, lab = u.rpartition(": ")
         body, lab = (body, canon.get(lab.strip().rstrip(".").lower(), "")) if sep else (u, "")
-        if body.strip(): out.append({"text": body.strip()[:MAX_UNIT_CHARS], "label": lab})
-    return (out, "") if out else (None, "every unit line is empty")
+        out.append({"text": body.strip(), "label": lab})
+    return (out, "") if any(u["text"] for u in out) else (None, "every unit line is empty")
 
 # %% ../../nbs/51_groundedness_units.ipynb #220bd3bf
 def read_verify_units(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[dict] | None, str]:
     """Unit lines read exactly as VERIFY's `text_to_units` reads them: every line stripped; a line starting with `- `
     starts a unit, any other line (a preamble too) continues the current one; a unit is split at its last `": "`, and
     one without `": "` is dropped. Types are matched without regard to case (VERIFY compares them lower-cased); an
-    unknown type is kept as written (never verified)."""
+    unknown type is kept as written (never verified). A unit with an empty body (`- : Fact`) is a unit, and a long one
+    stays whole, as upstream (`trim_units` applies the variant's rule)."""
     done, cur = [], []
     def close():
         full = "\n".join(cur).strip()
@@ -158,8 +165,23 @@ def read_verify_units(text: str, labels: Sequence[str] = LABELS8) -> tuple[list[
         else: cur.append(line.strip())
     if cur: close()
     canon = {l.lower(): l for l in labels}
-    out = [{"text": b[:MAX_UNIT_CHARS], "label": canon.get(l.lower(), l)} for b, l in done if b]
+    out = [{"text": b, "label": canon.get(l.lower(), l)} for b, l in done]
     return (out, "") if out else (None, "no unit line read (a line '- <unit>: <type>')")
+
+# %% ../../nbs/51_groundedness_units.ipynb #eb0e376c
+UNIT_COUNTS = ("units_empty", "units_over_400", "units_empty_dropped", "units_cut")   # what `trim_units` counts
+
+def trim_units(items: list[dict], variant: Variant, stats: dict | None = None, prefix: str = "") -> list[dict]:
+    """Units as `variant` keeps them: as read (`trim` False: empty and long units kept, as VERIFY's code keeps them)
+    or our way (empty units dropped, units cut at `MAX_UNIT_CHARS`); empty and long units are counted either way
+    (`<prefix>units_empty`, `<prefix>units_over_400`), and what trimming dropped or cut too (`UNIT_COUNTS`)."""
+    empty, long = sum(not it["text"] for it in items), sum(len(it["text"]) > MAX_UNIT_CHARS for it in items)
+    _count(stats, f"{prefix}units_empty", empty)
+    _count(stats, f"{prefix}units_over_400", long)
+    if not variant.trim: return items
+    _count(stats, f"{prefix}units_empty_dropped", empty)
+    _count(stats, f"{prefix}units_cut", long)
+    return [{**it, "text": it["text"][:MAX_UNIT_CHARS]} for it in items if it["text"]]
 
 # %% ../../nbs/51_groundedness_units.ipynb #472946a5
 def _wrap_units(read: tuple) -> tuple[dict | None, str]:
@@ -214,7 +236,7 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
     else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
-        items = r.value["units"] if r.value else [{"text": s.text, "label": ""}]
+        items = trim_units(r.value["units"], variant, stats) if r.value else [{"text": s.text, "label": ""}]
         _count(stats, "extract_segments_over_unit_cap", len(items) > MAX_UNITS)
         _count(stats, "extract_units_dropped_over_cap", max(0, len(items) - MAX_UNITS))
         items = items[:MAX_UNITS]
@@ -232,6 +254,8 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
 DECONTEXT_GRAMMAR = 'root ::= [^`]{0,400} "```\\n" [^`\\n]{1,600} "\\n```"'
+# a unit over MAX_UNIT_CHARS (kept whole by the paper readers) may need more room: the output budget bounds it
+DECONTEXT_GRAMMAR_LONG = 'root ::= [^`]{0,400} "```\\n" [^`\\n]+ "\\n```"'
 _BLOCK = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
 
 def parse_code_block(text: str) -> tuple[dict | None, str]:
@@ -260,14 +284,15 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
-    grammar = DECONTEXT_GRAMMAR if pt.version >= 2 else ""
+    lines = pt.version >= 2   # VERIFY's text formats (a grammar holds the model to them), else JSON
     reqs = []
     for u in todo:
         ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
         _count(stats, "decontext_context_truncated", cut)
+        grammar = "" if not lines else DECONTEXT_GRAMMAR_LONG if len(u.text) > MAX_UNIT_CHARS else DECONTEXT_GRAMMAR
         reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or DECONTEXT_TOKENS,
                             grammar=grammar))
-    return todo, (reqs if grammar else with_schema(reqs, Decontextualised))
+    return todo, (reqs if lines else with_schema(reqs, Decontextualised))
 
 # %% ../../nbs/51_groundedness_units.ipynb #352a7406
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,

@@ -12,7 +12,7 @@ from collections import Counter
 import pandas as pd
 
 from ..claims import QuestionRewrite, claims_and_templates, rewrite_requests, rewrite_sample
-from ..core import resolve_path
+from ..core import RecordError, resolve_path
 from .steps import (NAN, STAGE_STEPS, UNIT_CHARS, Context, Inputs, StepEstimate,
                                         cached_units)
 from ..embed import evidence_chars
@@ -172,12 +172,16 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
     from groundbench.core import assistant_name
-    from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, pick_responses, response_table
+    from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, page_view, pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None:
         return [ctx.estimated_step(stg, s, "ratio", NAN, None,
                                    "answers not known before collection") for s in STAGE_STEPS[stg]]
-    resp = response_table(inp.convs, inp.sources, {c.conversation_id: assistant_name(c) for c in inp.convs})
+    scs = ctx.settings.get("sourcecheckup", {})
+    how = p.get("source_text") or scs.get("source_text", "whole")
+    try: view = page_view(inp.sources, how)
+    except RecordError: view = page_view(inp.sources, "extracted")   # sources from before the released texts
+    resp = response_table(inp.convs, view, {c.conversation_id: assistant_name(c) for c in inp.convs})
     with_units = {c.conversation_id for c in scored}
     keep = set(pick_responses(resp, with_units, int(p.get("sourcecheckup_conversations") or 0)))
     todo = [c for c in inp.convs if c.conversation_id in keep and c.conversation_id not in with_units]
@@ -196,9 +200,8 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
     dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
     chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
-    scs = ctx.settings.get("sourcecheckup", {})
-    if (p.get("source_text") or scs.get("source_text", "whole")) == "whole":   # the whole page, as far as the context
-        t = inp.sources.text.fillna("").astype(str) if "text" in inp.sources else pd.Series([], dtype=str)
+    if how != "chunks":   # the whole page, as far as the context
+        t = view.text
         t = t[t.str.strip().ne("")].str.len().clip(upper=4 * int(scs.get("context_tokens", SC_CONTEXT)))
         chunk = float(t.mean()) if len(t) else chunk
     return [ctx.built_step(stg, "extract_units", reqs, None,

@@ -94,13 +94,17 @@ AGREEMENT_ITEMS = (  # the report's titles of the tables `groundbench agreement`
 # %% ../../nbs/80_report.ipynb #e01008ee
 VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file, the report's title)
     "groundedness_variants": (GROUNDEDNESS, "variants.csv",
-                              "Groundedness by variant (overall means; GS, CG, NCG in %): paper as VERIFY's released "
-                              "code, lenient ours; Table 4 is the run's own variant's"),
+                              "Groundedness by variant (overall means; GS, CG, NCG in %): paper as the released code "
+                              "(VERIFY's readers, units and facts as they keep them), trimmed (empty units and facts "
+                              "dropped, units cut at 400 characters, no call for a fact without passages), lenient "
+                              "ours; Table 4 is the run's own variant's"),
     "sourcebench_variants": (SOURCEBENCH, "sourcebench_variants.csv",
-                             "SourceBench by variant: paper as the official pipeline, failed_as_zero ours, rubric "
-                             "seed 001's; the SourceBench table is the run's own"),
-    "sourcecheckup_variants": (SOURCECHECKUP, "sourcecheckup_variants.csv", "SourceCheckup by what the verifier saw of "
-                               "each page: whole (its code), chunks (ours); the SourceCheckup table is the run's own")}
+                             "SourceBench by variant: paper as the official pipeline (the text its collector reads, "
+                             "its one request, no page date), extracted (its rules on our main text), failed_as_zero "
+                             "ours, rubric seed 001's; the SourceBench table is the run's own"),
+    "sourcecheckup_variants": (SOURCECHECKUP, "sourcecheckup_variants.csv", "SourceCheckup by how the verifier reads "
+                               "each page: whole (its code: BeautifulSoup's text, valid on HTTP 200), extracted (our "
+                               "main text), chunks (ours); the SourceCheckup table is the run's own")}
 # the judges against ExpertQA's experts (70_validation), each shown under the caption the stage gave it
 VALIDATION_TABLES = ("judge_agreement", "sourcecheckup_agreement", "reliability_agreement")
 

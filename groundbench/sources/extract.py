@@ -15,8 +15,9 @@ import warnings
 from dataclasses import asdict, dataclass
 
 # %% auto #0
-__all__ = ['EXTRACT_REASONS', 'text_codec', 'decode_bytes', 'Extracted', 'ExtractLimits', 'extract_html', 'extract_pdf',
-           'extract', 'worker_main', 'ExtractWorker']
+__all__ = ['EXTRACT_REASONS', 'SOURCEBENCH_REMOVED', 'text_codec', 'decode_bytes', 'Extracted', 'ExtractLimits', 'extract_html',
+           'extract_pdf', 'requests_text', 'sourcebench_text', 'sourcecheckup_text', 'released_texts', 'extract',
+           'worker_main', 'ExtractWorker']
 
 # %% ../../nbs/32_sources_extract.ipynb #ba250ff7
 _META = re.compile(
@@ -70,7 +71,7 @@ def decode_bytes(body: bytes, content_type: str = "") -> tuple[str, str]:
 @dataclass
 class Extracted:
     """Text and metadata of one fetched body; `kind` is html, pdf, text, empty, unsupported or failed; `reason` names a
-    failure."""
+    failure. Beside our main text, the texts the released collectors compute from the same body (`released_texts`)."""
     kind: str
     text: str = ""
     title: str = ""
@@ -82,6 +83,8 @@ class Extracted:
     error: str = ""
     reason: str = ""
     seconds: float = 0.0
+    text_sourcebench: str = ""     # the text SourceBench's released collector reads (`sourcebench_text`)
+    text_sourcecheckup: str = ""   # the text SourceCheckup's released code gives its verifier (`sourcecheckup_text`)
 
 # %% ../../nbs/32_sources_extract.ipynb #6a4a5614
 EXTRACT_REASONS = {  # reason: what it means (none of them is a valid source)
@@ -139,6 +142,54 @@ def extract_pdf(body: bytes, max_pages: int = 300, max_chars: int = 2_000_000) -
     except Exception as e:
         return Extracted("pdf", error=f"PDF not readable: {type(e).__name__}: {e}"[:300], reason="unreadable_pdf")
 
+# %% ../../nbs/32_sources_extract.ipynb #ee6fecfb
+def requests_text(body: bytes, content_type: str = "") -> str:
+    """A body decoded as `requests`' `Response.text` decodes it (both released collectors fetch with `requests`): the
+    Content-Type's charset, else ISO-8859-1 for `text/*` and UTF-8 for JSON (`get_encoding_from_headers`), else the
+    encoding charset_normalizer guesses (`apparent_encoding`); undecodable bytes replaced. Computed by `requests`
+    itself on a response made of these bytes and that header."""
+    import requests
+    r = requests.models.Response()
+    r._content, r._content_consumed, r.status_code = body, True, 200
+    if content_type: r.headers["Content-Type"] = content_type
+    r.encoding = requests.utils.get_encoding_from_headers(r.headers)
+    return r.text
+
+# %% ../../nbs/32_sources_extract.ipynb #ba378acc
+SOURCEBENCH_REMOVED = ("script", "style", "noscript", "header", "footer", "nav")
+
+def sourcebench_text(body: bytes, content_type: str = "") -> str:
+    """The text SourceBench's released collector keeps of a page (`scrape_url`): for a Content-Type that contains
+    `text/html` or `application/xhtml+xml` (as written, case and all), BeautifulSoup's `html.parser` on the decoded
+    text without the `SOURCEBENCH_REMOVED` elements, `get_text("\\n")`, every line stripped and the empty ones dropped;
+    otherwise the decoded text itself (`requests_text`)."""
+    text = requests_text(body, content_type)
+    if "text/html" not in content_type and "application/xhtml+xml" not in content_type: return text
+    from bs4 import BeautifulSoup
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        soup = BeautifulSoup(text, "html.parser")
+        for tag in soup(list(SOURCEBENCH_REMOVED)): tag.decompose()
+        return "\n".join(line.strip() for line in soup.get_text("\n").splitlines() if line.strip())
+
+# %% ../../nbs/32_sources_extract.ipynb #43088b25
+def sourcecheckup_text(body: bytes) -> str:
+    """The text SourceCheckup's released code gives its verifier (`utils.extract_contents_from_url`): BeautifulSoup's
+    `html.parser` on the body's bytes, whatever their type, `get_text()` with no separator."""
+    from bs4 import BeautifulSoup
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return BeautifulSoup(body, "html.parser").get_text()
+
+# %% ../../nbs/32_sources_extract.ipynb #acaa1064
+def released_texts(body: bytes, content_type: str = "", max_chars: int = 2_000_000) -> tuple[str, str, str]:
+    """(SourceBench's text, SourceCheckup's text, an error) of a body, each cut at `max_chars` (the bound of our own
+    text); a library that raises leaves both texts empty and says why."""
+    if not body: return "", "", ""
+    try: return sourcebench_text(body, content_type)[:max_chars], sourcecheckup_text(body)[:max_chars], ""
+    except (RecursionError, ValueError, TypeError, LookupError, AssertionError) as e:
+        return "", "", f"released_text_error: {type(e).__name__}: {e}"[:300]
+
 # %% ../../nbs/32_sources_extract.ipynb #41e85309
 def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractLimits | None = None) -> Extracted:
     "Text and metadata of a fetched body, by its type, in this process (see `ExtractWorker` for the limited one)."
@@ -156,7 +207,9 @@ def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractL
         elif ct.startswith("text/") or ct in ("application/json", "application/xml"):
             text, enc = decode_bytes(body, content_type)
             e = Extracted("text" if text.strip() else "empty", text.strip(), encoding=enc)
-        else: return Extracted("unsupported", error=f"unsupported content type {ct[:60] or 'unknown'}")
+        else: e = Extracted("unsupported", error=f"unsupported content type {ct[:60] or 'unknown'}")
+    e.text_sourcebench, e.text_sourcecheckup, err = released_texts(body, content_type, lim.max_text_chars)
+    if err: e.error = (e.error + " " + err).strip()
     if len(e.text) > lim.max_text_chars:
         n = len(e.text)
         e.text, e.reason = e.text[:lim.max_text_chars], "too_large"
@@ -198,7 +251,7 @@ def worker_main(memory_mb: int = 0):
     _serve(Connection(os.dup(0), writable=False), Connection(out_fd, readable=False), memory_mb)
 
 # %% ../../nbs/32_sources_extract.ipynb #2efea583
-_PRELOAD = ["trafilatura", "htmldate", "pypdf", "charset_normalizer", "lxml.html"]
+_PRELOAD = ["trafilatura", "htmldate", "pypdf", "charset_normalizer", "lxml.html", "bs4", "requests"]
 
 class ExtractWorker:
     "`extract` in a worker process with a time limit per page and a memory limit; replaced after a timeout or a crash."

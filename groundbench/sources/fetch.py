@@ -162,6 +162,7 @@ class FetchRecord:
     reason: str = ""
     content_encoding: str = ""
     settings_key: str = ""
+    first_status: int = 0   # the first attempt's HTTP status (0: none), what a fetch without retries sees
 
 # %% ../../nbs/31_sources_fetch.ipynb #a9014f50
 # Chromium 156 on Linux, as a real browser sends it
@@ -299,6 +300,8 @@ async def _fetch_one(client, rec: FetchRecord, cfg: FetchSettings, resolve, stor
             if attempt < cfg.retries and not isinstance(e, Unresolvable) and is_transient(_classify(e)[0]):
                 await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
             raise
+        finally:
+            if attempt == 0: rec.first_status = rec.status   # kept for the released collectors, which never retry
         if rec.status in TRANSIENT and attempt < cfg.retries:
             await asyncio.sleep(cfg.backoff_s * 2 ** attempt * (0.5 + random.random() / 2)); continue
         if rec.status != 200:

@@ -1,4 +1,4 @@
-"""Every distinct cited URL of a run fetched once, safely (notebook 31), its main text and metadata extracted (notebook 32), and its validity decided: `valid` = HTTP 200 and non-empty text (SourceCheckup), `substantive` = at least 500 characters (SourceBench). Texts an importer already carries are used as they are.
+"""Every distinct cited URL of a run fetched once, safely (notebook 31), its main text and metadata extracted (notebook 32), and its validity decided: `valid` = HTTP 200 and non-empty text (SourceCheckup), `substantive` = at least 500 characters (SourceBench); beside our main text, the text each released collector reads of the same page and the first attempt's status (the SourceBench and SourceCheckup `paper` variants use those). Texts an importer already carries are used as they are.
 
 Docs: https://groundbench.github.io/groundbench/sources.html.md"""
 
@@ -28,8 +28,8 @@ from .extract import ExtractLimits, ExtractWorker, Extracted, extract
 from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
 
 # %% auto #0
-__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'record_path', 'read_extraction', 'source_doc', 'failure_reason', 'reason_counts',
-           'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
+__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'record_path', 'read_extraction', 'first_status', 'source_doc', 'failure_reason',
+           'reason_counts', 'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 SUBSTANTIVE_CHARS = 500
@@ -60,7 +60,8 @@ class PageStore:
         if not _SHA256.fullmatch(str(sha)): raise ValueError(f"not a sha256 digest: {str(sha)[:80]!r}")
         return self.archive.read(f"archive/{sha[:2]}/{sha}.bin")
 
-    def _limits_key(self) -> str: return json.dumps(dataclasses.asdict(self.limits), sort_keys=True)
+    def _limits_key(self) -> str:   # the released collectors' texts (v2) are part of every extraction
+        return json.dumps(dataclasses.asdict(self.limits) | {"released_texts": 2}, sort_keys=True)
 
     def extract(self, body: bytes, content_type: str, url: str, timeout_s: float | None = None) -> Extracted:
         "Extract in the limited worker (started on first use)."
@@ -106,6 +107,12 @@ def read_extraction(path: Path, limits_key: str) -> Extracted | None:
     except (ValueError, TypeError, OSError): pass
     return None
 
+# %% ../../nbs/30_sources.ipynb #72918f4d
+def first_status(rec: FetchRecord) -> int:
+    """The HTTP status of a URL's first attempt: recorded, or, for a record made before it was, the final status when
+    there was one attempt, else 0 (a first attempt answered 200 is never retried, so it was not 200)."""
+    return int(rec.first_status or (rec.status if rec.attempts <= 1 else 0))
+
 # %% ../../nbs/30_sources.ipynb #34e4f35b
 def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
     """The SourceDoc of a fetched URL: validity by SourceCheckup, substance by SourceBench; any failure reason makes it
@@ -113,7 +120,8 @@ def source_doc(rec: FetchRecord, ex: Extracted) -> SourceDoc:
     valid = rec.status == 200 and bool(ex.text.strip()) and not rec.error and not ex.reason
     return SourceDoc(rec.url, rec.final_url, rec.status, rec.content_type, ex.text, ex.title, ex.author, ex.published,
                      ex.updated, ex.site_name, rec.sha256, rec.fetched_at, rec.error or ex.error, valid,
-                     valid and len(ex.text) >= SUBSTANTIVE_CHARS)
+                     valid and len(ex.text) >= SUBSTANTIVE_CHARS, text_sourcebench=ex.text_sourcebench,
+                     text_sourcecheckup=ex.text_sourcecheckup, first_status=first_status(rec))
 
 # %% ../../nbs/30_sources.ipynb #f944be52
 def failure_reason(rec: FetchRecord, ex: Extracted) -> str:
@@ -142,12 +150,14 @@ def fetch_and_extract(store: PageStore, urls: list[str] | None, cfg: FetchSettin
             ex = store.extracted(rec, total_s)
             js_only = rec.status == 200 and not rec.reason and ex.kind == "empty" and "html" in rec.content_type
             if browser_fetch and js_only:
-                rd = render_with_browser(rec.final_url or u, cfg.allow_private)
+                rd, released = render_with_browser(rec.final_url or u, cfg.allow_private), ex
                 if rd.html:
                     ex = store.extract(rd.html.encode("utf-8"), "text/html; charset=utf-8", rd.final_url or u,
                                        max(store.min_extract_s, total_s - rd.seconds))
                     if not ex.reason: ex.error = (ex.error + " rendered with JavaScript").strip()
                 else: ex = Extracted("failed", error=rd.error, reason=rd.reason or "error")
+                # the released collectors run no JavaScript: their texts stay those of the body as fetched
+                ex.text_sourcebench, ex.text_sourcecheckup = released.text_sourcebench, released.text_sourcecheckup
             docs[u], reasons[u] = source_doc(rec, ex), failure_reason(rec, ex)
     finally: store.close()
     return recs, docs, reasons
@@ -163,7 +173,8 @@ def source_rows(convs: Sequence[Conversation], pre: pd.DataFrame, docs: dict, re
             if (cv.conversation_id, c.url) in pre_by:
                 p = pre_by[(cv.conversation_id, c.url)]
                 d = SourceDoc(c.url, c.url, 200, "text/plain", p.text, valid=bool(p.text.strip()),
-                              substantive=len(p.text) >= SUBSTANTIVE_CHARS, presupplied=True)
+                              substantive=len(p.text) >= SUBSTANTIVE_CHARS, presupplied=True,
+                              text_sourcebench=p.text, text_sourcecheckup=p.text, first_status=200)
                 why = "" if d.valid else "no_text"
             elif c.url in docs: d, why = docs[c.url], reasons[c.url]
             else:
