@@ -1,4 +1,4 @@
-"""Every cited page with text scored on SourceBench's eight metrics by an LLM judge in three calls (content, metadata, layout), each a validated JSON score 1-5 with a justification; the weighted page score; the system score per assistant and per query type.
+"""The cited pages SourceBench's official pipeline keeps (the text its collector reads, its one request, its 500-character floor, the first 5 a response) scored on its eight metrics by an LLM judge in three calls (content, metadata, layout), each a JSON score 1-5 with a justification; the weighted page score; the system score per assistant and per query type; our readings beside it.
 
 Docs: https://groundbench.github.io/groundbench/sourcebench.html.md"""
 

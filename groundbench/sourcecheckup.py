@@ -28,7 +28,7 @@ from .tables import write_table_files
 # %% auto #0
 __all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'Support', 'response_table',
            'aggregate_support', 'support_table', 'source_budget', 'page_view', 'judge_pairs', 'pick_responses',
-           'other_view', 'statements_of', 'run']
+           'other_view', 'statements_of', 'reading_views', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -215,6 +215,19 @@ def statements_of(convs: list[Conversation], keep: set, units: list[Unit], sourc
         decontextualise(needs_decon, convs, llm)[0] if needs_decon else [])
     return [u for u in units + extracted if u.label in STATEMENT_LABELS and u.conversation_id in keep], len(todo)
 
+# %% ../nbs/65_sourcecheckup.ipynb #26266f23
+def reading_views(convs: list[Conversation], path: Path, names: dict, readings: list[str], units: list[Unit],
+                  n: int) -> tuple[dict, dict, set]:
+    """The sample's cited pages as each reading sees them (`page_view`), each reading's `response_table`, and the
+    sample's conversation ids (`pick_responses` under the first reading, with at most `n` responses; 0: all)."""
+    sources = pd.read_parquet(path).drop_duplicates(["conversation_id", "citation_index"])
+    sources = sources.assign(assistant=sources.conversation_id.map(names))
+    views = {x: page_view(sources, x, path) for x in readings}
+    by_view = {x: response_table(convs, v, names) for x, v in views.items()}
+    keep = set(pick_responses(by_view[readings[0]], {u.conversation_id for u in units}, n))
+    return ({x: v[v.conversation_id.isin(keep)] for x, v in views.items()},
+            {x: t[t.conversation_id.isin(keep)].reset_index(drop=True) for x, t in by_view.items()}, keep)
+
 # %% ../nbs/65_sourcecheckup.ipynb #92c9cc8e
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
         source_text: str | None = None, compare_variants: list | None = None,
@@ -233,18 +246,12 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
     with r.record_stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
         path = r.dir / SOURCES / "sources.parquet"
-        sources = pd.read_parquet(path).drop_duplicates(["conversation_id", "citation_index"])
         names = {c.conversation_id: assistant_name(c) for c in convs}
-        sources = sources.assign(assistant=sources.conversation_id.map(names))
-        views = {x: page_view(sources, x, path) for x in [source_text, *others]}
         llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
         units_file = r.dir / GROUNDEDNESS / "units.jsonl"
         units = read_records(units_file, Unit) if units_file.exists() else []
-        by_view = {x: response_table(convs, v, names) for x, v in views.items()}
-        keep = set(pick_responses(by_view[source_text], {u.conversation_id for u in units},
-                                  sourcecheckup_conversations))
-        by_view = {x: t[t.conversation_id.isin(keep)].reset_index(drop=True) for x, t in by_view.items()}
-        views = {x: v[v.conversation_id.isin(keep)] for x, v in views.items()}
+        views, by_view, keep = reading_views(convs, path, names, [source_text, *others], units,
+                                             sourcecheckup_conversations)
         # statements are decontextualised unless no reading of the pages leaves their response a valid source
         sourceless = set.intersection(*(set(t.conversation_id[t.sourceless]) for t in by_view.values()))
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)

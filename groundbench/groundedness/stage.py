@@ -30,7 +30,7 @@ from ..tables import write_output, write_table_files
 # %% auto #0
 __all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
            'comparison_methods', 'run_ours', 'variant_table', 'variant_scores', 'variant_counts', 'unit_label_shares',
-           'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run']
+           'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run_variants', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -216,6 +216,14 @@ def context_tokens_of(settings: dict, context_tokens: int | None = None) -> int:
     characters."""
     return int(context_tokens or settings["groundedness"].get("context_tokens", 3000))
 
+# %% ../../nbs/50_groundedness.ipynb #a3362386
+def run_variants(settings: dict, variant: str | None, compare_variants: list | None) -> tuple[Variant, list[Variant]]:
+    """The run's variant (`variant`, else settings') and those scored beside it (`compare_variants`, else settings'
+    `[groundedness] compare_variants`), the run's own left out of them."""
+    v = variant_from_settings(settings, variant)
+    return v, [variant_from_settings(settings, x) for x in compared_variants(compare_variants, settings, "groundedness")
+               if x != v.name]
+
 # %% ../../nbs/50_groundedness.ipynb #a9d8f40b
 def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", failed_pages: str = "unverifiable",
         methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None,
@@ -232,9 +240,7 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     methods = ["ours", "verify", "factscore"] if methods is None else list(methods)
     if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
         raise ValueError(f"{GROUNDEDNESS}: parameter methods={methods!r}: 'ours' and any of 'verify', 'factscore'")
-    v = variant_from_settings(settings, variant)
-    others = [variant_from_settings(settings, x) for x in compared_variants(compare_variants, settings, "groundedness")
-              if x != v.name]
+    v, others = run_variants(settings, variant, compare_variants)
     params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
                   top_k=top_k, context_tokens=context_tokens, variant=v.name,
                   compare_variants=[x.name for x in others])
