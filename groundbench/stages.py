@@ -16,7 +16,7 @@ from .core import RecordError, project_root
 
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
-           'REPORT', 'EXPLORER', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters']
+           'REPORT', 'EXPLORER', 'FINDINGS', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters']
 
 # %% ../nbs/08_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Stage:
 CLAIMS, COLLECT, SOURCES, CREDIBILITY = "10_claims", "20_collect", "30_sources", "40_credibility"
 GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP = "50_groundedness", "60_sourcebench", "65_sourcecheckup"
 PROFILE, VALIDATION, REPORT, EXPLORER = "68_profile", "70_validation", "80_report", "85_explorer"
+FINDINGS = "75_findings"
 
 STAGES: dict[str, Stage] = {s.name: s for s in [
     Stage(name=CLAIMS, title="claims and prompts: the seed study's claims, templates and question rewrites",
@@ -87,8 +88,12 @@ STAGES: dict[str, Stage] = {s.name: s for s in [
           outputs=("judge_claims.parquet", "judge_confusion.csv"),
           llm_steps=("judge", "sourcecheckup"),
           module="labels.validation"),
-    Stage(name=REPORT, title="report: the paper's tables and figures, paper against run, one HTML page",
+    Stage(name=FINDINGS, title="findings: every difference tested on the claims' design, the paper's findings checked",
           reads=(COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP),
+          outputs=("findings.csv", "paper_findings.csv"),
+          module="findings.stage"),
+    Stage(name=REPORT, title="report: the paper's tables and figures, paper against run, one HTML page",
+          reads=(COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, FINDINGS),
           outputs=("report.html",),
           module="report.tables"),
     Stage(name=EXPLORER, title="explorer: a notebook in the run folder to browse claims, answers, units and sources",
