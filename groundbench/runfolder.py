@@ -26,12 +26,13 @@ from typing import Iterable, Sequence
 
 from .core import (RecordError, load_settings, now_iso, project_root, regular_file, resolve_path, to_plain,
                               write_json)
+from .stages import COLLECT
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
            'environment_info', 'cache_dir', 'with_runs_dir', 'redact', 'run_file_bytes', 'read_manifest', 'own_folder',
-           'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions', 'model_record',
-           'stage_usage', 'cut_outputs']
+           'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
+           'model_record', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -142,6 +143,16 @@ def own_folder(d: Path) -> Path:
         raise RecordError(f"{d}: a symbolic link; a run's stage folder is a folder of its own (remove the link)")
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+# %% ../nbs/01_runfolder.ipynb #72b67945
+def run_folders(run_dir: str | Path, runs: Sequence = ()) -> list[Path]:
+    """The run folders a stage that reads several runs reads (the report, the findings): `run_dir` itself when it
+    holds a collection, then each of `runs`, a path or a run id in `run_dir`'s parent folder; none is an error."""
+    d = Path(run_dir)
+    out = ([d] if (d / COLLECT / "conversations.jsonl").exists() else []) + [
+        Path(x) if Path(x).is_absolute() or Path(x).exists() else d.parent / str(x) for x in runs]
+    if not out: raise RecordError(f"{d}: nothing to read (no {COLLECT} here and no `runs` given)")
+    return out
 
 # %% ../nbs/01_runfolder.ipynb #68d32a0d
 class Run:

@@ -40,12 +40,13 @@ class Stage:
         "The stage's output folder in a run."
         return Path(run_dir) / self.name
 
-# %% ../nbs/08_stages.ipynb #27050387
+# %% ../nbs/08_stages.ipynb #c0a21233
 CLAIMS, COLLECT, SOURCES, CREDIBILITY = "10_claims", "20_collect", "30_sources", "40_credibility"
 GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP = "50_groundedness", "60_sourcebench", "65_sourcecheckup"
 PROFILE, VALIDATION, REPORT, EXPLORER = "68_profile", "70_validation", "80_report", "85_explorer"
 FINDINGS = "75_findings"
 
+# %% ../nbs/08_stages.ipynb #27050387
 STAGES: dict[str, Stage] = {s.name: s for s in [
     Stage(name=CLAIMS, title="claims and prompts: the seed study's claims, templates and question rewrites",
           outputs=("claims.parquet", "prompts.parquet"),

@@ -14,11 +14,29 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
-__all__ = ['KINDS', 'FEW_CLUSTERS', 'Difference', 'cell_means', 'difference', 'cluster_bootstrap', 'interaction', 'holm',
-           'independent_difference']
+__all__ = ['METRICS', 'KINDS', 'FEW_CLUSTERS', 'Difference', 'cell_means', 'difference', 'cluster_bootstrap', 'interaction',
+           'holm', 'independent_difference']
+
+# %% ../../nbs/76_findings_models.ipynb #71748ed1
+# metric: (stage, what one observation is, model, scale, what it measures)
+METRICS = {
+    "CR": (CREDIBILITY, "citation", "binomial", "points", "credibility rate: rated citations with a positive score"),
+    "NCR": (CREDIBILITY, "citation", "binomial", "points", "non-credibility rate: rated citations scored below 0"),
+    "GS": (GROUNDEDNESS, "response", "gaussian", "points", "groundedness score (ours): supported / verified units"),
+    "CG": (GROUNDEDNESS, "response", "gaussian", "points", "credible groundedness (ours)"),
+    "NCG": (GROUNDEDNESS, "response", "gaussian", "points", "non-credible groundedness (ours)"),
+    "HS": (GROUNDEDNESS, "response", "gaussian", "score", "hallucination score (ours)"),
+    "GS_verify": (GROUNDEDNESS, "response", "gaussian", "points", "factual precision by VERIFY"),
+    "GS_factscore": (GROUNDEDNESS, "response", "gaussian", "points", "FActScore (with its length penalty)"),
+    "unclassified": (GROUNDEDNESS, "unit", "binomial", "points", "units not classified as Fact or Claim"),
+    "SourceBench": (SOURCEBENCH, "page", "gaussian", "score", "SourceBench weighted page score (0-100)"),
+    "SC_statement": (SOURCECHECKUP, "statement", "binomial", "points", "SourceCheckup: statements supported"),
+    "SC_response": (SOURCECHECKUP, "response", "binomial", "points", "SourceCheckup: responses fully supported"),
+}
 
 # %% ../../nbs/76_findings_models.ipynb #59448f4c
 KINDS = {"binomial": "GLM binomial (logit), cluster-robust by claim, delta method",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import RecordError, project_root
-from .models import Difference, difference, holm, interaction
+from .models import METRICS, Difference, difference, holm, interaction
 from ..stats import N_BOOT
 
 # %% auto #0
@@ -26,7 +26,6 @@ ROLES = ("fact_checker", "claim_believer")   # role_effect: claim_believer - fac
 
 def load_paper_findings(path: str | Path | None = None) -> pd.DataFrame:
     "The paper's findings file, each row checked (metric, factor, within, sides, expect)."
-    from groundbench.findings.stage import METRICS
     path = Path(path) if path else project_root() / "data" / "seed_study" / "paper_findings.csv"
     f = pd.read_csv(path, dtype=str, keep_default_na=False)
     need = ["finding_id", "source", "section", "quote", "metric", "factor", "within", "a", "b", "expect"]
@@ -53,7 +52,6 @@ def study_assistant(name: str, mapping: dict | None = None) -> str:
 # %% ../../nbs/77_findings_paper.ipynb #7eac24d6
 def test_contrast(obs: pd.DataFrame, r, n_boot: int = N_BOOT) -> Difference:
     "One row of the findings file tested on `obs` (its metric's observations, assistants in the papers' names)."
-    from groundbench.findings.stage import METRICS
     o = obs[obs.metric == r.metric]
     if r.within:
         col, val = r.within.split("=", 1)
@@ -80,7 +78,6 @@ def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapp
     """Every row of the paper's findings tested on a run's observations (assistants mapped to the papers' names by
     `study_assistant` with `mapping`): (one row per contrast with its estimate, interval, p-values and verdict; one
     row per finding with its rolled-up verdict)."""
-    from groundbench.findings.stage import METRICS
     findings = load_paper_findings() if findings is None else findings
     obs = obs.assign(assistant=[study_assistant(a, mapping) for a in obs.assistant])
     rows = []

@@ -15,32 +15,17 @@ import numpy as np
 import pandas as pd
 
 from ..core import Conversation, Prompt, assistant_name, read_records
-from .models import FEW_CLUSTERS, difference, holm, independent_difference
-from ..runfolder import Run
+from .models import FEW_CLUSTERS, METRICS, difference, holm, independent_difference
+from ..runfolder import Run, run_folders
 from ..stages import COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, StageOutput
 from ..stats import N_BOOT
 from ..tables import Output, plotting, read_scores, write_output
 
 # %% auto #0
-__all__ = ['METRICS', 'DESIGN', 'FACTORS', 'design_table', 'observations', 'comparisons', 'findings_table', 'forest_figure',
+__all__ = ['DESIGN', 'FACTORS', 'design_table', 'observations', 'comparisons', 'findings_table', 'forest_figure', 'report_items',
            'run']
 
 # %% ../../nbs/75_findings.ipynb #e91cfe28
-# metric: (stage, what one observation is, model, scale, what it measures)
-METRICS = {
-    "CR": (CREDIBILITY, "citation", "binomial", "points", "credibility rate: rated citations with a positive score"),
-    "NCR": (CREDIBILITY, "citation", "binomial", "points", "non-credibility rate: rated citations with a negative score"),
-    "GS": (GROUNDEDNESS, "response", "gaussian", "points", "groundedness score (ours): supported / verified units"),
-    "CG": (GROUNDEDNESS, "response", "gaussian", "points", "credible groundedness (ours)"),
-    "NCG": (GROUNDEDNESS, "response", "gaussian", "points", "non-credible groundedness (ours)"),
-    "HS": (GROUNDEDNESS, "response", "gaussian", "score", "hallucination score (ours)"),
-    "GS_verify": (GROUNDEDNESS, "response", "gaussian", "points", "factual precision by VERIFY"),
-    "GS_factscore": (GROUNDEDNESS, "response", "gaussian", "points", "FActScore (with its length penalty)"),
-    "unclassified": (GROUNDEDNESS, "unit", "binomial", "points", "units not classified as Fact or Claim"),
-    "SourceBench": (SOURCEBENCH, "page", "gaussian", "score", "SourceBench weighted page score (0-100)"),
-    "SC_statement": (SOURCECHECKUP, "statement", "binomial", "points", "SourceCheckup: statements supported"),
-    "SC_response": (SOURCECHECKUP, "response", "binomial", "points", "SourceCheckup: responses fully supported"),
-}
 DESIGN = ["run_id", "conversation_id", "claim_id", "prompt_id", "assistant", "topic", "role", "thinking",
           "collected_at"]
 
@@ -186,18 +171,49 @@ def forest_figure(t: pd.DataFrame, metric: str):
     fig.tight_layout()
     return fig
 
+# %% ../../nbs/75_findings.ipynb #9e3377ab
+def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output], list[Output], list[str]]:
+    """The report's sections from a findings folder: (those that open the report: the papers' findings and their
+    verdicts; those after the lenses: every comparison and a forest plot per metric; notes of what is missing)."""
+    f = Path(folder) if folder else None
+    if f is None or not (f / "findings.csv").exists():
+        return [], [], ["Findings: no 75_findings outputs (the differences tested on the claims' design)"]
+    first, notes = [], []
+    if (f / "paper_findings_summary.csv").exists():
+        s, rows = pd.read_csv(f / "paper_findings_summary.csv"), pd.read_csv(f / "paper_findings.csv")
+        first = [Output("paper_findings_summary", "The paper's findings in this run: one verdict per finding "
+                        "(supported, contradicted, partly supported, not detectable at this sample size, not testable "
+                        "here), each tested on the claims' design", s, smoke=smoke),
+                 Output("paper_findings", "The paper's findings, contrast by contrast: B - A with its claim-clustered "
+                        "95% interval, the p-value Holm-adjusted within metric and factor, and the verdict",
+                        rows[["finding_id", "metric", "factor", "within", "a", "b", "expect", "a_value", "b_value",
+                              "diff", "low", "high", "p_holm", "verdict"]], smoke=smoke)]
+    else: notes.append("The paper's findings: not tested in this run (75_findings' paper_findings is off)")
+    t = read_scores(f / "findings.csv", ("metric", "factor", "within", "a", "b", "unit", "method", "warning"))
+    shown = t[["metric", "factor", "within", "a", "b", "a_value", "b_value", "diff", "low", "high", "p_holm",
+               "boot_low", "boot_high", "indep_low", "indep_high", "clusters", "paired"]]
+    after = [Output("findings", "Every difference B - A by metric and factor, with its claim-clustered 95% interval, "
+                    "the Holm-adjusted p-value, the claim-level bootstrap interval and the citation-level interval as "
+                    "if independent (points: percentage points)", shown, smoke=smoke)]
+    after += [Output(f"forest_{m}", f"{m}: every comparison's difference with its claim-clustered 95% interval (red: "
+                     "significant after Holm)", figure=forest_figure(t.fillna({"within": ""}), m), smoke=smoke)
+              for m in t.metric.unique()]
+    return first, after, notes
+
 # %% ../../nbs/75_findings.ipynb #b1e3e459
-def run(run_dir: str | Path, n_boot: int = N_BOOT, paper_assistants: dict | None = None, paper_findings: bool = True,
-        settings_overrides: dict | None = None) -> StageOutput:
-    """Stage 75_findings on the run in `run_dir`: every comparison of every metric its lenses wrote
-    (`findings_table`), a forest plot per metric, and the papers' findings tested (`findings.paper`); shows the
-    significant comparisons. No model is used (`settings_overrides` changes nothing here; every stage takes it)."""
+def run(run_dir: str | Path, runs: list | None = None, n_boot: int = N_BOOT, paper_assistants: dict | None = None,
+        paper_findings: bool = True, settings_overrides: dict | None = None) -> StageOutput:
+    """Stage 75_findings on the run in `run_dir` (with the other `runs`, for a study collected one assistant per
+    run): every comparison of every metric the lenses wrote (`findings_table`), a forest plot per metric, and the
+    papers' findings tested (`findings.paper`); shows the significant comparisons. No model is used
+    (`settings_overrides` changes nothing here; every stage takes it)."""
     from groundbench.findings.paper import paper_findings as test_paper_findings
     r, started = Run(run_dir), time.time()
-    out = r.stage_dir(FINDINGS)
-    params = dict(n_boot=n_boot, paper_assistants=paper_assistants or {}, paper_findings=paper_findings)
+    out, dirs = r.stage_dir(FINDINGS), run_folders(r.dir, list(runs or []))
+    params = dict(runs=[str(x) for x in runs or []], n_boot=n_boot, paper_assistants=paper_assistants or {},
+                  paper_findings=paper_findings)
     with r.record_stage(FINDINGS, parameters=params) as st:
-        obs = observations(r.dir)
+        obs = observations(dirs)
         t = findings_table(obs, n_boot)
         outs = [Output("findings", "Every difference B - A by metric and factor: the claim-clustered 95% interval and "
                        "p-value (GLM with cluster-robust errors by claim), Holm-adjusted within each metric and "

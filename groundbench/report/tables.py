@@ -18,15 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ..core import Conversation, Prompt, RecordError, project_root, read_records, write_text
-from ..runfolder import AGREEMENT_FILES, Run, StageExecution
+from ..runfolder import AGREEMENT_FILES, Run, StageExecution, run_folders
 from ..credibility.audit import corrections, corrections_summary
 from ..credibility.metrics import conversation_table, credibility_outputs
+from ..findings.stage import report_items as findings_items
 from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
 from .page import SMOKE_BANNER, estimate_vs_actual, render_html, usage_items
 from ..tables import SCORE_TEXT_COLUMNS, Output, figure_layout_problems, read_scores, write_output
-from ..stages import (COLLECT, CREDIBILITY, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP, VALIDATION,
-                                StageOutput)
+from ..stages import (COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP,
+                                VALIDATION, StageOutput)
 
 # %% auto #0
 __all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'RunOutputs', 'stage_parameter',
@@ -55,6 +56,7 @@ class RunOutputs:
     agreement: dict = field(default_factory=dict)  # people's labels: labels/agreement_*.csv per table, + run_id
     variants: dict = field(default_factory=dict)  # each lens's figures per variant (VARIANT_FILES), + run_id
     validation: dict = field(default_factory=dict)  # 70_validation's tables: name -> (caption, table + run_id)
+    findings: Path | None = None                   # the reporting run's 75_findings folder
 
     @property
     def smoke(self) -> bool:
@@ -398,12 +400,14 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                  mapping: dict | None = None, compare: Sequence[Sequence[str]] = ()) -> tuple[list[Output], list[str]]:
     "Every table and figure the runs' outputs allow, and a note for each one they do not."
     missing, sm = list(o.notes), o.smoke
+    first, after, notes = findings_items(o.findings, sm)   # the paper's findings open the results
     items, cred_rates = _credibility_items(o, n_boot, missing)
+    items, missing = first + items, missing + notes
     gitems, ground_rates = _groundedness_items(o, n_boot, missing)
     items += gitems + _profile_items(o, cred_rates, ground_rates, missing)
     items += [Output(name, VARIANT_FILES[name][2], t, smoke=sm) for name, t in o.variants.items()
               if t is not None and t.variant.nunique() > 1]   # a variant switched on beside the run's own
-    items += [Output(name, cap, t, smoke=sm) for name, (cap, t) in o.validation.items()]
+    items += after + [Output(name, cap, t, smoke=sm) for name, (cap, t) in o.validation.items()]
     if not o.validation: missing.append("Validation: no 70_validation outputs (the judges against ExpertQA's experts)")
     if o.sourcebench is not None:
         items.append(Output("sourcebench",
@@ -475,13 +479,12 @@ def run(run_dir: str | Path, runs: list | None = None, n_boot: int = 1000, paper
     used, so `settings_overrides` changes nothing here (every stage takes it)."""
     r, started, runs, compare = Run(run_dir), time.time(), list(runs or []), list(compare or [])
     out = r.stage_dir("report")
-    run_dirs = ([r.dir] if (r.dir / COLLECT / "conversations.jsonl").exists() else []) + [
-        Path(x) if Path(x).is_absolute() or Path(x).exists() else r.dir.parent / x for x in runs]
-    if not run_dirs: raise RecordError(f"{r.dir}: nothing to report (no {COLLECT} here and no `runs` given)")
+    run_dirs = run_folders(r.dir, runs)
     if compare and not all(isinstance(x, list) and len(x) == 2 for x in compare):
         raise ValueError(f"compare: give a list of [A, B] pairs, got {compare!r}")
     with r.record_stage(REPORT, parameters=dict(runs=[str(x) for x in runs], n_boot=n_boot, compare=compare)) as st:
         o = load_outputs(run_dirs)
+        o.findings = r.dir / FINDINGS
         paths = write_report(o, out, n_boot, mapping=paper_assistants or {},
                              title=f"groundbench report: {', '.join(o.run_ids)}", compare=compare)
         pv = pd.read_csv(out / "paper_vs_run.csv")
