@@ -152,18 +152,22 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
     assert said in readme, said
 
     cmp = pd.read_csv(run / "report" / "comparison_1.csv")                       # ChatGPT Search (A) vs Perplexity (B)
-    cr = cmp[(cmp.metric == "CR") & (cmp.group == "Overall")].iloc[0]
-    assert f"{cr.a_pct:.2f} ± {cr.a_ci95:.2f}" == t1.loc["Overall", "ChatGPT Search CR"]
-    assert round(cr.diff_pp, 2) == round(cr.b_pct - cr.a_pct, 2)
-    assert cr.within_ci == ("yes" if abs(cr.diff_pp) <= (cr.a_ci95 ** 2 + cr.b_ci95 ** 2) ** 0.5 else "no")
+    row = lambda m: cmp[(cmp.metric == m) & (cmp.group == "overall")].iloc[0]
+    cr, pooled, nc = row("CR_conv"), row("CR"), row("NCR_conv")
+    assert f"{cr.a_value:.2f}" == t1.loc["Overall", "ChatGPT Search CR"].split(" ± ")[0]   # Table 1's estimator
+    assert round(cr["diff"], 6) == round(cr.b_value - cr.a_value, 6) and cr.low < cr["diff"] < cr.high
+    assert cr.paired == 37                                     # the questions both answered: a paired comparison
     page = (run / "report" / "index.html").read_text()
     assert "Comparison 1: Perplexity vs ChatGPT Search" in page
     # the run says what it is, on the report
     assert "not the paper&#x27;s misinformation claims" in page
-    nc = cmp[(cmp.metric == "NCR") & (cmp.group == "Overall")].iloc[0]
-    said = (f"Perplexity's CR is {abs(cr.diff_pp):.2f} points below ChatGPT Search's, outside the combined interval of "
-            f"{cr.combined_ci95:.2f} points; their NCR differ by {abs(nc.diff_pp):.2f} points, within it")
-    assert cr.diff_pp < 0 and cr.within_ci == "no" and nc.within_ci == "yes" and said in user_docs(), said
+    said = (f"Perplexity's per-conversation CR (Table 1's estimator) is {abs(cr['diff']):.2f} points below ChatGPT "
+            f"Search's (95% claim-clustered interval {cr.low:.2f} to {cr.high:.2f}, paired on the {cr.paired} "
+            f"questions both answered; Holm-adjusted p {cr.p_holm:.3f}), while the pooled share of its credible "
+            f"citations differs by {pooled['diff']:.2f} points ({pooled.low:.2f} to {pooled.high:.2f}: a difference "
+            f"this sample cannot tell); their per-conversation NCR differ by {nc['diff']:.2f} points ({nc.low:.2f} to "
+            f"{nc.high:.2f})")
+    assert cr.significant and not pooled.significant and not nc.significant and said in user_docs(), said
 
 
 TOW = ("tool,answer,sources\nBot,Yes [1][2].,\"www.bbc.co.uk/news/1; https://apnews.com/x\"\n"

@@ -129,26 +129,44 @@ def import_cmd(source: Path = typer.Argument(
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 @commands.command("compare")
 def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<run_id>)"),
-                a: str = typer.Option(..., "--a", help="side A: an assistant, a run id, or run:assistant"),
-                b: str = typer.Option(..., "--b", help="side B, the same way"),
-                out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file"),
-                n_boot: int = typer.Option(1000, help="bootstrap resamples")):
-    "Two runs or two assistants side by side: differences and whether each is outside the combined interval."
-    from groundbench.report.tables import compare_sides, load_outputs
+                a: Optional[str] = typer.Option(None, "--a", help="side A: an assistant, a run id, or run:assistant"),
+                b: Optional[str] = typer.Option(None, "--b", help="side B, the same way"),
+                out: Optional[Path] = typer.Option(
+                    None, "--out", help="with --a/--b: also write the table to this CSV file; without them: the "
+                                        "drift folder (default: drift/ beside the runs)"),
+                n_boot: int = typer.Option(1000, help="claim-level bootstrap resamples")):
+    """Two sides tested metric by metric on the claims' design (--a and --b), or, without them, drift across the runs
+    in date order: every change between consecutive runs tested (paired by claim), a figure per lens and a page."""
+    from groundbench.findings.drift import compare_sides, write_drift
+    from groundbench.findings.stage import observations
+    from groundbench.report.tables import load_outputs
     for r in runs:
         if not r.is_dir(): fail(f"{r}: not a run folder")
+    if (a is None) != (b is None): fail("compare: give both --a and --b, or neither (drift across the runs)")
+    if a is None:
+        out = out or runs[0].resolve().parent / "drift"
+        check_out("--out", out / "index.html")
+        try: changes, page = write_drift(runs, out, n_boot)
+        except (RecordError, OSError, ValueError) as e: fail(e)
+        sig = changes[changes.significant]
+        typer.echo(f"drift over {len(runs)} runs; {len(sig)} of {len(changes)} changes significant after Holm "
+                   "(claim-clustered tests, paired by claim)")
+        if len(sig): typer.echo(sig[["metric", "assistant", "from_run", "to_run", "from_value", "to_value", "change",
+                                     "low", "high", "p_holm"]].round(3).to_string(index=False))
+        typer.echo(f"-> {page}")
+        return
     if out is not None: check_out("--out", out)
     try:
-        o = load_outputs(runs)
+        o = load_outputs(runs)   # each run's files checked; one that cannot be read is said and left out
         for note in o.notes: typer.echo(f"groundbench: note: {printable(note)}", err=True)
-        cmp = compare_sides(o, a, b, n_boot)
+        cmp = compare_sides(observations(runs), a, b, n_boot)
         if out is not None: write_table(cmp, out)
     except (RecordError, OSError, ValueError) as e: fail(e)
-    if cmp.empty: fail("nothing to compare: neither side has credibility or groundedness outputs")
-    typer.echo(f"A = {a}, B = {b}; diff_pp = B - A (points); within_ci: |diff| within the combined 95% half-width")
-    typer.echo(cmp.to_string(index=False))
-    outside = cmp[cmp.within_ci == "no"]
-    typer.echo(f"{len(outside)} of {len(cmp)} differences outside the combined interval"
+    if cmp.empty: fail("nothing to compare: neither side has an outcome of any lens")
+    typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares); 95% claim-clustered interval; "
+               "p_holm: Holm-adjusted within each metric")
+    typer.echo(cmp.drop(columns=["p", "warning", "n_a", "n_b"]).round(3).to_string(index=False))
+    typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
                + (f" -> {out}" if out else ""))
 
 # %% ../../nbs/92_cli_commands.ipynb #66976067
@@ -262,7 +280,7 @@ EXAMPLES = {  # one worked example per command, shown under its --help
     "import": "groundbench import answers.csv --out imp --map answer=Answer --map assistant=Tool --map urls=URLs",
     "validate-judge": "groundbench validate-judge pairs.csv --claim-col claim --evidence-col source --label-col label",
     "validate-sourcebench": "groundbench validate-sourcebench human_scores.csv --out sb-check",
-    "compare": "groundbench compare runs/march runs/november --a march --b november",
+    "compare": "groundbench compare runs/march runs/november --a march --b november  (or without --a/--b: drift)",
     "estimate": "groundbench estimate papermill_params/expertqa.yaml --setting llm.backend=openai "
                 "--setting llm.model=gpt-4o",
     "run": "groundbench run papermill_params/demo.yaml",

@@ -18,14 +18,17 @@ from ..stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
-__all__ = ['METRICS', 'KINDS', 'FEW_CLUSTERS', 'Difference', 'cell_means', 'difference', 'cluster_bootstrap', 'interaction',
-           'holm', 'independent_difference']
+__all__ = ['METRICS', 'KINDS', 'FEW_CLUSTERS', 'Difference', 't_interval', 'cell_means', 'difference', 'cluster_bootstrap',
+           'interaction', 'holm', 'independent_difference']
 
 # %% ../../nbs/76_findings_models.ipynb #71748ed1
 # metric: (stage, what one observation is, model, scale, what it measures)
 METRICS = {
     "CR": (CREDIBILITY, "citation", "binomial", "points", "credibility rate: rated citations with a positive score"),
     "NCR": (CREDIBILITY, "citation", "binomial", "points", "non-credibility rate: rated citations scored below 0"),
+    "CR_conv": (CREDIBILITY, "response", "gaussian", "points", "credibility rate as the printed Table 1 computes it: "
+                "the mean of per-conversation rates"),
+    "NCR_conv": (CREDIBILITY, "response", "gaussian", "points", "non-credibility rate, per-conversation mean"),
     "GS": (GROUNDEDNESS, "response", "gaussian", "points", "groundedness score (ours): supported / verified units"),
     "CG": (GROUNDEDNESS, "response", "gaussian", "points", "credible groundedness (ours)"),
     "NCG": (GROUNDEDNESS, "response", "gaussian", "points", "non-credible groundedness (ours)"),
@@ -69,7 +72,7 @@ class Difference:
     def row(self) -> dict: return asdict(self)
 
 # %% ../../nbs/76_findings_models.ipynb #fde4bb86
-def _t_interval(diff: float, se: float, df: int, level: float = 0.95) -> tuple[float, float, float]:
+def t_interval(diff: float, se: float, df: int, level: float = 0.95) -> tuple[float, float, float]:
     "(low, high, two-sided p) of `diff` with standard error `se` on t with `df` degrees of freedom."
     from scipy import stats
     if not (se > 0) or df < 1: return (diff, diff, float("nan")) if se == 0 else (float("nan"),) * 3
@@ -129,7 +132,7 @@ def difference(y: Sequence, side: Sequence, cluster: Sequence, a: str, b: str, k
             grad = np.array([pb * (1 - pb) - pa * (1 - pa), pb * (1 - pb)])
             se = math.sqrt(max(float(grad @ np.asarray(res.cov_params()) @ grad), 0.0))
         else: method = "linear probability model (a side's outcomes all 0 or all 1), cluster-robust by claim"
-    low, high, p = _t_interval(vb - va, se, min(ga, gb) - 1, level)   # the smaller side's claims, less one
+    low, high, p = t_interval(vb - va, se, min(ga, gb) - 1, level)   # the smaller side's claims, less one
     blo, bhi = cluster_bootstrap(yv, is_b, groups, n_boot, seed, level)
     warn = (f"{min(ga, gb)} claims on a side: fewer than {FEW_CLUSTERS}, the cluster-robust interval is likely too "
             "narrow" if min(ga, gb) < FEW_CLUSTERS else "")
@@ -169,7 +172,7 @@ def interaction(y: Sequence, side: Sequence, inner: Sequence, cluster: Sequence,
     m, V = cell_means(d.y.to_numpy(float), cells, groups, 4)
     c = np.array([1.0, -1.0, -1.0, 1.0])
     eff, se = float(c @ m), math.sqrt(max(float(c @ V @ c), 0.0))
-    low, high, p = _t_interval(eff, se, G - 1, level)
+    low, high, p = t_interval(eff, se, G - 1, level)
     paired = int(d.groupby("g").s.nunique().eq(2).sum())
     return Difference(a, b, float(m[1] - m[0]), float(m[3] - m[2]), eff, se, low, high, p, G, paired,
                       int(d.g[cells < 2].nunique()), int(d.g[cells >= 2].nunique()),

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..core import Conversation, Prompt, assistant_name, read_records
 from .models import FEW_CLUSTERS, METRICS, difference, holm, independent_difference
-from ..runfolder import Run, run_folders
+from ..runfolder import Run, StageExecution, run_folders
 from ..stages import COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, StageOutput
 from ..stats import N_BOOT
 from ..tables import Output, plotting, read_scores, write_output
@@ -49,9 +49,18 @@ def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
     out = []
     if (f := run_dir / CREDIBILITY / "citations.parquet").exists():
         c = pd.read_parquet(f, columns=["conversation_id", "classified", "score"])
-        c = c[c.classified.astype(bool) & c.score.notna()]
-        out += [pd.DataFrame({"conversation_id": c.conversation_id, "metric": m, "y": f(c.score).astype(float)})
+        c = c.assign(rated=c.classified.astype(bool) & c.score.notna())
+        r = c[c.rated]
+        out += [pd.DataFrame({"conversation_id": r.conversation_id, "metric": m, "y": f(r.score).astype(float)})
                 for m, f in (("CR", lambda s: s > 0), ("NCR", lambda s: s < 0))]
+        # the printed Table 1's estimator: each conversation's rate; one without a rated citation counts 0 under the
+        # authors' rules (the run's rule set, `paper`), and is left out under ours
+        zero = StageExecution.of(Run(run_dir).manifest(), CREDIBILITY).counts.get("rule_set") == "paper"
+        g = c.assign(cr=(c.score > 0) & c.rated, ncr=(c.score < 0) & c.rated).groupby("conversation_id")[
+            ["rated", "cr", "ncr"]].sum()
+        g = g[g.rated > 0] if not zero else g
+        out += [pd.DataFrame({"conversation_id": g.index, "metric": m, "y": (g[col] / g.rated.clip(lower=1)).values})
+                for m, col in (("CR_conv", "cr"), ("NCR_conv", "ncr"))]
     if (f := run_dir / GROUNDEDNESS / "response_scores.csv").exists():
         r = read_scores(f)
         r = r[r.verified.fillna(0) > 0]

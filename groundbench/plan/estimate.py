@@ -14,6 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..core import RecordError
 from ..llm.budget import model_price, prices_from_settings
 from .collect import api_assistants_of, collection_costs
 from .planners import PLANNERS
@@ -21,8 +22,8 @@ from .steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs,
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
-__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'smoke_warning', 'estimate_run', 'collection_lines', 'grand_total',
-           'totals', 'format_estimate', 'write_estimate']
+__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'smoke_warning', 'design_power', 'estimate_run', 'collection_lines',
+           'grand_total', 'totals', 'format_estimate', 'write_estimate']
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10013
 @dataclass
@@ -37,6 +38,7 @@ class Estimate:
     collection: pd.DataFrame | None = None   # API collection: one row per assistant (notebook 88)
     collection_notes: tuple = ()
     warnings: tuple = ()                     # printed last: a long run with the bundled smoke model
+    power: tuple = ()                        # the smallest difference the planned design detects (notebook 79)
 
 # %% ../../nbs/89_plan_estimate.ipynb #25e6cba0
 def _shares(text: str) -> dict:
@@ -110,6 +112,18 @@ def smoke_warning(t: pd.DataFrame, settings: dict, model: str, smoke: bool) -> l
             "papermill_params/gpu.yaml); the user guide: A real judge on a GPU."]
 
 
+# %% ../../nbs/89_plan_estimate.ipynb #01f74565
+def design_power(stages: Sequence[str], params, settings: dict, run_dir: Path | None) -> list[str]:
+    """For a run that asks prompts (a browser or API collection of the claims), the power its design has to tell two
+    assistants apart (`findings.power.power_lines`); nothing for other runs."""
+    from groundbench.findings.power import power_lines
+    if COLLECT not in stages or params(COLLECT).get("source", "browser") not in ("browser", "api"): return []
+    try: prompts = prompts_to_collect(params, settings, run_dir)
+    except (OSError, ValueError, RecordError) as e: return [f"power: not computed ({e})"]
+    claims = len({p.claim_id for p in prompts})
+    if claims < 2: return []
+    return power_lines(claims, round(len(prompts) / claims), str(settings.get("credibility", {}).get("rules") or "full"))
+
 # %% ../../nbs/89_plan_estimate.ipynb #3cd7e239
 def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_dir: str | Path | None = None,
                  runs_dir: str | Path | None = None) -> Estimate:
@@ -135,7 +149,8 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         pids = [p.prompt_id for p in prompts_to_collect(params, settings, run_dir)]
         coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
-                    tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model, ctx.llm.smoke)))
+                    tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model, ctx.llm.smoke)),
+                    tuple(design_power(stages, params, settings, run_dir)))
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10015
 def _n(x, d=0) -> str:
@@ -189,7 +204,7 @@ def format_estimate(e: Estimate) -> str:
     "The estimate as text: one line per step (each figure `expected (low to high)`), totals, what it assumed."
     t, tail = e.table, collection_lines(e)
     if t.empty: return "\n".join([f"Estimate for {e.model} ({e.backend}): no LLM step among these stages", *tail,
-                                  *e.warnings])
+                                  *e.power, *e.warnings])
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
     d, unit = (2, "$") if cost == "cost_usd" else (2, "")
     head = (f"{'stage':<17} {'step':<22} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
@@ -212,7 +227,7 @@ def format_estimate(e: Estimate) -> str:
                            if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
     lines.append(
         "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
-    return "\n".join(lines + tail + grand_total(e) + list(e.warnings))
+    return "\n".join(lines + tail + grand_total(e) + list(e.power) + list(e.warnings))
 
 
 # %% ../../nbs/89_plan_estimate.ipynb #f29617f0

@@ -21,7 +21,8 @@ from ..core import Conversation, Prompt, RecordError, project_root, read_records
 from ..runfolder import AGREEMENT_FILES, Run, StageExecution, run_folders
 from ..credibility.audit import corrections, corrections_summary
 from ..credibility.metrics import conversation_table, credibility_outputs
-from ..findings.stage import report_items as findings_items
+from ..findings.drift import compare_sides
+from ..findings.stage import observations, report_items as findings_items
 from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
 from .page import SMOKE_BANNER, estimate_vs_actual, render_html, usage_items
@@ -32,8 +33,7 @@ from ..stages import (COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, REPORT, SOUR
 # %% auto #0
 __all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'RunOutputs', 'stage_parameter',
            'validation_caption', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
-           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'compare_sides', 'report_items', 'write_report',
-           'run']
+           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'report_items', 'write_report', 'run']
 
 # %% ../../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -57,6 +57,7 @@ class RunOutputs:
     variants: dict = field(default_factory=dict)  # each lens's figures per variant (VARIANT_FILES), + run_id
     validation: dict = field(default_factory=dict)  # 70_validation's tables: name -> (caption, table + run_id)
     findings: Path | None = None                   # the reporting run's 75_findings folder
+    run_dirs: list = field(default_factory=list)   # the run folders read
 
     @property
     def smoke(self) -> bool:
@@ -165,7 +166,7 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
                       _stack(sbs), _stack(scs), _stack(profs), _stack(auds), _stack(effs), mans,
                       len(allc) - len(conversations), _stack(ests), notes, {k: _stack(v) for k, v in agr.items()},
                       {k: _stack(v) for k, v in variants.items()},
-                      {k: (cap, _stack(v)) for k, (cap, v) in val.items()})
+                      {k: (cap, _stack(v)) for k, (cap, v) in val.items()}, run_dirs=[Path(d) for d in run_dirs])
 
 # %% ../../nbs/80_report.ipynb #9ac3b46d
 PAPER_GROUPS = {"fact_checker": "Fact-Checker", "claim_believer": "Claim Believer"}
@@ -263,58 +264,6 @@ def report_rule_set(o: RunOutputs) -> tuple[str, str, str]:
             f"Credibility: these runs were rated with different rule sets ({named}); rerun 40_credibility with one "
             f"rule set "
             "to compare them like with like")
-
-# %% ../../nbs/80_report.ipynb #c80c0002
-def _side(o: RunOutputs, name: str) -> pd.Series:
-    "Conversations of side `name` (a boolean mask over o.conversations)."
-    c = o.conversations
-    run, sep, asst = name.partition(":")
-    if sep and run in o.run_ids and (m := (c.run_id == run) & (c.assistant == asst)).any(): return m
-    if name in o.run_ids: return c.run_id == name
-    if (m := c.assistant == name).any(): return m
-    have = sorted(set(o.run_ids) | set(c.assistant) | {f"{r}:{a}" for r, a in zip(c.run_id, c.assistant)})
-    raise ValueError(
-        f"compare: {name!r} is neither an assistant, a run id nor run:assistant of these runs "
-        f"(have: {', '.join(have)})")
-
-# %% ../../nbs/80_report.ipynb #5c633933
-def compare_sides(o: RunOutputs, a: str, b: str, n_boot: int = 1000) -> pd.DataFrame:
-    """Side A vs side B: each metric and group with both values, half-widths, the difference and whether it is within
-    the combined interval."""
-    from groundbench.credibility.metrics import table_1
-    from groundbench.groundedness.metrics import breakdowns
-    ma, mb = _side(o, a), _side(o, b)
-    if (ma & mb).any():
-        raise ValueError(f"compare: {a!r} and {b!r} share {(ma & mb).sum()} conversations; name two disjoint sides")
-    label = {**{cid: a for cid in o.conversations.conversation_id[ma]},
-             **{cid: b for cid in o.conversations.conversation_id[mb]}}
-    meta = o.meta[o.meta.conversation_id.isin(label)].assign(assistant=lambda d: d.conversation_id.map(label))
-    cred = ground = None
-    if o.citations is not None and o.citations.conversation_id.isin(label).any():
-        cit = o.citations[o.citations.conversation_id.isin(label)]
-        cit = cit.assign(assistant=cit.conversation_id.map(label))
-        cred = table_1(cit, n_boot, report_rule_set(o)[1])[0]
-    r = None if o.responses is None else o.responses[(o.responses.method == "ours")
-                                                       & o.responses.conversation_id.isin(label)]
-    if r is not None and len(r):
-        ground = breakdowns(r.drop(columns=["run_id"]), meta, n_boot=n_boot)
-    v = run_values(cred, ground)
-    cols = ["metric", "group", "a_pct", "a_ci95", "a_n", "b_pct", "b_ci95", "b_n", "diff_pp", "combined_ci95",
-            "within_ci"]
-    if v.empty: return pd.DataFrame(columns=cols)
-    sa = v[v.run_assistant == a].drop(columns="run_assistant").rename(columns={"run_pct": "a_pct", "run_ci95": "a_ci95",
-                                                                               "run_n": "a_n"})
-    sb = v[v.run_assistant == b].drop(columns="run_assistant").rename(columns={"run_pct": "b_pct", "run_ci95": "b_ci95",
-                                                                               "run_n": "b_n"})
-    m = sa.merge(sb, on=["metric", "group"], how="inner")
-    m["diff_pp"] = m.b_pct - m.a_pct
-    m["combined_ci95"], m["within_ci"] = within_ci(m.diff_pp, m.a_ci95, m.b_ci95)
-    order = {k: i for i, k in enumerate(dict.fromkeys(v.group))}
-    m = m.sort_values(["metric", "group"],
-                      key=lambda s: s.map(order) if s.name == "group" else s.map({"CR": 0, "NCR": 1, "GS": 2, "NCG": 3,
-                                                                                  "CG": 4}))
-    return m[cols].round({"a_pct": 2, "a_ci95": 2, "b_pct": 2, "b_ci95": 2, "diff_pp": 2,
-                          "combined_ci95": 2}).reset_index(drop=True)
 
 # %% ../../nbs/80_report.ipynb #888f6e43
 def _credibility_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple[list[Output], pd.DataFrame | None]:
@@ -443,13 +392,12 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         missing.append("People's labels: none in these runs (groundbench annotate RUN --annotator NAME, then "
                        "groundbench agreement RUN)")
     for k, (a, b) in enumerate(compare, 1):
-        cmp = compare_sides(o, a, b, n_boot)
+        cmp = compare_sides(observations(o.run_dirs), a, b, n_boot)
         items.append(Output(f"comparison_{k}",
-                            f"Comparison {k}: {b} vs {a}: CR and NCR (per-conversation mean, 1.96 SE) and, where "
-                            "scored, GS, NCG, CG; diff_pp = B - A in points; within_ci: the difference is within the "
-                            "combined 95% "
-                            f"half-width (A = {a}, B = {b})", cmp,
-                            smoke=sm and bool(cmp.metric.isin(["GS", "NCG", "CG"]).any())))
+                            f"Comparison {k}: {b} vs {a}, every metric overall and per role and topic: diff = B - A "
+                            "(percentage points for shares), claim-clustered 95% interval, paired by claim where both "
+                            f"asked it, p Holm-adjusted within each metric (A = {a}, B = {b})", cmp,
+                            smoke=sm and not set(cmp.metric) <= {"CR", "NCR"}))
     return items, missing
 
 # %% ../../nbs/80_report.ipynb #03c8e815
