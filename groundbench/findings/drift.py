@@ -75,13 +75,15 @@ def run_date(run_dir: Path) -> str:
 
 # %% ../../nbs/78_findings_drift.ipynb #c70eff9a
 def run_estimates(obs: pd.DataFrame) -> pd.DataFrame:
-    "Each run's, assistant's and metric's value with its claim-clustered 95% interval (t, G - 1 degrees of freedom)."
+    """Each run's, assistant's and metric's value with its claim-clustered 95% interval (t, G - 1 degrees of freedom;
+    a share's interval kept within 0 and 100%)."""
     rows = []
     for (m, r, a), g in obs.groupby(["metric", "run_id", "assistant"], sort=False):
         k = 100.0 if METRICS[m][3] == "points" else 1.0
         groups = pd.factorize(g.claim_id)[0]
         mean, V = cell_means(g.y.to_numpy(float), np.zeros(len(g), int), groups, 1)
         lo, hi, _ = t_interval(float(mean[0]), float(np.sqrt(max(V[0, 0], 0))), int(groups.max()), 0.95)
+        if METRICS[m][3] == "points": lo, hi = max(lo, 0.0), min(hi, 1.0)   # a share's interval stays a share
         rows.append({"metric": m, "run_id": r, "assistant": a, "value": mean[0] * k, "low": lo * k, "high": hi * k,
                      "claims": int(groups.max()) + 1, "n": len(g)})
     return pd.DataFrame(rows, columns=["metric", "run_id", "assistant", "value", "low", "high", "claims", "n"])
@@ -150,7 +152,7 @@ def write_drift(run_dirs: Sequence[str | Path], out_dir: str | Path, n_boot: int
     if len(run_dirs) < 2: raise ValueError("compare: drift needs at least two runs of the same prompts")
     dates = {d.name: run_date(d) for d in run_dirs}
     order = sorted(dates, key=lambda r: (dates[r], r))
-    obs = observations([d for r in order for d in run_dirs if d.name == r])
+    obs = observations([d for r in order for d in run_dirs if d.name == r], dedupe=False)   # a re-ask is not a copy
     est, changes = run_estimates(obs), drift_table(obs, order, n_boot)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     items = [Output("drift", "Changes between consecutive runs (later - earlier) of each metric and assistant, paired "

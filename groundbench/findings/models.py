@@ -133,6 +133,7 @@ def difference(y: Sequence, side: Sequence, cluster: Sequence, a: str, b: str, k
             se = math.sqrt(max(float(grad @ np.asarray(res.cov_params()) @ grad), 0.0))
         else: method = "linear probability model (a side's outcomes all 0 or all 1), cluster-robust by claim"
     low, high, p = t_interval(vb - va, se, min(ga, gb) - 1, level)   # the smaller side's claims, less one
+    if kind == "binomial": low, high = max(low, -1.0), min(high, 1.0)  # two shares differ by at most 100 points
     blo, bhi = cluster_bootstrap(yv, is_b, groups, n_boot, seed, level)
     warn = (f"{min(ga, gb)} claims on a side: fewer than {FEW_CLUSTERS}, the cluster-robust interval is likely too "
             "narrow" if min(ga, gb) < FEW_CLUSTERS else "")

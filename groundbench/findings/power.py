@@ -30,14 +30,16 @@ class Variance:
     pairing: float      # r: the share of B the two assistants share
     per_answer: float   # m: observations per answer (rated citations; 1 for a per-response score)
     source: str
+    answer_var: float = 0.0   # the variance of m between answers (a claim with more citations weighs more)
 
 def detectable(v: Variance, claims: int, prompts: int, per_answer: float | None = None, alpha: float = 0.05,
                power: float = 0.8) -> float:
     "The smallest difference (the metric's scale) a paired, claim-clustered test detects with `power` at `alpha`."
     from scipy import stats
     if claims < 2 or prompts < 1: return float("nan")
-    m = per_answer if per_answer else v.per_answer
-    var = 2 / claims * (v.between * (1 - v.pairing) + v.within / (prompts * max(m, 1e-9)))
+    m = max(per_answer if per_answer else v.per_answer, 1e-9)
+    weights = 1 + v.answer_var / (prompts * m * m)   # claims weighted by their observations: unequal weights add
+    var = 2 / claims * (v.between * (1 - v.pairing) * weights + v.within / (prompts * m))
     df = claims - 1
     return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * math.sqrt(max(var, 0.0)))
 
@@ -45,7 +47,8 @@ def detectable(v: Variance, claims: int, prompts: int, per_answer: float | None 
 def measured_variance(obs: pd.DataFrame, metric: str, source: str = "") -> Variance:
     "B, W, r and m of `metric` from a run's observations (two or more assistants, some claims answered by two)."
     o = obs[obs.metric == metric]
-    if o.assistant.nunique() < 2: raise RecordError(f"{metric}: variance needs two assistants answering the same claims")
+    if o.assistant.nunique() < 2:
+        raise RecordError(f"{metric}: the variance needs two assistants answering the same claims")
     ans = o.groupby(["assistant", "claim_id", "conversation_id"]).y.agg(["mean", "size", "var"]).reset_index()
     binary = set(o.y.unique()) <= {0.0, 1.0}
     w_ans = (ans["mean"] * (1 - ans["mean"]) * ans["size"] / (ans["size"] - 1)) if binary else ans["var"]
@@ -57,7 +60,8 @@ def measured_variance(obs: pd.DataFrame, metric: str, source: str = "") -> Varia
     pairs = [np.corrcoef(wide[a], wide[b])[0, 1] for i, a in enumerate(wide.columns) for b in wide.columns[i + 1:]
              if wide[a].std() > 0 and wide[b].std() > 0]
     pairing = float(np.clip(np.mean(pairs), 0, 0.95)) if pairs and between > 0 and len(wide) > 2 else 0.0
-    return Variance(metric, between, within, pairing, float(ans["size"].mean()), source)
+    return Variance(metric, between, within, pairing, float(ans["size"].mean()), source,
+                    float(ans["size"].var()) if len(ans) > 1 else 0.0)
 
 # %% ../../nbs/79_findings_power.ipynb #d3d8af85
 def paper_variance(metric: str, share: float, answers: int = 600, folder: str | Path | None = None) -> Variance:
@@ -117,7 +121,8 @@ def bundled_variance(metric: str, rules: str = "paper", root: str | Path | None 
     if r.empty: raise RecordError(f"{path}: no row for {metric} under rules {rules} (rebuild it: "
                                   "python scripts/build_variance_table.py)")
     r = r.iloc[0]
-    return Variance(metric, *(float(r[k]) for k in ("between", "within", "pairing", "per_answer")), str(r["source"]))
+    return Variance(metric, *(float(r[k]) for k in ("between", "within", "pairing", "per_answer")), str(r["source"]),
+                    float(r["answer_var"]))
 
 # %% ../../nbs/79_findings_power.ipynb #8b071293
 def planned_power(claims: int, prompts: int, rules: str = "paper", alpha: float = 0.05,

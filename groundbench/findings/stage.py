@@ -91,15 +91,17 @@ def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
     return out
 
 # %% ../../nbs/75_findings.ipynb #0103b0fd
-def observations(run_dirs) -> pd.DataFrame:
+def observations(run_dirs, dedupe: bool = True) -> pd.DataFrame:
     """Every observation of every metric of the runs in `run_dirs` (a folder or several), with its conversation's
-    design (`DESIGN`): metric, y and the design columns; a conversation counted in two runs is kept in the first."""
+    design (`DESIGN`): metric, y and the design columns. With `dedupe` a conversation found in two runs (a run listed
+    twice, overlapping shards) is kept in the first; without it (runs of the same prompts on other dates, where the
+    same answer may come back word for word) every run keeps its own."""
     frames = []
     seen: set = set()
     for d in ([run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
         d = Path(d)
         design = design_table(d)
-        design = design[~design.conversation_id.isin(seen)]
+        if dedupe: design = design[~design.conversation_id.isin(seen)]
         seen |= set(design.conversation_id)
         for o in _outcomes(d):
             frames.append(o.dropna(subset=["y"]).merge(design, on="conversation_id", how="inner"))

@@ -122,7 +122,8 @@ def design_power(stages: Sequence[str], params, settings: dict, run_dir: Path | 
     except (OSError, ValueError, RecordError) as e: return [f"power: not computed ({e})"]
     claims = len({p.claim_id for p in prompts})
     if claims < 2: return []
-    return power_lines(claims, round(len(prompts) / claims), str(settings.get("credibility", {}).get("rules") or "full"))
+    rules = str(settings.get("credibility", {}).get("rules") or "full")
+    return power_lines(claims, round(len(prompts) / claims), rules)
 
 # %% ../../nbs/89_plan_estimate.ipynb #3cd7e239
 def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_dir: str | Path | None = None,
