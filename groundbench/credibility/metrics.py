@@ -7,8 +7,6 @@ Docs: https://groundbench.github.io/groundbench/credibility_metrics.html.md"""
 # %% ../../nbs/43_credibility_metrics.ipynb #4bb7213e
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -59,13 +57,11 @@ def conversation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt])
 
 # %% ../../nbs/43_credibility_metrics.ipynb #fb1cd7a3
 def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    "Agresti-Coull interval of k successes in n, clipped to [0, 1] as statsmodels does; (nan, nan) when n == 0."
+    "Agresti-Coull interval of k successes in n (statsmodels' `proportion_confint`, within [0, 1]); nan when n == 0."
+    from statsmodels.stats.proportion import proportion_confint
     if n == 0: return (float("nan"), float("nan"))
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    nc = n + z * z
-    pc = (k + z * z / 2) / nc
-    half = z * math.sqrt(pc * (1 - pc) / nc)
-    return max(0.0, pc - half), min(1.0, pc + half)
+    lo, hi = proportion_confint(int(k), int(n), alpha=alpha, method="agresti_coull")
+    return float(lo), float(hi)
 
 # %% ../../nbs/43_credibility_metrics.ipynb #c5d8a34c
 def bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,

@@ -23,7 +23,7 @@ from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
 __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREEMENT_COLUMNS', 'parse_label_map', 'PairColumns',
-           'load_pairs', 'agreement', 'confusion', 'binary_agreement', 'confusion_table', 'word_overlap',
+           'load_pairs', 'cohen_kappa', 'agreement', 'confusion', 'binary_agreement', 'confusion_table', 'word_overlap',
            'embedding_cosine', 'dev_threshold', 'judge_pairs_labels', 'validate_pairs', 'write_pair_validation']
 
 # %% ../../nbs/71_labels_pairs.ipynb #b71c0006
@@ -112,6 +112,19 @@ def load_pairs(path: str | Path, cols: PairColumns, label_map: dict | str | None
                        "says nothing about the other label; give rows of both labels"] if len(one) == 1 else []
     return df, counts
 
+# %% ../../nbs/71_labels_pairs.ipynb #d5d8dc92
+def cohen_kappa(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> float:
+    """Cohen's kappa (statsmodels' `inter_rater.cohens_kappa`) of the contingency table over `labels`, a value
+    outside them counted as one more category; nan when chance agreement is perfect (one label throughout)."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+    cats = [*labels, "\0other"]
+    norm = lambda v: np.where(np.isin(v, list(labels)), v, "\0other")
+    t = pd.crosstab(pd.Categorical(norm(np.asarray(gold, object)), cats),
+                    pd.Categorical(norm(np.asarray(pred, object)), cats), dropna=False).to_numpy(float)
+    n = t.sum()
+    pe = float((t.sum(0) * t.sum(1)).sum() / n ** 2) if n else 1.0
+    return float(cohens_kappa(t, return_results=False)) if pe < 1 else float("nan")
+
 # %% ../../nbs/71_labels_pairs.ipynb #3d8da6fd
 def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict:
     "Accuracy, macro-F1 and Cohen's kappa of `pred` against `gold` over `labels`, with n."
@@ -124,9 +137,7 @@ def agreement(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
         tp, fp, fn = (int(((p == l) & (g == l)).sum()), int(((p == l) & (g != l)).sum()),
                       int(((p != l) & (g == l)).sum()))
         f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
-    pe = sum(float((g == l).mean()) * float((p == l).mean()) for l in labels)
-    kappa = (acc - pe) / (1 - pe) if pe < 1 else float("nan")
-    return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": float(kappa)}
+    return {"n": n, "accuracy": acc, "macro_f1": float(np.mean(f1s)), "kappa": cohen_kappa(g, p, labels)}
 
 # %% ../../nbs/71_labels_pairs.ipynb #c6216ed4
 def confusion(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
