@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, groundbench
+from conftest import ROOT, groundbench, user_docs
 from groundbench.findings.models import difference, holm, independent_difference
 from groundbench.findings.power import VARIANCE_FILE, bundled_variance, detectable, planned_power, variance_table
 
@@ -63,6 +63,9 @@ def test_power_is_eighty_percent_at_the_difference_estimate_prints():
     v = bundled_variance("CR", "paper")
     delta = detectable(v, 100, 6)
     assert round(100 * delta, 1) == printed
+    small = planned_power(20, 6, "paper").set_index("metric").detectable_pp["CR"]
+    said = f"it is about {printed:.1f} points of CR; for 20 claims, about {small:.1f}"
+    assert said in user_docs(), said                                    # the user guide quotes what the code says
     rng, n, hits, mu = np.random.default_rng(7), 300, 0, 0.5
     k = v.per_answer - 1   # rated citations an answer: 1 + a negative binomial with the measured mean and variance
     nb_p = k / v.answer_var

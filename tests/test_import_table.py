@@ -168,6 +168,12 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
             f"this sample cannot tell); their per-conversation NCR differ by {nc['diff']:.2f} points ({nc.low:.2f} to "
             f"{nc.high:.2f})")
     assert cr.significant and not pooled.significant and not nc.significant and said in user_docs(), said
+    quoted = (f"Perplexity's per-conversation CR {abs(cr['diff']):.2f} points below ChatGPT Search's, 95% claim-"
+              f"clustered interval {cr.low:.2f} to {cr.high:.2f}, paired on the {cr.paired} questions both answered, "
+              f"Holm-adjusted p {cr.p_holm:.3f} (the report's `comparison_1`; the pooled share of credible citations, "
+              f"{pooled['diff']:.2f} points, {pooled.low:.2f} to {pooled.high:.2f}, is a difference that sample cannot "
+              "tell)")
+    assert quoted in (ROOT / "README.md").read_text(), quoted              # the README's "Which number to report"
 
 
 TOW = ("tool,answer,sources\nBot,Yes [1][2].,\"www.bbc.co.uk/news/1; https://apnews.com/x\"\n"
