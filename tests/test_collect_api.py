@@ -209,7 +209,15 @@ MALFORMED = {   # one field of the wrong type per case, as a provider's answer m
     "perplexity-api": [("content a number", lambda b: b["choices"][0]["message"].update(content=7)),
                        ("message a list", lambda b: b["choices"][0].update(message=[1])),
                        ("a citation an object", lambda b: b.update(citations=[{"u": 1}, 2, None])),
-                       ("a body that is not JSON", lambda b: b"<html>Service temporarily unavailable</html>")],
+                       ("a body that is not JSON", lambda b: b"<html>Service temporarily unavailable</html>"),
+                       # issue 53: depth in a free-form field once raised RecursionError after the answer was archived
+                       ("usage nested 5,000 deep", lambda b: json.dumps(b).encode()[:-1] + b', "usage": '
+                        + b"[" * 5000 + b"]" * 5000 + b"}"),
+                       ("usage nested 200 deep", lambda b: json.dumps(b).encode()[:-1] + b', "usage": '
+                        + b'{"a": ' * 200 + b"1" + b"}" * 200 + b"}"),
+                       # a 200 answer whose gzip body is corrupt: httpx's DecodingError once escaped every handler
+                       ("a corrupt gzip body", lambda b: (b"\x1f\x8b\x08\x00 not gzip at all",
+                                                          [("content-encoding", "gzip")]))],
     "openai-responses": [("output an object", lambda b: b.update(output={"type": "message"})),
                          ("text null", lambda b: b["output"][1]["content"][0].update(text=None)),
                          ("an offset a string", lambda b: b["output"][1]["content"][0]["annotations"][0].update(
@@ -228,8 +236,10 @@ class Shapes(BaseHTTPRequestHandler):
         type(self).calls.append(prompt)
         out = responses_body(prompt) if self.path.endswith("/responses") else sonar_body(prompt)
         broken = type(self).break_it(out) if prompt == PROMPTS[0].text else None
-        data = broken if isinstance(broken, bytes) else json.dumps(out).encode()
+        data, extra = broken if isinstance(broken, tuple) else (broken, [])
+        data = data if isinstance(data, bytes) else json.dumps(out).encode()
         self.send_response(200)
+        for k, v in extra: self.send_header(k, v)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -263,3 +273,60 @@ def test_an_answer_of_the_wrong_shape_costs_one_prompt_is_archived_and_read_agai
         srv.shutdown()
     again = shape_failure(c.parse, answer_json(ar.read(rec["response"])), provider, "x", c.shape)[1]
     assert again["field"] == failed["field"], (again, failed)
+
+
+class OddClaude(BaseHTTPRequestHandler):
+    "Claude's Messages API answering the first prompt with a JSON list, the second with null."
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        prompt = body["messages"][0]["content"]
+        data = b"[1, 2]" if prompt == PROMPTS[0].text else b"null"
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_claude_answers_that_are_a_list_or_null_are_parse_failures_like_the_others(tmp_path):
+    "Issue 53: Claude's collector called .get on them (AttributeError) where Perplexity's recorded a parse failure."
+    from groundbench.collect.api_search import ClaudeCollector
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), OddClaude)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    ar = Archive(tmp_path / "a")
+    try:
+        convs = ClaudeCollector("claude", base_url=f"http://127.0.0.1:{srv.server_address[1]}",
+                                backoff_s=0.01).collect(PROMPTS[:2], ar, progress=False)
+    finally:
+        srv.shutdown()
+    assert convs == []
+    for p, field, found in ((PROMPTS[0], "[0]", "int 1"), (PROMPTS[1], "(the answer)", "None")):
+        failed = json.loads(ar.record_path("claude-api", p.prompt_id).read_text())["parse_failed"]
+        assert failed["prompt_id"] == p.prompt_id and failed["field"] == field and found in failed["found"], failed
+
+
+def test_a_collection_without_one_readable_answer_ends_with_its_counts(tmp_path):
+    "Issue 53: every answer a parse failure (a provider changed its shape) once crashed the stage on empty counts."
+    from conftest import groundbench
+    class Changed(Shapes):
+        def do_POST(self):   # every answer in a shape the parser does not know
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"choices": "a provider changed its shape"}')
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Changed)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        spec = tmp_path / "s.yaml"
+        spec.write_text(yaml.safe_dump({"run_id": "s", "stages": ["10_claims", "20_collect"], "parameters": {
+            "question_rewrite_sample": 0, "source": "api", "provider": "perplexity-api", "model": "sonar",
+            "base_url": f"http://127.0.0.1:{srv.server_address[1]}", "sample": 1}}))
+        p = groundbench("run", spec, "--runs-dir", tmp_path / "runs", env={"PERPLEXITY_API_KEY": "k"})
+    finally:
+        srv.shutdown()
+    assert "Traceback" not in p.stderr, p.stderr[-3000:]
+    counts = json.loads((tmp_path / "runs" / "s" / "manifest.json").read_text())["stages"]["20_collect"]["counts"]
+    assert counts["conversations"] == 0 and counts["collected_now"] == 1, counts

@@ -375,3 +375,20 @@ def test_login_and_doctor_errors(tmp_path):
     one_error(groundbench("doctor", "chatgpt", "--config", tmp_path / "bad.yaml"), "not valid YAML")
     (tmp_path / "file").write_text("x")
     one_error(groundbench("doctor", "chatgpt", "--out", tmp_path / "file"), "is a file")
+
+
+def test_an_annotator_whose_name_starts_with_agreement_keeps_its_labels(tmp_path):
+    "Issue 53: annotate accepted the name `agreement_bob`, and load_labels skipped every file starting `agreement`."
+    from groundbench.labels.annotate import LabelStore, load_labels
+    LabelStore(tmp_path, "agreement_bob").add("item-1", "Supported")
+    LabelStore(tmp_path, "ann").add("item-1", "Unverifiable")
+    got = load_labels(tmp_path)
+    assert sorted(got.annotator.unique()) == ["agreement_bob", "ann"]
+
+
+def test_the_setting_an_error_advises_exists(tmp_path):
+    "Issue 53: the embedder's refusal said to set embed.allow_bundled_with_real_judge, which settings.ini lacked."
+    from groundbench.core import load_settings
+    assert load_settings()["embed"]["allow_bundled_with_real_judge"] is False      # declared, off
+    s = load_settings(overrides={"embed.allow_bundled_with_real_judge": "true"})     # before: "unknown setting"
+    assert str(s["embed"]["allow_bundled_with_real_judge"]).lower() == "true"

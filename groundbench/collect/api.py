@@ -23,14 +23,15 @@ from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket
                                       is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks,
                                       _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
-from ..llm.backends import ExchangeLimit, post_with_retries
+from ..llm.backends import ExchangeLimit, UndecodableAnswer, post_with_retries
 
 # %% auto #0
-__all__ = ['SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought', 'parse_openai_text',
-           'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info', 'Shape', 'URLCitation',
-           'ChatAnnotation', 'ChatMessage', 'ChatChoice', 'SearchResult', 'ChatCompletionShape', 'OutputContent',
-           'OutputItem', 'ResponsesShape', 'shape_problem', 'APICollector', 'NotJSON', 'answer_json', 'shape_failure',
-           'answer_record', 'reparse_failed', 'OpenAIResponsesCollector', 'PerplexityCollector']
+__all__ = ['SHAPE_ERRORS', 'MAX_JSON_DEPTH', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought',
+           'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info',
+           'Shape', 'URLCitation', 'ChatAnnotation', 'ChatMessage', 'ChatChoice', 'SearchResult', 'ChatCompletionShape',
+           'OutputContent', 'OutputItem', 'ResponsesShape', 'shape_problem', 'APICollector', 'NotJSON', 'json_depth',
+           'answer_json', 'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector',
+           'PerplexityCollector']
 
 # %% ../../nbs/25_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
@@ -244,9 +245,11 @@ class APICollector:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
                 started = now_iso()
                 try: resp, raw, data = self.exchange(client, p.text, headers)
+                except UndecodableAnswer as e:   # kept (what it was) and recorded as a parse failure: the run goes on
+                    resp, raw, data = None, f"undecodable answer: {e}".encode(), NotJSON(str(e))
                 except (httpx.TransportError, ExchangeLimit) as e:
                     raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
-                if resp.status_code != 200:
+                if resp is not None and resp.status_code != 200:
                     raise CollectionError(
                         f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
                 kept = archive.put(raw, "json")        # archived before it is parsed: a rerun never asks again
@@ -284,10 +287,26 @@ def _watched(x, path: str, trail: list):
 class NotJSON(str):
     "The start of an answer's body that is not JSON, standing where its data would be: a parse failure, not a crash."
 
+MAX_JSON_DEPTH = 64   # deeper than any provider's documented answer; deeper JSON breaks recursive readers
+
+def json_depth(x, limit: int = MAX_JSON_DEPTH) -> int:
+    "How deep `x` nests (lists and objects), counted without recursion and stopping past `limit`."
+    depth, level = 0, [x]
+    while level and depth <= limit:
+        level = [v for y in level if isinstance(y, (dict, list)) for v in (y.values() if isinstance(y, dict) else y)]
+        depth += 1
+    return depth
+
 def answer_json(raw: bytes):
-    "The JSON of an answer's bytes, or `NotJSON` (the body's start) when they are not JSON."
-    try: return json.loads(raw)
+    """The JSON of an answer's bytes, or `NotJSON` (the body's start, or why) when they are not JSON or nest deeper
+    than `MAX_JSON_DEPTH` (Python's reader raises RecursionError at a few hundred levels, and the parsers, the shape
+    check and the record's writer all recurse)."""
+    try: data = json.loads(raw)
     except ValueError: return NotJSON(raw[:200].decode("utf-8", "replace"))
+    except RecursionError: return NotJSON(f"JSON nested too deeply to read ({len(raw):,} bytes)")
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return NotJSON(f"JSON nested more than {MAX_JSON_DEPTH} levels deep ({len(raw):,} bytes)")
+    return data
 
 def shape_failure(parse, data, provider: str, prompt_id: str,
                   shape: type[Shape] | None = None) -> tuple[object, dict | None]:

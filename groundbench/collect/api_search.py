@@ -289,6 +289,7 @@ class ClaudeCollector(APICollector):
             if resp.status_code != 200: return resp, resp.content, {}
             done.append(answer_json(resp.content))
             if isinstance(done[-1], NotJSON): return resp, resp.content, done[-1]
+            if not isinstance(done[-1], dict): break          # a list or null: the shape check names it, not a crash
             if done[-1].get("stop_reason") != "pause_turn" or len(done) > self.max_continue: break
         data = done if len(done) > 1 else done[0]
         return resp, (json.dumps(data).encode() if len(done) > 1 else resp.content), data

@@ -103,7 +103,10 @@ def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
              "thinking": int(c.thinking), "sources_missing": int(c.sources_missing),
              "incomplete": int(c.incomplete), "bad_spans": c.bad_spans,
              "words": len(c.answer_text.split())} for c in convs]
-    if not rows: return pd.DataFrame(columns=["provider", "model", "conversations"])
+    if not rows:   # a collection without one readable answer still has its counts, each 0
+        return pd.DataFrame(columns=["provider", "model", "conversations", "citations", "segments", "uncited_segments",
+                                     "panel_only_sources", "rejected_links", "unresolved_pills", "refused", "thinking",
+                                     "sources_missing", "incomplete", "bad_spans", "avg_words"])
     df = pd.DataFrame(rows).groupby(["provider", "model"]).sum()
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)
     return df.reset_index()

@@ -282,7 +282,7 @@ def load_labels(run_dir: str | Path, task: Task | None = None, known=None) -> pd
     task = task or GROUNDEDNESS_TASK
     frames, known = [], None if known is None else set(known)
     for f in sorted((Path(run_dir) / task.folder).glob("*.csv")):
-        if f.stem.lower() in RESERVED_ANNOTATORS or f.stem.startswith("agreement"): continue
+        if f.stem.lower() in RESERVED_ANNOTATORS: continue   # the folder's own tables; every other file is a person's
         t = read_labels(f, task)
         if known is not None and (bad := ~t.item_id.isin(known)).any():
             i = int(bad.to_numpy().argmax())

@@ -25,8 +25,8 @@ from .client import Backend, ChatRequest, Completion
 
 # %% auto #0
 __all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision', 'greedy_grammar_check',
-           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'ExchangeLimit', 'bounded_post',
-           'post_with_retries', 'OpenAIBackend']
+           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'ExchangeLimit',
+           'UndecodableAnswer', 'bounded_post', 'post_with_retries', 'OpenAIBackend']
 
 # %% ../../nbs/12_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -185,6 +185,9 @@ def retry_after_seconds(value: str | None) -> float | None:
 class ExchangeLimit(RuntimeError):
     "An HTTP exchange that passed its total deadline or its size cap; the message names the URL and the limit."
 
+class UndecodableAnswer(RuntimeError):
+    "An answer whose body does not decode (a corrupt gzip or deflate stream); the message names the URL."
+
 def bounded_post(client: httpx.Client, url: str, payload: dict, headers: dict, deadline_s: float | None = None,
                  max_bytes: int | None = None) -> httpx.Response:
     """One POST whose whole exchange ends within `deadline_s` seconds and whose answer stops at `max_bytes`. httpx's
@@ -208,6 +211,10 @@ def bounded_post(client: httpx.Client, url: str, payload: dict, headers: dict, d
         if deadline_s and time.monotonic() - t0 >= deadline_s * 0.99:
             raise ExchangeLimit(f"{where}: no whole answer within {deadline_s:g} s (the total deadline)") from None
         raise
+    except httpx.DecodingError as e:
+        enc = resp.headers.get("content-encoding", "?")
+        raise UndecodableAnswer(f"{where}: HTTP {resp.status_code}, its {enc[:40]} body does not decode "
+                                f"({str(e)[:120]})") from None
     kept = [(k, v) for k, v in resp.headers.multi_items()
             if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
     return httpx.Response(resp.status_code, headers=kept, content=b"".join(got), request=resp.request)
