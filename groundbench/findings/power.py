@@ -146,8 +146,8 @@ def power_lines(claims: int, prompts: int, rules: str = "paper") -> list[str]:
     "The estimate's lines about power (`planned_power`), one per metric, then where each variance came from."
     try: t = planned_power(claims, prompts, rules)
     except (RecordError, OSError, ValueError) as e: return [f"power: not computed ({e})"]
-    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, paired by claim, claim-"
-            "clustered test at alpha 0.05 with 80% power: the smallest difference it can detect is "
+    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, paired by claim, "
+            "claim-clustered test at alpha 0.05 with 80% power: the smallest difference it can detect is "
             + ", ".join(f"{r.metric} {r.detectable_pp:.1f} points" for r in t.itertuples()))
     return [head] + [f"  {r.metric}: {r.source} (between-claim variance {r.between:.4f}, within {r.within:.4f}, "
                      f"shared by the two assistants {r.pairing:.0%}, {r.per_answer:.1f} observations an answer)"
