@@ -56,7 +56,9 @@ def build_profile(run_dir: str | Path) -> pd.DataFrame:
     parts = rate_parts(read_scores(f40) if f40.exists() else None, read_scores(f50) if f50.exists() else None)
     if (f := d / SOURCEBENCH / "sourcebench_scores.csv").exists():
         s = read_scores(f).set_index("assistant")
-        parts.append(pd.DataFrame({"SourceBench": s.weighted, "SourceBench_ci95": s.weighted_ci95, "pages": s.pages}))
+        ok = s.weighted.between(0, 100)   # a mean off the 0-100 scale (a judge's score off 1-5): no profile figure
+        parts.append(pd.DataFrame({"SourceBench": s.weighted.where(ok), "SourceBench_ci95": s.weighted_ci95.where(ok),
+                                   "pages": s.pages}))
     if (f := d / SOURCECHECKUP / "responses.parquet").exists():
         rs = pd.read_parquet(f)
         if "counted" in rs: rs = rs[rs.counted]   # responses with valid sources but no statement are left out, as in 65

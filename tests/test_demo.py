@@ -200,3 +200,33 @@ def test_groundedness_stage_with_real_model_and_rerun_without_calls(small_demo, 
     again = json.loads((copy / "a" / "manifest.json").read_text())["stages"]["50_groundedness"]["llm"]
     assert sum(again[s]["calls"] for s in ("extract_units", "decontextualise", "judge")) == 0
     assert again["embedding"]["encoded"] == 0
+
+
+def test_the_report_opens_with_the_paper_s_findings_and_shows_no_number_off_its_scale(small_demo):
+    """Issues 51 and 54: the report's results open with every finding of the paper's data file and its verdict; and no
+    table the page shows holds a score outside its metric's scale (the smoke judge's 10^16 SourceBench scores are kept
+    in the files, shown as off-scale) or a share outside 0-100%."""
+    import io
+    from groundbench.findings.paper import load_paper_findings
+    runs = small_demo[0]
+    rep = runs / "a" / "report"
+    items = json.loads((rep / "report.json").read_text())["items"]
+    assert items[:2] == ["paper_findings_summary", "paper_findings"]
+    s = pd.read_csv(rep / "paper_findings_summary.csv")
+    assert list(s.finding_id) == list(dict.fromkeys(load_paper_findings().finding_id))
+    assert s.verdict.isin(["supported", "contradicted", "partly supported", "not detectable at this sample size",
+                           "not testable here"]).all()
+    page = (rep / "index.html").read_text()
+    assert "The paper&#x27;s findings in this run" in page or "The paper's findings in this run" in page
+    scales = {**{m: (1, 5) for m in ("CRel", "FA", "NE", "FR", "AA", "OA", "DA", "LC", "Avg", "avg8")},
+              **{m: (0, 100) for m in ("weighted", "weighted_script", "weighted_complete", "SourceBench")}}
+    checked = 0
+    for t in pd.read_html(io.StringIO(page)):
+        for c in t.columns:
+            c = str(c)
+            lo, hi = scales.get(c, (0, 100) if c.endswith(("_pct", "%")) else (None, None))
+            if lo is None: continue
+            v = pd.to_numeric(t[c].astype(str).str.replace(",", "").str.split(" ").str[0], errors="coerce").dropna()
+            assert v.between(lo, hi).all(), (c, v[~v.between(lo, hi)].tolist())
+            checked += len(v)
+    assert checked > 0

@@ -57,7 +57,8 @@ def test_power_is_eighty_percent_at_the_difference_estimate_prints():
     """gpt-4o.yaml's design (100 claims x 6 prompts) under the CR variance measured on the real answers (paper rules),
     simulated on the probability scale around one half (where a rate seldom meets 0 or 1)."""
     out = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", check=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("power: two assistants asking these 100 claims x 6"))
+    line = next(l for l in out.splitlines()
+                if l.startswith("power: two assistants (or two dates) asking these 100 claims x 6"))
     printed = float(line.split("CR ")[1].split(" points")[0])
     for m in ("NCR", "GS"): assert f"{m} " in line.split("detect is ")[1]
     v = bundled_variance("CR", "paper")

@@ -26,11 +26,11 @@ from ..core import Citation, Conversation, Prompt, now_iso, to_plain
 from ..llm.backends import ExchangeLimit, UndecodableAnswer, post_with_retries
 
 # %% auto #0
-__all__ = ['SHAPE_ERRORS', 'MAX_JSON_DEPTH', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought',
+__all__ = ['MAX_JSON_DEPTH', 'SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought',
            'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info',
            'Shape', 'URLCitation', 'ChatAnnotation', 'ChatMessage', 'ChatChoice', 'SearchResult', 'ChatCompletionShape',
-           'OutputContent', 'OutputItem', 'ResponsesShape', 'shape_problem', 'APICollector', 'NotJSON', 'json_depth',
-           'answer_json', 'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector',
+           'OutputContent', 'OutputItem', 'ResponsesShape', 'shape_problem', 'exchanged', 'APICollector', 'NotJSON',
+           'json_depth', 'answer_json', 'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector',
            'PerplexityCollector']
 
 # %% ../../nbs/25_collect_api.ipynb #8487d15a
@@ -204,6 +204,16 @@ def shape_problem(shape: type[Shape] | None, data) -> tuple[str, str, str] | Non
         found = err.get("input")
         return path, f"{type(found).__name__} {repr(found)[:80]}", err["msg"]
 
+# %% ../../nbs/25_collect_api.ipynb #039fc4ea
+def exchanged(c, client: httpx.Client, p: Prompt, headers: dict) -> tuple:
+    """One prompt's exchange as a collector keeps it: (the response, the bytes to archive, their JSON); an answer whose
+    body does not decode is kept as a note of what it was (no response: recorded as a parse failure, the collection
+    goes on); a transport failure or a passed limit stops the collection naming the prompt."""
+    try: return c.exchange(client, p.text, headers)
+    except UndecodableAnswer as e: return None, f"undecodable answer: {e}".encode(), NotJSON(str(e))
+    except (httpx.TransportError, ExchangeLimit) as e:
+        raise CollectionError(f"{c.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
+
 # %% ../../nbs/25_collect_api.ipynb #3898de69
 class APICollector:
     "Base of the API collectors: endpoint, headers, payload, parser, and what the record keeps of the search."
@@ -244,11 +254,7 @@ class APICollector:
         with httpx.Client(timeout=self.timeout_s) as client:
             for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
                 started = now_iso()
-                try: resp, raw, data = self.exchange(client, p.text, headers)
-                except UndecodableAnswer as e:   # kept (what it was) and recorded as a parse failure: the run goes on
-                    resp, raw, data = None, f"undecodable answer: {e}".encode(), NotJSON(str(e))
-                except (httpx.TransportError, ExchangeLimit) as e:
-                    raise CollectionError(f"{self.provider}: prompt {p.prompt_id}: {type(e).__name__}: {e}") from None
+                resp, raw, data = exchanged(self, client, p, headers)
                 if resp is not None and resp.status_code != 200:
                     raise CollectionError(
                         f"{self.provider}: prompt {p.prompt_id}: HTTP {resp.status_code}: {resp.text[:300]}")
@@ -257,6 +263,31 @@ class APICollector:
                 if self.delay_s and i < len(todo) - 1: time.sleep(self.delay_s)
         recs = [json.loads(archive.record_path(self.provider, p.prompt_id).read_text()) for p in prompts]
         return [conversation_from_record(r) for r in recs if not r.get("parse_failed")]
+
+# %% ../../nbs/25_collect_api.ipynb #8524a7f7
+class NotJSON(str):
+    "The start of an answer's body that is not JSON, standing where its data would be: a parse failure, not a crash."
+
+MAX_JSON_DEPTH = 64   # deeper than any provider's documented answer; deeper JSON breaks recursive readers
+
+def json_depth(x, limit: int = MAX_JSON_DEPTH) -> int:
+    "How deep `x` nests (lists and objects), counted without recursion and stopping past `limit`."
+    depth, level = 0, [x]
+    while level and depth <= limit:
+        level = [v for y in level if isinstance(y, (dict, list)) for v in (y.values() if isinstance(y, dict) else y)]
+        depth += 1
+    return depth
+
+def answer_json(raw: bytes):
+    """The JSON of an answer's bytes, or `NotJSON` (the body's start, or why) when they are not JSON or nest deeper
+    than `MAX_JSON_DEPTH` (Python's reader raises RecursionError at a few hundred levels, and the parsers, the shape
+    check and the record's writer all recurse)."""
+    try: data = json.loads(raw)
+    except ValueError: return NotJSON(raw[:200].decode("utf-8", "replace"))
+    except RecursionError: return NotJSON(f"JSON nested too deeply to read ({len(raw):,} bytes)")
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return NotJSON(f"JSON nested more than {MAX_JSON_DEPTH} levels deep ({len(raw):,} bytes)")
+    return data
 
 # %% ../../nbs/25_collect_api.ipynb #61c3d166
 SHAPE_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
@@ -283,30 +314,6 @@ def _watched(x, path: str, trail: list):
     w = _WatchedDict(x) if isinstance(x, dict) else _WatchedList(x)
     w._path, w._trail = path, trail
     return w
-
-class NotJSON(str):
-    "The start of an answer's body that is not JSON, standing where its data would be: a parse failure, not a crash."
-
-MAX_JSON_DEPTH = 64   # deeper than any provider's documented answer; deeper JSON breaks recursive readers
-
-def json_depth(x, limit: int = MAX_JSON_DEPTH) -> int:
-    "How deep `x` nests (lists and objects), counted without recursion and stopping past `limit`."
-    depth, level = 0, [x]
-    while level and depth <= limit:
-        level = [v for y in level if isinstance(y, (dict, list)) for v in (y.values() if isinstance(y, dict) else y)]
-        depth += 1
-    return depth
-
-def answer_json(raw: bytes):
-    """The JSON of an answer's bytes, or `NotJSON` (the body's start, or why) when they are not JSON or nest deeper
-    than `MAX_JSON_DEPTH` (Python's reader raises RecursionError at a few hundred levels, and the parsers, the shape
-    check and the record's writer all recurse)."""
-    try: data = json.loads(raw)
-    except ValueError: return NotJSON(raw[:200].decode("utf-8", "replace"))
-    except RecursionError: return NotJSON(f"JSON nested too deeply to read ({len(raw):,} bytes)")
-    if json_depth(data) > MAX_JSON_DEPTH:
-        return NotJSON(f"JSON nested more than {MAX_JSON_DEPTH} levels deep ({len(raw):,} bytes)")
-    return data
 
 def shape_failure(parse, data, provider: str, prompt_id: str,
                   shape: type[Shape] | None = None) -> tuple[object, dict | None]:

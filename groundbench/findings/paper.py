@@ -84,7 +84,7 @@ def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapp
     for r in findings.itertuples():
         d = test_contrast(obs, r, n_boot)
         k = 100.0 if METRICS[r.metric][3] == "points" else 1.0
-        rows.append({"finding_id": r.finding_id, "source": r.source, "section": r.section, "quote": r.quote,
+        rows.append({"finding_id": r.finding_id, "source": f"seed {r.source}", "section": r.section, "quote": r.quote,
                      "metric": r.metric, "factor": r.factor, "within": r.within, "a": r.a, "b": r.b,
                      "expect": r.expect, "a_value": d.a_value * k, "b_value": d.b_value * k, "diff": d.diff * k,
                      "low": d.low * k, "high": d.high * k, "p": d.p, "clusters": d.clusters, "n_a": d.n_a,

@@ -19,9 +19,9 @@ from ..stages import REPORT
 from ..tables import Output, html_table
 
 # %% auto #0
-__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'CHANGES', 'table_terms',
-           'usage_table', 'estimate_vs_actual', 'usage_items', 'short', 'toc_line', 'page_head', 'table_html',
-           'shown_table', 'section_html', 'render_html']
+__all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'CHANGES', 'SCALES',
+           'table_terms', 'usage_table', 'estimate_vs_actual', 'usage_items', 'short', 'toc_line', 'page_head',
+           'table_html', 'off_scale', 'shown_table', 'section_html', 'render_html']
 
 # %% ../../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -191,6 +191,25 @@ def table_html(table: pd.DataFrame, index: bool = False, row_classes: list[str] 
 
 # %% ../../nbs/81_report_page.ipynb #2554cf4f
 CHANGES = ["moved", "newly_classified", "to_unrated", "to_credible", "to_noncredible"]
+# the scale of each score a SourceBench table shows: a value outside it (a judge's 9, or a smoke model's 10^16, read
+# as scoring.py reads it) is kept in the files and shown as off-scale
+SCALES = {**{m: (1, 5) for m in ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC", "Avg", "avg8")},
+          **{m: (0, 100) for m in ("weighted", "weighted_script", "weighted_complete", "SourceBench")}}
+
+def off_scale(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    "The table with every number outside its column's `SCALES` range shown as 'off-scale', and how many there were."
+    t, n = table.copy(), 0
+    for c, (lo, hi) in SCALES.items():
+        if c not in t: continue
+        v = pd.to_numeric(t[c], errors="coerce")
+        bad = v.notna() & ((v < lo) | (v > hi))
+        if bad.any():
+            t[c] = t[c].astype(object).where(~bad, "off-scale")
+            if f"{c}_ci95" in t: t[f"{c}_ci95"] = t[f"{c}_ci95"].astype(object).where(~bad, "")
+            n += int(bad.sum())
+    if n and "weighted_ci95" in t and "weighted" in t:
+        t["weighted_ci95"] = t.weighted_ci95.astype(object).where(t.weighted.ne("off-scale"), "")
+    return t, n
 
 def shown_table(name: str, table: pd.DataFrame) -> tuple[pd.DataFrame, int | None, str]:
     """A table as the page shows it (its files keep the paper's layout): the rows, how many show above the fold
@@ -198,7 +217,11 @@ def shown_table(name: str, table: pd.DataFrame) -> tuple[pd.DataFrame, int | Non
     (`<assistant> CR`, `<assistant> NCR`) shows one row per assistant; SourceBench's `CR` (content relevance, never
     the credibility rate) is named `CRel`; the corrections show the steps that move citations first, the rest
     folded."""
-    if name.startswith("sourcebench"): return table.rename(columns={"CR": "CRel"}), None, ""
+    if name.startswith("sourcebench") or name == "profile":
+        t, n = off_scale(table)
+        note = (f"{n} values outside their metric's scale (kept in the files as the official reading gives them; "
+                "scores_off_scale counts the page scores off 1-5) shown as off-scale" if n else "")
+        return (t.rename(columns={"CR": "CRel"}) if name.startswith("sourcebench") else t), None, note
     if name == "corrections" and set(CHANGES) <= set(table.columns):
         moves = table[CHANGES].apply(pd.to_numeric, errors="coerce").fillna(0).ne(0).any(axis=1)
         t = pd.concat([table[moves], table[~moves]])

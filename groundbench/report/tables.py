@@ -111,10 +111,10 @@ VARIANT_FILES = {  # each lens's figures per variant a run scored: (stage, file,
 # the judges against ExpertQA's experts (70_validation), each shown under the caption the stage gave it
 VALIDATION_TABLES = ("judge_agreement", "sourcecheckup_agreement", "reliability_agreement")
 
-def validation_caption(md: Path, name: str) -> str:
-    "The caption 70_validation wrote over a table (its Markdown file's bold first line, without the smoke mark)."
+def validation_caption(md: Path, name: str, prefix: str = "Validation: ") -> str:
+    "The caption a stage wrote over a table (its Markdown file's bold first line, without the smoke mark)."
     first = md.read_text(encoding="utf-8").split("\n", 1)[0].strip("* ") if md.exists() else ""
-    return "Validation: " + (re.sub(r"\s*\[SMOKE RUN[^\]]*\]", "", first) or name.replace("_", " "))
+    return prefix + (re.sub(r"\s*\[SMOKE RUN[^\]]*\]", "", first) or name.replace("_", " "))
 
 # %% ../../nbs/80_report.ipynb #9c800041
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
@@ -365,11 +365,9 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
                             "official pipeline's pages, reading and Avg)", o.sourcebench, smoke=sm))
     else: missing.append("SourceBench: no 60_sourcebench outputs")
     if o.sourcecheckup is not None:
-        items.append(Output("sourcecheckup", "SourceCheckup: statement- and response-level support per assistant; "
-                            "the verifier saw the cited page's "
-                            + {"whole": "whole text, as SourceCheckup's code gives it", "chunks": "chunks closest to "
-                               "the statement (ours)"}.get(stage_parameter(o, SOURCECHECKUP, "source_text"), "text"),
-                            o.sourcecheckup, smoke=sm))
+        md = next((f for d in o.run_dirs if (f := d / SOURCECHECKUP / "sourcecheckup.md").exists()), None)
+        items.append(Output("sourcecheckup", validation_caption(md, "SourceCheckup", "") if md else "SourceCheckup: "
+                            "statement- and response-level support per assistant", o.sourcecheckup, smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
     pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
     pv = pv.merge(run_assistant_labels(o.conversations), on="run_assistant", how="left")
