@@ -17,8 +17,8 @@ from .core import RecordError, atomic_path, regular_file, spreadsheet_safe_frame
 
 # %% auto #0
 __all__ = ['SMOKE_NOTE', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table',
-           'write_table_files', 'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm',
-           'read_scores']
+           'tex_caption', 'write_table_files', 'figure_layout_problems', 'plotting', 'save_figure', 'write_output',
+           'pm', 'read_scores']
 
 # %% ../nbs/04_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -75,10 +75,21 @@ def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_cla
     cap = f"<caption>{_h.escape(caption)}</caption>" if caption else ""
     return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
 
+# %% ../nbs/04_tables.ipynb #7c7672f1
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+def tex_caption(caption: str) -> str:
+    """A caption as LaTeX reads it: its special characters escaped (an unescaped % comments out the rest of the line,
+    an _ stops the document), and a leading 'Table 1:' or 'Figure 3:' left to LaTeX, which numbers its own."""
+    text = re.sub(r"^\s*(Table|Figure)\s+[\w.]+\s*(\([^)]*\))?\s*:\s*", "", str(caption))
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
 # %% ../nbs/04_tables.ipynb #a1e01952
 def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False,
                       index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex")) -> list[Path]:
-    "Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths."
+    """Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths. The LaTeX escapes its cells and
+    its caption and writes a missing value as --."""
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     if smoke: caption += f" [{SMOKE_NOTE}]"
     paths = []
@@ -90,9 +101,8 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])
     if "tex" in formats:
         paths.append(out_dir / f"{name}.tex")
-        write_text(df.to_latex(index=index, caption=caption, label=f"tab:{name}", float_format=number_text,
-                               escape=True),
-                   paths[-1])
+        write_text(df.to_latex(index=index, caption=tex_caption(caption), label=f"tab:{name}",
+                               float_format=number_text, escape=True, na_rep="--"), paths[-1])
     return paths
 
 # %% ../nbs/04_tables.ipynb #35d660c9

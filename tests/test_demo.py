@@ -230,3 +230,30 @@ def test_the_report_opens_with_the_paper_s_findings_and_shows_no_number_off_its_
             assert v.between(lo, hi).all(), (c, v[~v.between(lo, hi)].tolist())
             checked += len(v)
     assert checked > 0
+
+
+def tex_problems(text: str) -> list[str]:
+    "What stops a LaTeX table from compiling: an unescaped %, _, #, $ (or & in the caption), NaN, unbalanced braces."
+    import re
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("\\label{"): continue                           # a label's _ is a name, not math
+        bare = re.sub(r"\\[%_#$&{}]", "", line)
+        out += [f"line {n}: unescaped {ch!r}: {line[:80]}" for ch in "%_#$" if ch in bare]
+        if line.startswith("\\caption") and "&" in bare: out.append(f"line {n}: & in the caption")
+        if re.search(r"\bNaN\b", line): out.append(f"line {n}: NaN")
+    opened = re.sub(r"\\[{}]", "", text)
+    if opened.count("{") != opened.count("}"): out.append("unbalanced braces")
+    return out
+
+
+def test_every_exported_latex_table_is_escaped(small_demo):
+    "Issue 54: captions left % and _ unescaped (a % commented out the rest of Table 1's caption), cells held NaN."
+    runs = small_demo[0]
+    files = sorted((runs / "a").rglob("*.tex"))
+    assert len(files) > 20
+    bad = {str(f.relative_to(runs)): p for f in files if (p := tex_problems(f.read_text(encoding="utf-8")))}
+    assert not bad, bad
+    t1 = (runs / "a" / "40_credibility" / "table_1.tex").read_text()
+    assert "\\caption{Credibility Rate" in t1 and "Table 1:" not in t1      # LaTeX numbers the table itself
+    assert tex_problems("\\caption{CR % of x_y}") and tex_problems("a & NaN \\\\")   # the check can tell
