@@ -22,7 +22,8 @@ from .runfolder import cache_dir
 
 # %% auto #0
 __all__ = ['BUNDLED_EMBEDDING', 'Chunk', 'chunk_text', 'bundled_embedding_path', 'EmbeddingCache', 'Embedder', 'real_judge',
-           'top_k_of', 'chunk_chars_of', 'evidence_chars', 'embedder_from_settings', 'VectorIndex', 'top_k_chunks']
+           'top_k_of', 'chunk_chars_of', 'evidence_chars', 'embedder_problem', 'embedder_from_settings', 'VectorIndex',
+           'top_k_chunks']
 
 # %% ../nbs/07_embed.ipynb #92d63f6f
 @dataclass(frozen=True)
@@ -158,6 +159,18 @@ def evidence_chars(settings: dict, top_k: int | None = None) -> int:
     "The evidence retrieved per unit, in characters: `top_k_of` passages of `chunk_chars_of`."
     return top_k_of(settings, top_k) * chunk_chars_of(settings)
 
+# %% ../nbs/07_embed.ipynb #f900d469
+def embedder_problem(settings: dict) -> str | None:
+    """Why the configured embedder may not serve the configured judge (the bundled English-only MiniLM beside a real
+    judge, unless `embed.allow_bundled_with_real_judge`), or None."""
+    cfg = settings["embed"]
+    if cfg["model"] != BUNDLED_EMBEDDING or not real_judge(settings): return None
+    if _truthy(cfg.get("allow_bundled_with_real_judge", "")): return None
+    return (f"embed.model = {BUNDLED_EMBEDDING}: the bundled embedder is English-only (a smoke choice) but the judge "
+            f"{settings['llm'].get('model')!r} is a real model: set embed.model to "
+            f"{cfg.get('real_run_model') or 'a model'} (the paper's multilingual GTE) or one you name, or "
+            "embed.allow_bundled_with_real_judge: true to run anyway, marked smoke")
+
 # %% ../nbs/07_embed.ipynb #f449a4fc
 def embedder_from_settings(settings: dict | None = None, run=None, **overrides) -> Embedder:
     """The embedding model configured in [embed], with the shared disk cache, recorded in the run's manifest (the
@@ -165,14 +178,7 @@ def embedder_from_settings(settings: dict | None = None, run=None, **overrides) 
     settings = settings or load_settings()
     cfg = {**settings["embed"], **overrides}
     bundled = cfg["model"] == BUNDLED_EMBEDDING
-    if bundled and real_judge(settings) and not _truthy(cfg.get("allow_bundled_with_real_judge", "")):
-        raise ValueError(
-            f"[embed] model is the bundled {BUNDLED_EMBEDDING} (English-only, a smoke choice) but the judge "
-                         f"{settings['llm'].get('model')!r} is a real model: set embed.model to "
-                         f"{cfg.get('real_run_model') or 'a model'} "
-                         "(the paper's multilingual GTE) or one you name, or embed.allow_bundled_with_real_judge: true "
-                         "to run "
-                         "anyway, marked smoke")
+    if problem := embedder_problem({**settings, "embed": cfg}): raise ValueError(problem)
     cache = EmbeddingCache(cache_dir(settings) / "embeddings.sqlite")
     e = Embedder(cfg["model"], cache, int(cfg.get("batch_size", 64)))
     e.chunk_chars, e.top_k = chunk_chars_of(settings), top_k_of(settings)

@@ -24,6 +24,7 @@ from .core import (RecordError, load_settings, load_yaml, printable, project_roo
 from .runfolder import (PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage,
                                    with_runs_dir)
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
+from .preflight import PreflightFailed, run_preflight
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
@@ -251,12 +252,15 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)    # the stages: the cache beside the runs
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
+    stages = [s for s in spec.stages if not spec.only or s in spec.only]
+    if problems := run_preflight(stages, spec.parameters, settings, runs_dir / spec.run_id):   # before any folder
+        raise PreflightFailed(f"run {spec.run_id} cannot succeed; no stage was run:\n"
+                              + "\n".join(f"  {p}" for p in problems))
     run = Run.open(spec.run_id, runs_dir,
                    parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
                                                        "parameters": spec.parameters, "settings": given,
                                                        "description": spec.description})
     kernel = kernel or default_kernel()
-    stages = [s for s in spec.stages if not spec.only or s in spec.only]
     if spec.worker:
         if COLLECT not in spec.stages:
             raise RecordError(f"{spec.path}: --worker splits the {COLLECT} stage, which this file does not run")

@@ -37,7 +37,7 @@ SECTIONS = [("Foundations", tuple(f"{i:02d}" for i in range(10))), ("Claims", ("
             ("More lenses", ("60", "65", "68")), ("Labels and validation", ("70", "71", "72", "73")),
             ("Findings", ("75", "76", "77", "78", "79")),
             ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("86", "87", "88", "89")),
-            ("Running a study", ("90", "91", "92", "93"))]
+            ("Running a study", ("90", "91", "92", "93", "94"))]
 # the repository files the README links, and the site's page for each (every README link resolves on the site)
 README_PAGES = {"nbs/guide.ipynb": "guide.md", "docs/METHOD.md": "method.md",
                 "papermill_params/README.md": "parameter_files.md", "benchmarks/RESULTS.md": "benchmarks.md"}

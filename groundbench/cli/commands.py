@@ -25,6 +25,7 @@ from .tools import COMMANDS as TOOL_COMMANDS, tools
 from ..core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from ..runfolder import Run
 from ..core import printable
+from ..preflight import PreflightFailed
 from ..runner import (StageFailed, check_parameters, load_run_spec, parse_params, parse_worker,
                                 run_file, run_summary)
 from ..runfolder import with_runs_dir
@@ -262,6 +263,9 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         if parallel > 1 and len(params) > 1:
             with ProcessPoolExecutor(max_workers=parallel) as ex: summaries = list(ex.map(run_file, *zip(*args)))
         else: summaries = [run_file(*a) for a in args]
+    except PreflightFailed as e:   # one line for each thing that stops the run, each naming its setting
+        for line in str(e).splitlines(): say_error(line.strip())
+        raise typer.Exit(1)
     except (RecordError, FileNotFoundError, StageFailed, KeyError, ValueError) as e: fail(e, 1)
     for s in summaries: typer.echo(s)
 

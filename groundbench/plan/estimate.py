@@ -17,13 +17,14 @@ import pandas as pd
 from ..core import RecordError
 from ..llm.budget import model_price, prices_from_settings
 from .collect import api_assistants_of, collection_costs
+from ..preflight import run_preflight
 from .planners import PLANNERS
 from .steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs, prompts_to_collect
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
 __all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'smoke_warning', 'design_power', 'estimate_run', 'collection_lines',
-           'grand_total', 'totals', 'format_estimate', 'write_estimate']
+           'grand_total', 'preflight_lines', 'totals', 'format_estimate', 'write_estimate']
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10013
 @dataclass
@@ -39,6 +40,7 @@ class Estimate:
     collection_notes: tuple = ()
     warnings: tuple = ()                     # printed last: a long run with the bundled smoke model
     power: tuple = ()                        # the smallest difference the planned design detects (notebook 79)
+    preflight: tuple = ()                    # what stops the run before its first stage (notebook 94)
 
 # %% ../../nbs/89_plan_estimate.ipynb #25e6cba0
 def _shares(text: str) -> dict:
@@ -108,8 +110,9 @@ def smoke_warning(t: pd.DataFrame, settings: dict, model: str, smoke: bool) -> l
             f"{hours:,.1f} hours at {per:g} s a call (a 2-core machine), and the result would be a SMOKE RUN, not real "
             "judgments.",
             "  For real judgments pick a real judge: a hosted model (--setting llm.backend=openai --setting "
-            "llm.model=gpt-4o --setting llm.base_url=https://api.openai.com/v1) or vLLM on a GPU (the settings of "
-            "papermill_params/gpu.yaml); the user guide: A real judge on a GPU."]
+            "llm.model=gpt-4o --setting llm.base_url=https://api.openai.com/v1 --setting embed.model=Alibaba-NLP/gte-"
+            "multilingual-base) or vLLM on a GPU (the settings of papermill_params/gpu.yaml); the user guide: A real "
+            "judge on a GPU."]
 
 
 # %% ../../nbs/89_plan_estimate.ipynb #01f74565
@@ -151,7 +154,8 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
         coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
     return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
                     tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model, ctx.llm.smoke)),
-                    tuple(design_power(stages, params, settings, run_dir)))
+                    tuple(design_power(stages, params, settings, run_dir)),
+                    tuple(run_preflight(stages, parameters, settings, run_dir)))
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10015
 def _n(x, d=0) -> str:
@@ -188,6 +192,13 @@ def grand_total(e: Estimate) -> list[str]:
             + _span(coll + exp, coll + low, coll + high, 2, "$")]
 
 
+# %% ../../nbs/89_plan_estimate.ipynb #e84dc247
+def preflight_lines(e: Estimate) -> list[str]:
+    "What would stop `groundbench run` before its first stage (notebook 94), as the estimate prints it."
+    if not e.preflight: return []
+    return ["PREFLIGHT: the run cannot succeed as set up; `groundbench run` would stop before its first stage:",
+            *(f"  {p}" for p in e.preflight)]
+
 # %% ../../nbs/89_plan_estimate.ipynb #c36fec55
 def _span(exp, low, high, d: int = 0, unit: str = "") -> str:
     "`expected (low to high)`: an unknown figure says so, a range without an upper bound says 'no bound'."
@@ -205,7 +216,7 @@ def format_estimate(e: Estimate) -> str:
     "The estimate as text: one line per step (each figure `expected (low to high)`), totals, what it assumed."
     t, tail = e.table, collection_lines(e)
     if t.empty: return "\n".join([f"Estimate for {e.model} ({e.backend}): no LLM step among these stages", *tail,
-                                  *e.power, *e.warnings])
+                                  *e.power, *preflight_lines(e), *e.warnings])
     cost = "cost_usd" if "cost_usd" in t else "gpu_hours" if "gpu_hours" in t else None
     d, unit = (2, "$") if cost == "cost_usd" else (2, "")
     head = (f"{'stage':<17} {'step':<22} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
@@ -228,7 +239,7 @@ def format_estimate(e: Estimate) -> str:
                            if t.note] + [f"  {n}" for n in e.notes] + [f"  {e.cost_note}"]
     lines.append(
         "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
-    return "\n".join(lines + tail + grand_total(e) + list(e.power) + list(e.warnings))
+    return "\n".join(lines + tail + grand_total(e) + list(e.power) + preflight_lines(e) + list(e.warnings))
 
 
 # %% ../../nbs/89_plan_estimate.ipynb #f29617f0
