@@ -283,6 +283,9 @@ def collection_notes(c: dict) -> list[str]:
         merged = ti.get("duplicates_merged", 0)
         out.append(f"import: {ti['duplicate_answers']} rows repeat an earlier answer: {merged} merged, "
                    f"{ti['duplicate_answers'] - merged} kept as answers of their own (mapping field duplicates)")
+    if isinstance(ti, dict) and ti.get("rows_continued"):
+        out.append(f"import: {ti['rows_continued']} rows continued the answer above them (more citations of the same "
+                   "answer, one row per citation: added to it; an answer_id column says which rows belong together)")
     if isinstance(c.get("imported_answers"), int) and c.get("conversations", c["imported_answers"]) < \
             c["imported_answers"]:
         out.append(f"sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "

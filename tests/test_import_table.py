@@ -259,3 +259,17 @@ def test_identical_refusals_without_a_question_column_are_kept_and_said(tmp_path
     assert m.stdout.startswith("4 answers") and "2 repeated answers merged into the earlier one" in m.stdout, m.stdout
     bad = groundbench("import", tmp_path / "audit.csv", "--out", tmp_path / "x", *maps, "--map", "duplicates=drop")
     assert bad.returncode == 2 and "duplicates 'drop': use keep or merge" in bad.stderr, bad.stderr
+
+
+def test_rows_that_continue_an_answer_are_counted_and_said(tmp_path):
+    """Issue 53: consecutive rows with the same assistant, question and answer, the second adding citations, were folded
+    into one answer while the screen said nothing of it (duplicates_merged 0, 'kept apart')."""
+    src = tmp_path / "long.csv"
+    pd.DataFrame({"tool": ["Bot", "Bot", "Bot"], "q": ["Q1?", "Q1?", "Q2?"], "a": ["Yes [1][2].", "Yes [1][2].", "No."],
+                  "url": ["https://www.reuters.com/a", "https://apnews.com/b", "https://www.bbc.com/c"]}
+                 ).to_csv(src, index=False)
+    p = groundbench("import", src, "--out", tmp_path / "o", "--map", "assistant=tool", "--map", "question=q",
+                    "--map", "answer=a", "--map", "urls=url", check=True)
+    counts = json.loads((tmp_path / "o" / "import_counts.json").read_text())
+    assert (counts["answers"], counts["citations"], counts["rows_continued"]) == (2, 3, 1)
+    assert "1 rows continued the answer above them" in p.stdout, p.stdout

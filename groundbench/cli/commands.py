@@ -82,9 +82,12 @@ MAPPING_FIELDS = ", ".join(f.name for f in dataclasses.fields(TableMapping))   #
 
 def duplicates_said(n: dict) -> str:
     "What an import did with rows repeating an earlier answer, in words (import counts `n`)."
-    merged = n.get("duplicates_merged", 0)
+    merged, folded = n.get("duplicates_merged", 0), n.get("rows_continued", 0)
     kept = n["duplicate_answers"] - merged
     return "; ".join(x for x in (
+        f"{folded} rows continued the answer above them (the same assistant, question and answer with more "
+        "citations: one row per citation, their citations added to it; an answer_id column says which rows belong "
+        "together)" if folded else "",
         f"{kept} rows repeat an earlier answer (same assistant, question and answer): kept as answers of their own "
         "(--map duplicates=merge joins them)" if kept else "",
         f"{merged} repeated answers merged into the earlier one (duplicates: merge)" if merged else "") if x)
@@ -125,7 +128,8 @@ def import_cmd(source: Path = typer.Argument(
                + (f"; {n['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if n["rows_rejected"] else "")
                + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
                   f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
-               + (f"; {duplicates_said(n)}" if n["duplicate_answers"] else "") + f" -> {out}")
+               + (f"; {duplicates_said(n)}" if n["duplicate_answers"] or n.get("rows_continued") else "")
+               + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 @commands.command("compare")

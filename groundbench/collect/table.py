@@ -292,7 +292,8 @@ class _Answer:
     extra: dict = field(default_factory=dict)
 
 # %% ../../nbs/29_collect_table.ipynb #2367679a
-def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, url_changes: list) -> Iterator[_Answer]:
+def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, url_changes: list,
+            counts: Counter | None = None) -> Iterator[_Answer]:
     cols, rows = read_rows(path, m.encoding)
     col = {f: find_column(cols, c, path, f) for f, c in m.columns().items()}
     by_id: dict[str, _Answer] = {}
@@ -342,6 +343,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
                             f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row "
                                      f"{prev.rows[0]} with a different {f}")
                 prev.rows.append(rowno); prev.cites += cites; prev.panel += panel
+                if counts is not None and not aid: counts["rows_continued"] += 1   # said: not kept as an answer
             else:
                 order.append(a)
                 if aid: by_id[aid] = a
@@ -410,7 +412,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     changes: list[dict] = []
     counts: Counter = Counter()
     prompts, convs, meta, seen = {}, [], [], {}
-    for a in _gather(path, m, skip_bad_rows, rejected, changes):
+    for a in _gather(path, m, skip_bad_rows, rejected, changes, counts):
         try: pr, conv, row = _conversation(a, m, path.name, counts)
         except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: {e}") from None
         if conv.conversation_id in seen:
@@ -429,7 +431,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "answers_with_marker_type": {k: int((answers[f"markers_{k}"] > 0).sum()) for k in MARKER_TYPES}
          if len(answers) else {}, "markers_found": {k[7:]: v for k, v in counts.items() if k.startswith("marker_")},
          "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"],
-         "duplicates_merged": counts["duplicates_merged"],
+         "duplicates_merged": counts["duplicates_merged"], "rows_continued": counts["rows_continued"],
          "urls_repaired": sum(x["action"] == "repaired" for x in changes),
          "urls_dropped": sum(x["action"] == "dropped" for x in changes)}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
@@ -462,7 +464,8 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                        "urls_repaired": sum(t.counts["urls_repaired"] for t in parts),
                        "urls_dropped": sum(t.counts["urls_dropped"] for t in parts),
                        "duplicate_answers": sum(t.counts["duplicate_answers"] for t in parts),
-                       "duplicates_merged": sum(t.counts["duplicates_merged"] for t in parts)},
+                       "duplicates_merged": sum(t.counts["duplicates_merged"] for t in parts),
+                       "rows_continued": sum(t.counts.get("rows_continued", 0) for t in parts)},
                        pd.concat([t.url_changes for t in parts], ignore_index=True))
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29023
