@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from conftest import reparse_archived
+from conftest import PageHandler, reparse_archived
 from groundbench.collect.api import OpenAIResponsesCollector, PerplexityCollector
 from groundbench.collect.base import Archive, CollectionError
 from groundbench.core import Prompt
@@ -275,19 +275,11 @@ def test_an_answer_of_the_wrong_shape_costs_one_prompt_is_archived_and_read_agai
     assert again["field"] == failed["field"], (again, failed)
 
 
-class OddClaude(BaseHTTPRequestHandler):
+class OddClaude(PageHandler):
     "Claude's Messages API answering the first prompt with a JSON list, the second with null."
-    def log_message(self, *a): pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        prompt = body["messages"][0]["content"]
-        data = b"[1, 2]" if prompt == PROMPTS[0].text else b"null"
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        prompt = json.loads(self.rfile.read(int(self.headers["content-length"])))["messages"][0]["content"]
+        self.send(200, b"[1, 2]" if prompt == PROMPTS[0].text else b"null", "application/json")
 
 
 def test_claude_answers_that_are_a_list_or_null_are_parse_failures_like_the_others(tmp_path):
