@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Sequence
 
 from .runfolder import cache_dir
-from .stages import COLLECT, STAGES
+from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, STAGES, VALIDATION
+
+RETRIEVING = (GROUNDEDNESS, SOURCECHECKUP, VALIDATION)   # the stages that embed pages to retrieve evidence
 
 # %% auto #0
-__all__ = ['collection_problems', 'judge_problems', 'endpoint_problems', 'preflight', 'PreflightFailed', 'run_preflight']
+__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'preflight', 'PreflightFailed',
+           'run_preflight']
 
 # %% ../nbs/94_preflight.ipynb #cb3cbdc0
 def collection_problems(params: dict, run_dir: Path | None, planned: int) -> list[str]:
@@ -44,9 +47,10 @@ def collection_problems(params: dict, run_dir: Path | None, planned: int) -> lis
     return out
 
 # %% ../nbs/94_preflight.ipynb #87f0f5e4
-def judge_problems(settings: dict, timeout_s: float = 3.0) -> list[str]:
+def judge_problems(settings: dict, timeout_s: float = 3.0, retrieves: bool = True) -> list[str]:
     """The judge's: its backend importable (vLLM), its model present (the bundled GGUF for llama.cpp), its
-    OpenAI-compatible endpoint answering (one short request to `/models`), and the embedder allowed beside it."""
+    OpenAI-compatible endpoint answering (one short request to `/models`), and, when the run `retrieves` evidence,
+    the embedder allowed beside it."""
     from groundbench.embed import embedder_problem
     llm, out = settings.get("llm", {}), []
     backend = str(llm.get("backend", "llamacpp"))
@@ -64,7 +68,7 @@ def judge_problems(settings: dict, timeout_s: float = 3.0) -> list[str]:
             except (FileNotFoundError, ImportError) as e:
                 out.append(f"llm.backend = llamacpp: the bundled model is missing ({e}; bash setup.sh installs it)")
     if backend == "openai": out += endpoint_problems(llm, timeout_s)
-    if problem := embedder_problem(settings): out.append(problem)
+    if retrieves and (problem := embedder_problem(settings)): out.append(problem)
     return out
 
 # %% ../nbs/94_preflight.ipynb #c94de287
@@ -92,7 +96,8 @@ def preflight(stages: Sequence[str], params, settings: dict, run_dir: Path | Non
     settings), one line each naming the setting and its fix; [] when there is none."""
     out = []
     if COLLECT in stages: out += collection_problems(params(COLLECT), run_dir, planned)
-    if any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT): out += judge_problems(settings)
+    if any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT):
+        out += judge_problems(settings, retrieves=bool(set(stages) & set(RETRIEVING)))
     return out
 
 # %% ../nbs/94_preflight.ipynb #121bcfde
