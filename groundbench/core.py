@@ -32,7 +32,7 @@ __all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim',
            'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
            'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'write_table',
            'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root', 'package_dirs',
-           'unknown_setting', 'load_settings', 'resolve_path', 'compared_variants', 'now_iso']
+           'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path', 'compared_variants', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -422,6 +422,23 @@ def unknown_setting(section: str, key: str, known: dict[str, dict]) -> str | Non
     what = f"unknown setting {section}.{key}" if section in known else f"unknown settings section [{section}]"
     return what + (f": did you mean {near[0]}?" if near else f" (sections: {', '.join([*known, *OPEN_SECTIONS])})")
 
+# %% ../nbs/00_core.ipynb #6aeeb451
+def check_own_settings(path: Path, read: dict[str, dict]) -> None:
+    """A settings file of your own (not the one groundbench ships, next to its package) holds only settings groundbench
+    knows: an unknown key (`max_cals`, `tempreature`) is an error naming the file, its line and the nearest known key,
+    never a value silently ignored. Without the shipped file (an installed wheel) nothing is compared."""
+    shipped = package_dir().parent / "settings.ini"
+    if not shipped.exists() or shipped.resolve() == Path(path).resolve(): return
+    cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
+    cp.read(shipped, encoding="utf-8")
+    known = {s: dict(cp[s]) for s in cp.sections()}
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for sec, values in read.items():
+        for key in values:
+            if why := unknown_setting(sec, key, known):
+                n = next((i for i, l in enumerate(lines, 1) if re.match(rf"\s*{re.escape(key)}\s*[=:]", l)), 0)
+                raise RecordError(f"{path}: line {n}: {why} (the settings groundbench knows: {shipped})")
+
 # %% ../nbs/00_core.ipynb #242b4547
 def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> dict[str, dict[str, Any]]:
     "Settings as {section: {key: value}}, with `overrides` ({'llm.model': ...} or {'llm': {...}}) applied."
@@ -431,6 +448,7 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
     cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
     cp.read(path, encoding="utf-8")
     out = {s: {k: _coerce(v) for k, v in cp[s].items()} for s in cp.sections()}
+    check_own_settings(path, out)
     defaults = {s: dict(v) for s, v in out.items()}
     out.setdefault("paths", {})["root"] = str(path.parent.resolve())
     for key, value in (overrides or {}).items():

@@ -19,8 +19,8 @@ from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, STAGES, VALIDATION
 RETRIEVING = (GROUNDEDNESS, SOURCECHECKUP, VALIDATION)   # the stages that embed pages to retrieve evidence
 
 # %% auto #0
-__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'preflight', 'PreflightFailed',
-           'run_preflight']
+__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'variant_problems', 'preflight',
+           'PreflightFailed', 'run_preflight']
 
 # %% ../nbs/94_preflight.ipynb #cb3cbdc0
 def collection_problems(params: dict, run_dir: Path | None, planned: int) -> list[str]:
@@ -89,12 +89,37 @@ def endpoint_problems(llm: dict, timeout_s: float = 3.0) -> list[str]:
                 f"{env or '(none)'}: export it, or name the variable that holds it)"]
     return []
 
+# %% ../nbs/94_preflight.ipynb #7db49762
+def variant_problems(stages: Sequence[str], params, settings: dict) -> list[str]:
+    """Every variant a lens of the run is to use or compare, from its parameters or else its settings, among the ones
+    it knows: a typo is named with the choices, before any call is paid (the stage would refuse it only when it
+    starts, after the stages before it had run)."""
+    from groundbench.core import compared_variants
+    from groundbench.groundedness.units import VARIANTS as GV
+    from groundbench.sourcebench import VARIANTS as SBV
+    from groundbench.sourcecheckup import SOURCE_TEXT
+    from groundbench.stages import SOURCEBENCH
+    out = []
+    for stage, section, key, known in ((GROUNDEDNESS, "groundedness", "variant", GV),
+                                       (SOURCEBENCH, "sourcebench", "variant", SBV),
+                                       (SOURCECHECKUP, "sourcecheckup", "source_text", SOURCE_TEXT)):
+        if stage not in stages: continue
+        p = params(stage)
+        own = p.get(key) or settings.get(section, {}).get(key)
+        given = [(f"{section}.{key}" if not p.get(key) else f"{stage} parameter {key}", own)] if own else []
+        given += [(f"{section}.compare_variants" if p.get("compare_variants") is None
+                   else f"{stage} parameter compare_variants", x)
+                  for x in compared_variants(p.get("compare_variants"), settings, section)]
+        out += [f"{where} = {name}: not a variant of {stage} (use one of {', '.join(known)})"
+                for where, name in given if str(name) not in known]
+    return out
+
 # %% ../nbs/94_preflight.ipynb #c13a4f7c
 def preflight(stages: Sequence[str], params, settings: dict, run_dir: Path | None = None,
               planned: int = 0) -> list[str]:
     """Every problem that stops a run of `stages` (with `params(stage)` each stage's parameters, `settings` the run's
     settings), one line each naming the setting and its fix; [] when there is none."""
-    out = []
+    out = variant_problems(stages, params, settings)
     if COLLECT in stages: out += collection_problems(params(COLLECT), run_dir, planned)
     if any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT):
         out += judge_problems(settings, retrieves=bool(set(stages) & set(RETRIEVING)))
