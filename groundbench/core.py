@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 import pydantic
 
+from .redaction import redact_frame, redact_secrets, redact_value, register_secrets
 from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
 
 # %% auto #0
@@ -250,7 +251,8 @@ def atomic_path(path: str | Path):
 
 # %% ../nbs/00_core.ipynb #d7254d6e
 def write_text(text: str, path: str | Path) -> Path:
-    "Write `text` (UTF-8) atomically."
+    "Write `text` (UTF-8) atomically, every secret in it redacted (`redaction`)."
+    text = redact_secrets(text)
     with atomic_path(path) as tmp: Path(tmp).write_text(text, encoding="utf-8")
     return Path(path)
 
@@ -265,7 +267,8 @@ def _finite(obj: Any) -> Any:
 # %% ../nbs/00_core.ipynb #8930be79
 def write_json(obj: Any, path: str | Path) -> Path:
     "Write `obj` as indented JSON atomically; a number that is not finite is written as null (JSON has no NaN)."
-    return write_text(json.dumps(_finite(obj), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n", path)
+    text = json.dumps(redact_value(_finite(obj)), indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    return write_text(text + "\n", path)
 
 # %% ../nbs/00_core.ipynb #b5a1c281
 def to_plain(obj: Any) -> Any:
@@ -280,9 +283,9 @@ def to_plain(obj: Any) -> Any:
 
 # %% ../nbs/00_core.ipynb #5ce1e781
 def write_jsonl(records: Iterable[Any], path: str | Path) -> Path:
-    "Write records (dataclasses or dicts) as JSON lines atomically."
+    "Write records (dataclasses or dicts) as JSON lines atomically, every secret in them redacted."
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        for r in records: f.write(json.dumps(to_plain(r), ensure_ascii=False, sort_keys=False) + "\n")
+        for r in records: f.write(json.dumps(redact_value(to_plain(r)), ensure_ascii=False, sort_keys=False) + "\n")
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #bcecb5b4
@@ -299,11 +302,11 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
 # %% ../nbs/00_core.ipynb #60293061
 def write_table(data: pd.DataFrame | Iterable[Any], path: str | Path) -> Path:
     """Write a table atomically; the format follows the extension (.parquet, .csv, .jsonl). CSV text cells are made
-    spreadsheet-safe."""
+    spreadsheet-safe; every secret in a text cell is redacted."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file path ending in .parquet, .csv or .jsonl")
-    df = data if isinstance(data, pd.DataFrame) else records_frame(data)
+    df = redact_frame(data if isinstance(data, pd.DataFrame) else records_frame(data))
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet": df.to_parquet(tmp, index=False)
         elif path.suffix == ".csv": spreadsheet_safe_frame(df).to_csv(tmp, index=False)
@@ -461,6 +464,7 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
     for sec, values in defaults.items():
         for k, default in values.items():
             if k in out.get(sec, {}): out[sec][k] = _checked_number(sec, k, out[sec][k], default)
+    register_secrets(out)   # a base URL's credentials, a key's variable: redacted from whatever a run writes
     return out
 
 # %% ../nbs/00_core.ipynb #ea1d8693

@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
@@ -26,11 +25,12 @@ from typing import Iterable, Sequence
 
 from .core import (RecordError, load_settings, now_iso, project_root, regular_file, resolve_path, to_plain,
                               write_json)
+from .redaction import redact
 from .stages import COLLECT
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
-           'environment_info', 'cache_dir', 'with_runs_dir', 'redact', 'run_file_bytes', 'read_manifest', 'own_folder',
+           'environment_info', 'cache_dir', 'with_runs_dir', 'run_file_bytes', 'read_manifest', 'own_folder',
            'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
            'model_record', 'stage_usage', 'cut_outputs']
 
@@ -90,21 +90,6 @@ AGREEMENT_FILES = {  # tables `groundbench agreement` writes under a run's label
     "annotators": "agreement_annotators.csv", "labels": "agreement_labels.csv", "judge": "agreement_judge.csv",
     "confusion": "agreement_confusion.csv", "baselines": "agreement_baselines.csv",
     "page_quality": "sourcebench/agreement_page_quality.csv"}
-
-# %% ../nbs/01_runfolder.ipynb #c5aa46e2
-# what an API key looks like in text: the providers' key formats, a bearer token, a key passed in a URL
-_KEY_LIKE = re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|xai-[A-Za-z0-9_-]{20,}|"
-                       r"pplx-[A-Za-z0-9_-]{20,})|(?<=Bearer )[A-Za-z0-9._~+/=-]{16,}|(?<=[?&]key=)[A-Za-z0-9_-]{16,}")
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD)$", re.I)
-
-def redact(text: object, secrets: Sequence[str] = ()) -> str:
-    """`text` with every configured secret (the value of each environment variable named like `*_API_KEY`, `*_TOKEN`,
-    `*_SECRET`, `*_PASSWORD`, and `secrets`) and anything that looks like an API key replaced by `[redacted]`: what
-    goes into a run folder, a log or a terminal (an API's error body may echo the key it was sent)."""
-    out = str(text)
-    known = {*secrets, *(v for k, v in os.environ.items() if _SECRET_NAME.search(k))}
-    for s in sorted((s for s in known if s and len(s) >= 8), key=len, reverse=True): out = out.replace(s, "[redacted]")
-    return _KEY_LIKE.sub("[redacted]", out)
 
 # %% ../nbs/01_runfolder.ipynb #4ea76d98
 MAX_RUN_FILE = 256 * 2**20   # bytes a run-folder file read whole (a manifest, a labels file, a sample) may have

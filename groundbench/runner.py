@@ -21,8 +21,8 @@ import yaml
 
 from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
                               resolve_path, write_text)
-from .runfolder import (PROGRESS_FILE, Run, StageExecution, cut_outputs, redact, stage_usage,
-                                   with_runs_dir)
+from .redaction import redact, register_secrets
+from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, stage_usage, with_runs_dir
 from .kernels import default_kernel, execute_notebook, import_papermill, private_kernel
 from .preflight import PreflightFailed, run_preflight
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
@@ -206,8 +206,9 @@ class SharedKernel:
 
 # %% ../nbs/90_runner.ipynb #ce8e9465
 def scrub_notebook(path: Path):
-    """Rewrite an executed notebook with every secret and key-like string of its outputs redacted (`core.redact`): a
-    failed stage's traceback may quote an API's error body, which may echo the key it was sent."""
+    """Rewrite an executed notebook with every secret and key-like string redacted (`redaction.redact`): its parameters
+    cell holds the run's settings (a base URL's credentials), and a failed stage's traceback may quote an API's error
+    body, which may echo the key it was sent. Done after every stage, failed or not."""
     if not path.is_file(): return
     text = path.read_text(encoding="utf-8")
     if (clean := redact(text)) != text: write_text(clean, path)
@@ -232,6 +233,7 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
         with StageProgress(run.dir, f"{spec.run_id} {name}", quiet=quiet):
             execute_notebook(stage(name).notebook, out, project_root(), kernel, km=shared.km if shared else None,
                              parameters=params, log_output=log_output)
+        scrub_notebook(out)
     except papermill.PapermillExecutionError as e:
         scrub_notebook(out)
         raise StageFailed(redact(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
@@ -249,6 +251,7 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     False), in one shared kernel (`fresh_kernels`: a kernel per stage), with progress lines on model calls (none when
     `quiet`); returns the run."""
     declared, given = check_parameters(spec), spec.settings    # the manifest records the settings as given
+    register_secrets([spec.settings, spec.parameters])   # keys' variables, URL credentials: kept out of every file
     if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)    # the stages: the cache beside the runs
     settings = load_settings(overrides=spec.settings)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])

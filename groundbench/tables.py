@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .core import RecordError, atomic_path, regular_file, spreadsheet_safe_frame, write_text
+from .redaction import redact_frame
 
 # %% auto #0
 __all__ = ['SMOKE_NOTE', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table',
@@ -95,7 +96,7 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
     paths = []
     if "csv" in formats:
         paths.append(out_dir / f"{name}.csv")
-        with atomic_path(paths[-1]) as t: spreadsheet_safe_frame(df, index).to_csv(t, index=index)
+        with atomic_path(paths[-1]) as t: spreadsheet_safe_frame(redact_frame(df), index).to_csv(t, index=index)
     if "md" in formats:
         paths.append(out_dir / f"{name}.md")
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])

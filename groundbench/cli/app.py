@@ -14,7 +14,7 @@ import typer
 
 from ..core import RecordError
 from ..core import printable
-from ..runfolder import redact
+from ..redaction import redact
 from ..runner import parse_params
 
 # %% auto #0

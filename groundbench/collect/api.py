@@ -23,6 +23,7 @@ from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket
                                       is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks,
                                       _MARK)
 from ..core import Citation, Conversation, Prompt, now_iso, to_plain
+from ..redaction import secret_env, url_secrets
 from ..llm.backends import ExchangeLimit, UndecodableAnswer, post_with_retries
 
 # %% auto #0
@@ -227,6 +228,7 @@ class APICollector:
         self.limits = {"deadline_s": deadline_s, "max_bytes": max_bytes}   # each exchange's total time and size
         self.model, self.base_url = model, (base_url or self.default_base).rstrip("/")
         self.key_env = api_key_env or self.key_env
+        url_secrets(self.base_url)       # credentials in the base URL: redacted from every file a run writes
         self.timeout_s, self.max_retries, self.backoff_s, self.delay_s, self.options = (timeout_s, max_retries,
                                                                                         backoff_s, delay_s,
                                                                                         options or {})
@@ -248,7 +250,7 @@ class APICollector:
 
     def collect(self, prompts: Sequence[Prompt], archive: Archive, progress: bool = True) -> list[Conversation]:
         "Collect every prompt not yet archived; returns all archived conversations of these prompts."
-        headers = self.headers(os.environ.get(self.key_env, ""))
+        headers = self.headers(secret_env(self.key_env))   # whatever variable holds it, the key is redacted
         reparse_failed(self, prompts, archive)      # answers of the wrong shape read again, never asked again
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         with httpx.Client(timeout=self.timeout_s) as client:

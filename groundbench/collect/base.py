@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from ..core import (Citation, Conversation, Prompt, Segment, atomic_path, now_iso, read_records, to_plain,
                               write_json)
-from ..runfolder import redact
+from ..redaction import redact, redact_bytes
 
 # %% auto #0
 __all__ = ['MARK_OPEN', 'MARK_CLOSE', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks', 'span_segments',
@@ -226,8 +226,9 @@ class Archive:
     def __init__(self, root: str | Path): self.root = Path(root)
 
     def put(self, data: bytes | str, ext: str) -> str:
-        "Store `data`, returning its path relative to the archive root."
+        "Store `data` (every secret in it redacted), returning its path relative to the archive root."
         if isinstance(data, str): data = data.encode("utf-8")
+        data = redact_bytes(data)
         h = hashlib.sha256(data).hexdigest()
         rel = f"archive/{h[:2]}/{h}.{ext}"
         p = self.root / rel

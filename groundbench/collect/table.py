@@ -19,14 +19,14 @@ import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
                                       mark, repeat_of, segment_blocks, text_blocks)
+from .pills import publisher_lines
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
 
 # %% auto #0
 __all__ = ['MARKER_TYPES', 'BAD_URLS', 'URL_CHANGE_COLUMNS', 'DROP_LINES_TIMEOUT_S', 'check_mapping', 'TableMapping',
-           'split_cell', 'url_items', 'repair_url', 'digit_markers', 'read_markers', 'match_publisher',
-           'publisher_lines', 'BadRow', 'TableImport', 'import_table', 'import_tables', 'write_import',
-           'segment_agreement']
+           'split_cell', 'url_items', 'repair_url', 'digit_markers', 'read_markers', 'BadRow', 'TableImport',
+           'import_table', 'import_tables', 'write_import', 'segment_agreement']
 
 # %% ../../nbs/29_collect_table.ipynb #4c91735e
 MARKER_TYPES = ("brackets", "superscripts", "glued", "publisher_lines")
@@ -144,7 +144,6 @@ _SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:[,،]\s?[⁰¹²³⁴
 _GLUED = re.compile(
     r"(?<=[^\W\d_]|[.,;:)\]\"'”’%])(\d{1,6})(?=[\s.,;:!?)\]\"'”’]|$)|(?<=[)\"”]) (\d{1,6})(?=[.;!?]?\s*$|[.;!?]\s)")
 _AFTER_NUMBER = re.compile(r"(?<![\w.,])((?:19|20)\d\d|[$€£]\d{1,3}(?:,\d{3})*\.\d\d)(\d{1,4})(?=[.;!?]?\s*$|[.;!?]\s)")
-_PILL = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Z0-9 &.,'’!:/+\-()]{0,78}?(?:\s*\+\d+)?$")
 
 def digit_markers(digits: str, n: int) -> tuple[list[int], bool]:
     """(source numbers, ambiguous) read from glued digits: strictly increasing, each in 1..n, most numbers first; []
@@ -207,61 +206,6 @@ def read_markers(text: str, n: int, kinds: Sequence[str], counts: Counter | None
         text = _AFTER_NUMBER.sub(after_number, text)
     return text
 
-# %% ../../nbs/29_collect_table.ipynb #a1c29016
-def _labels(url: str) -> list[str]:
-    from urllib.parse import urlsplit
-    host = (urlsplit(url).hostname or "").lower()
-    labels = [l for l in host.split(".") if l and l not in ("www", "m", "en", "com", "org", "net", "gov", "edu", "int",
-                                                            "co", "uk", "ac")]
-    return [re.sub(r"[^a-z0-9]", "", l) for l in labels]
-
-# %% ../../nbs/29_collect_table.ipynb #070b1145
-def _initials(name: str) -> set[str]:
-    words = re.findall(r"[a-z0-9]+", name.lower())
-    return {"".join(w[0] for w in words if w not in stop) for stop in ((), ("and", "the"),
-                                                                       ("of", "the", "and", "for"))} - {""}
-
-# %% ../../nbs/29_collect_table.ipynb #09e247c7
-def _subsequence(short: str, long: str) -> bool:
-    it = iter(long)
-    return all(ch in it for ch in short)
-
-# %% ../../nbs/29_collect_table.ipynb #31af4d34
-def match_publisher(name: str, citations: Sequence[Citation]) -> int:
-    "The index of the first citation whose host or title names publisher `name` (0: none)."
-    key = re.sub(r"[^a-z0-9]", "", re.sub(r"\s*\+\d+$", "", name).lower())
-    if len(key) < 2: return 0
-    tests = [lambda c: key in _labels(c.url),
-             lambda c: any(len(l) >= 3 and (l in key or key in l) for l in _labels(c.url)),
-             lambda c: key in re.sub(r"[^a-z0-9]", "", c.title.lower()),
-             lambda c: any(len(i) >= 2 and l.startswith(i) for i in _initials(name) for l in _labels(c.url)),
-             lambda c: any(len(l) >= 4 and l[0] == key[0] and _subsequence(l, key) for l in _labels(c.url))]
-    for t in tests:
-        for c in citations:
-            if t(c): return c.index
-    return 0
-
-# %% ../../nbs/29_collect_table.ipynb #b6ee1f42
-def publisher_lines(text: str, citations: Sequence[Citation], counts: Counter | None = None) -> str:
-    """`text` with publisher-name lines replaced by markers after the line before them; unmatched ones removed and
-    counted."""
-    counts = counts if counts is not None else Counter()
-    out: list[str] = []
-    pending = ""
-    for line in text.split("\n"):
-        s = line.strip()
-        if s and _PILL.match(s) and not re.fullmatch(r"[\d\s.,:+\-()/]+", s):
-            k = match_publisher(s, citations)
-            if not k: counts["unresolved_pills"] += 1; continue
-            counts["publisher_lines"] += 1
-            j = next((i for i in range(len(out) - 1, -1, -1) if out[i].strip()), None)
-            if j is None: pending += mark(k)
-            else: out[j] = out[j].rstrip() + mark(k)
-            continue
-        out.append(pending + line if pending and s else line)
-        if s: pending = ""
-    return "\n".join(out)
-
 # %% ../../nbs/29_collect_table.ipynb #a1c29019
 URL_CHANGE_COLUMNS = ["file", "row", "column", "item", "value", "action", "url"]
 
@@ -291,6 +235,29 @@ class _Answer:
     panel: list[tuple[str, str]] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
+# %% ../../nbs/29_collect_table.ipynb #9535f24d
+def _row_urls(path: Path, rowno: int, row, col: dict, m: TableMapping) -> tuple[list, list, list[dict]]:
+    """A row's cited and panel URLs (url, title), each one that is not an absolute http(s) URL repaired, dropped or the
+    row rejected (`BadRow`) as `m.bad_urls` says, and one change row for each repaired or dropped."""
+    cites, panel, changes = [], [], []
+    for fieldname, dest in (("urls", cites), ("panel_urls", panel)):
+        if fieldname not in col: continue
+        titles = split_cell(cell_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
+        for k, (u, t) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key)):
+            if not citable_url(u):
+                if fieldname == "panel_urls": continue
+                fixed = repair_url(u) if m.bad_urls == "repair" else None
+                if fixed is None and m.bad_urls == "reject_answer":
+                    raise BadRow(f"{path}: row {rowno}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} "
+                                 f"{str(u)[:80]!r} is not an absolute http(s) URL (bad_urls: drop_url or repair keep "
+                                 "the answer)")
+                changes.append({"file": str(path), "row": rowno, "column": col[fieldname][0], "item": k + 1,
+                                "value": str(u), "action": "repaired" if fixed else "dropped", "url": fixed or ""})
+                if fixed is None: continue
+                u = fixed
+            dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
+    return cites, panel, changes
+
 # %% ../../nbs/29_collect_table.ipynb #2367679a
 def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, url_changes: list,
             counts: Counter | None = None) -> Iterator[_Answer]:
@@ -307,24 +274,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
             if not ans.strip(): raise BadRow(f"{where}: column {col['answer'][0]!r} (answer): empty answer")
             assistant = get("assistant") or m.assistant_name
             if not assistant: raise BadRow(f"{where}: column {m.assistant!r} (assistant): empty")
-            cites, panel, changes = [], [], []
-            for fieldname, dest in (("urls", cites), ("panel_urls", panel)):
-                if fieldname not in col: continue
-                titles = split_cell(cell_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
-                for k, (u, t) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key)):
-                    if not citable_url(u):
-                        if fieldname == "panel_urls": continue
-                        fixed = repair_url(u) if m.bad_urls == "repair" else None
-                        if fixed is None and m.bad_urls == "reject_answer":
-                            raise BadRow(f"{where}: column {col[fieldname][0]!r} ({fieldname}): item {k + 1} "
-                                         f"{str(u)[:80]!r} is not an absolute http(s) URL (bad_urls: drop_url or "
-                                         "repair keep the answer)")
-                        changes.append({"file": str(path), "row": rowno, "column": col[fieldname][0], "item": k + 1,
-                                        "value": str(u), "action": "repaired" if fixed else "dropped",
-                                        "url": fixed or ""})
-                        if fixed is None: continue
-                        u = fixed
-                    dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
+            cites, panel, changes = _row_urls(path, rowno, row, col, m)
             extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
                      **{c: cell_text(cell_value(row, col[f"meta:{c}"])) for c in m.meta}}
             extra["collected_at"] = extra["collected_at"] or m.collected_on
@@ -339,9 +289,8 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
             if prev is not None:
                 for f in ("answer", "assistant", "model", "question"):
                     if getattr(prev, f) != getattr(a, f):
-                        raise BadRow(
-                            f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at row "
-                                     f"{prev.rows[0]} with a different {f}")
+                        raise BadRow(f"{where}: column {col.get(f, ('',))[0]!r} ({f}): answer id {aid!r} was seen at "
+                                     f"row {prev.rows[0]} with a different {f}")
                 prev.rows.append(rowno); prev.cites += cites; prev.panel += panel
                 if counts is not None and not aid: counts["rows_continued"] += 1   # said: not kept as an answer
             else:

@@ -21,6 +21,7 @@ from typing import Callable
 import httpx
 
 from ..core import package_dirs, sha256_file
+from ..redaction import secret_env, url_secrets
 from .client import Backend, ChatRequest, Completion
 
 # %% auto #0
@@ -267,8 +268,8 @@ class OpenAIBackend(Backend):
         if grammar_field not in GRAMMAR_FIELDS:
             raise ValueError(f"openai backend: grammar_field={grammar_field!r}; use one of {list(GRAMMAR_FIELDS)}")
         self.structured, self.grammar_field = structured, grammar_field
-        key = os.environ.get(api_key_env, "") if api_key_env else ""
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        url_secrets(base_url)         # the URL's credentials and the key (read below): redacted from every file written
+        self._headers = {"Authorization": f"Bearer {k}"} if (k := secret_env(api_key_env)) else {}
         self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
         self._lock = threading.Lock()
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..collect.base import citable_url
-from ..core import Conversation, Prompt, RecordError, package_dir, read_records, read_table
+from ..core import (Conversation, Prompt, RecordError, package_dir, read_records, read_table,
+                              write_text)
 from ..tables import read_scores
 from ..runfolder import Run
 from ..core import assistant_name
@@ -465,7 +466,7 @@ def write_explorer(run_dir: str | Path, kernel: str | None = None) -> Path:
     nb = json.loads(out.read_text(encoding="utf-8"))
     pm = nb.get("metadata", {}).get("papermill", {})
     pm["input_path"], pm["output_path"] = "groundbench/templates/explore.ipynb", "explore.ipynb"
-    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", out)    # atomically, secrets redacted
     return out
 
 
