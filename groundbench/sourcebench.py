@@ -22,7 +22,8 @@ from .core import Conversation, Prompt, RecordError, compared_variants, load_set
 from .core import write_table
 from .core import assistant_name
 from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request,
-                                    with_schema)
+                                    schema_json, with_schema)
+from .llm.context import Window, fit
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
@@ -30,7 +31,7 @@ from .tables import write_table_files
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS',
            'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
-           'LayoutScores', 'Variant', 'page_budget', 'read_scores_official', 'score_pages', 'system_scores',
+           'LayoutScores', 'Variant', 'read_scores_official', 'fit_pages', 'score_pages', 'system_scores',
            'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
@@ -100,15 +101,6 @@ VARIANTS = {"paper": Variant("official", "script", "official", "released"),    #
 # %% ../nbs/60_sourcebench.ipynb #63eae76e
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcebench.context_tokens say
 
-def page_budget(llm: LLM, context_tokens: int = CONTEXT_TOKENS) -> int:
-    """Characters of page text a judge call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len, else
-    `context_tokens`) less the longest prompt template and its answer, at 4 characters a token (a stated
-    approximation)."""
-    d = llm.backend.describe()
-    ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
-    template = max(sum(len(c) for _, c in load_prompt(f"sourcebench_{k}").messages) for k in MAX_TOKENS) // 4
-    return max(1000, 4 * (ctx - template - max(MAX_TOKENS.values()) - 200))
-
 # %% ../nbs/60_sourcebench.ipynb #cb0c59ce
 def _official_json(text: str) -> dict | None:
     """The JSON object of an answer as scoring.py's `extract_json_from_response` finds it: the whole answer, else a
@@ -164,17 +156,37 @@ def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[
             "layout": [request(llm, pl.render(url=u[i], length=len(text[i]), text=shown[i]),
                                max_tokens=MAX_TOKENS["layout"]) for i in judged]}
 
+# %% ../nbs/60_sourcebench.ipynb #bf61280f
+def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], today: str,
+              text_chars: int | None = None, context_tokens: int = CONTEXT_TOKENS,
+              reader: str = "official") -> tuple[list, list, dict]:
+    """The text each page is shown: the whole page (its first `text_chars` characters when given), cut where the
+    judge's context ends beside the longest of the three prompts and its answer (`reader` "strict": and its repair
+    round's message), tokens counted by the model's own tokenizer (`llm.context.Window`); whether each was cut; and
+    the window as described."""
+    llm.window = window = Window(llm, context_tokens)
+    schemas = {"content": ContentScores, "metadata": MetadataScores, "layout": LayoutScores}
+    shown = [x[:text_chars] if text_chars else x for x in text]
+    cut = [len(s) < len(x) for s, x in zip(shown, text)]
+    empty = _page_requests(llm, pages, judged, text, [""] * len(text), today)
+    for j, i in enumerate(judged):
+        room = min(window.room(empty[k][j].message_dicts(), MAX_TOKENS[k],
+                               schema_json(schemas[k]) if reader == "strict" else None) for k in empty)
+        shown[i], c = fit(window, shown[i], room)
+        cut[i] = cut[i] or c
+    return shown, cut, window.describe()
+
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
-                progress: bool = True, scoring: str = "script", reader: str = "official") -> pd.DataFrame:
+                progress: bool = True, scoring: str = "script", reader: str = "official",
+                context_tokens: int = CONTEXT_TOKENS) -> pd.DataFrame:
     """Scores of pages (query, url, text, published and updated or the date to give, `page_date`, and optional
-    technical_failure, error): the whole page text up to `text_chars` (None: what the judge's context allows; cuts
-    counted), each page scored `scoring`'s way,
+    technical_failure, error): the whole page text as far as the judge's context holds it (`fit_pages`; at most
+    `text_chars` characters when given; cuts counted), each page scored `scoring`'s way,
     each answer read as `reader` says: "official" as scoring.py (the JSON found, asked once more when there is none,
     each score taken as a number whatever it is), "strict" (ours: validated against the schema, one repair round)."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
-    text_chars = text_chars or page_budget(llm)
     pages = pages.reset_index(drop=True)
     failed = (pages.technical_failure.fillna(False).astype(bool).tolist() if "technical_failure" in pages
               else [False] * len(pages))
@@ -184,7 +196,7 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     judged = [i for i, f in enumerate(failed) if scoring == "rubric" or not f]
     text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f,
             e in zip(pages.text.fillna(""), failed, errs)]
-    t = [x[:text_chars] for x in text]
+    t, page_cut, window = fit_pages(llm, pages, judged, text, today, text_chars, context_tokens, reader)
     reqs = _page_requests(llm, pages, judged, text, t, today)
     res = {call: _ask(llm, reqs[call], model, f"sourcebench_{call}", reader, progress) for call, model in
            (("content", ContentScores), ("metadata", MetadataScores), ("layout", LayoutScores))}
@@ -210,7 +222,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
         out.loc[out.technical_failure, "CR"] = 1
         out.loc[out.technical_failure,
                 "CR_why"] = "technical failure: the page could not be retrieved (rubric: relevance 1)"
-    out["text_truncated"] = [len(x) > text_chars and not f for x, f in zip(text, failed)]
+    out["text_truncated"] = [c and not f for c, f in zip(page_cut, failed)]
+    out["chars_given"] = [len(x) for x in t]
     rows = [dict(zip(METRICS, row)) for row in out[list(METRICS)].itertuples(index=False)]
     out["weighted_script"] = [weighted_score(r, missing_as_zero=True) for r in rows]
     out["weighted_complete"] = [weighted_score(r) for r in rows]
@@ -218,7 +231,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
     vals = out[list(METRICS)]   # the official reading keeps any number: one off the 1-5 scale is counted, never hidden
     out["scores_off_scale"] = (vals.notna() & ~vals.isin([1, 2, 3, 4, 5])).sum(axis=1)
-    out["current_date"], out["scoring"], out["reader"], out["text_chars"] = today, scoring, reader, text_chars
+    out["current_date"], out["scoring"], out["reader"], out["context_tokens"] = (today, scoring, reader,
+                                                                               window["context_tokens"])
     return out
 
 # %% ../nbs/60_sourcebench.ipynb #7b5fa71a
@@ -374,13 +388,13 @@ VARIANT_NOTES = {
     "rubric": "seed 001's rubric: the first 5 cited pages (our main text), a failed page judged on a note and given "
               "relevance 1"}
 
-def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str, budget: int, st,
-                   primary: bool) -> pd.DataFrame:
+def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str,
+                   text_chars: int | None, context_tokens: int, st, primary: bool) -> pd.DataFrame:
     """One variant's pages scored and summed up per assistant (with the pages it left out and why); the run's own
     variant (`primary`) also writes its page scores, the pages left out, the by-query-type table and its counts."""
     selection, scoring, reader, page_text = VARIANTS[name]
     pages, n_cited, left = sourcebench_pages(r.dir, spr, max_pages, selection, page_text)
-    scores = score_pages(pages, llm, ref, budget, scoring=scoring, reader=reader)
+    scores = score_pages(pages, llm, ref, text_chars, scoring=scoring, reader=reader, context_tokens=context_tokens)
     lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit"]].sum()
     t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
     t.insert(1, "variant", name)
@@ -420,9 +434,9 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
                   compare_variants=names[1:], sources_per_response=sources_per_response)
     with r.record_stage(SOURCEBENCH, parameters=params) as st:
         llm = llm_from_settings(settings, r)
-        budget = int(text_chars or page_budget(llm, int(sbs.get("context_tokens", CONTEXT_TOKENS))))
-        tables = [_score_variant(r, out, name, sources_per_response, max_pages, llm, ref, budget, st, primary=k == 0)
-                  for k, name in enumerate(names)]
+        ctx = int(sbs.get("context_tokens", CONTEXT_TOKENS))
+        tables = [_score_variant(r, out, name, sources_per_response, max_pages, llm, ref, text_chars, ctx, st,
+                                 primary=k == 0) for k, name in enumerate(names)]
         write_table_files(tables[0], out, "sourcebench_scores",
                           "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
                           f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "
@@ -433,5 +447,6 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
                               f"{n}: {VARIANT_NOTES[n]}" for n in names), r.is_smoke)
         for s in ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"):
             st.add_llm(s, llm.step_stats(s))
-        st.count(text_chars=budget, reference_date=ref, variant=names[0], sources_per_response=sources_per_response)
+        st.count(text_chars=text_chars or "the whole page, as far as the context holds", reference_date=ref,
+                 variant=names[0], sources_per_response=sources_per_response, **Window(llm, ctx).describe())
     return StageOutput.since(out, started, tables[0])

@@ -20,15 +20,16 @@ from .core import write_table
 from .core import assistant_name
 from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
 from .groundedness.units import decontextualise, extract_units
-from .llm.client import LLM, complete_json, llm_from_settings, load_prompt, request
+from .llm.client import LLM, complete_json, llm_from_settings, load_prompt, request, schema_json
+from .llm.context import Window, fit
 from .runfolder import Run
 from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'Support', 'response_table',
-           'aggregate_support', 'support_table', 'source_budget', 'page_view', 'judge_pairs', 'pick_responses',
-           'other_view', 'statements_of', 'reading_views', 'run']
+           'aggregate_support', 'support_table', 'page_view', 'judge_pairs', 'pick_responses', 'other_view',
+           'statements_of', 'reading_views', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -109,13 +110,6 @@ SOURCE_TEXT = {"whole": "as SourceCheckup's code: the text its code reads of the
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcecheckup.context_tokens say
 SUPPORT_TOKENS = 150     # the verifier's answer: found or not found, and its reason
 
-def source_budget(llm: LLM, context_tokens: int = CONTEXT_TOKENS) -> int:
-    """Characters of page text a verifier call can take: the judge's context (llama.cpp n_ctx, vLLM max_model_len,
-    else `context_tokens`) less the prompt, a statement of 600 characters and the answer, at 4 characters a token."""
-    d = llm.backend.describe()
-    ctx = int(d.get("n_ctx") or d.get("max_model_len") or context_tokens)
-    prompt = sum(len(c) for _, c in load_prompt("sourcecheckup_support").messages) // 4 + 150
-    return max(1000, 4 * (ctx - prompt - 150 - 200))
 
 # %% ../nbs/65_sourcecheckup.ipynb #9b2041d7
 def page_view(sources: pd.DataFrame, source_text: str, path: str | Path = "sources.parquet") -> pd.DataFrame:
@@ -146,14 +140,16 @@ def _closest_chunks(u: Unit, text: str, embedder: Embedder, n: int) -> str:
 
 # %% ../nbs/65_sourcecheckup.ipynb #6c48f063
 def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, embedder: Embedder, source_chunks: int = 8,
-                progress: bool = True, source_text: str = "whole", budget: int | None = None) -> pd.DataFrame:
+                progress: bool = True, source_text: str = "whole", budget: int | None = None,
+                window: Window | None = None) -> pd.DataFrame:
     """One row per (statement, cited page of its response): supported, justification, parse status, and what the judge
     saw of the page (`sources` as `page_view` reads them for `source_text`: "whole", as SourceCheckup's code, and
-    "extracted", ours, up to `budget` characters, else what the judge's context allows; "chunks", ours: the
+    "extracted", ours, as far as the judge's context holds it (`window`; at most `budget` characters when given);
+    "chunks", ours: the
     `source_chunks` closest chunks), the page's length and whether it was cut."""
     if source_text not in SOURCE_TEXT:
         raise ValueError(f"sourcecheckup source_text {source_text!r}: use {' or '.join(map(repr, SOURCE_TEXT))}")
-    pt, budget = load_prompt("sourcecheckup_support"), budget or source_budget(llm)
+    pt, window = load_prompt("sourcecheckup_support"), window or Window(llm, CONTEXT_TOKENS)
     rows, reqs = [], []
     by_conv = {k: g for k, g in sources.groupby("conversation_id")}   # text and valid as `page_view` gives them
     cols = ["unit_id", "citation_index", "supported", "justification", "parse_status", "chars_given", "chars_total",
@@ -167,10 +163,13 @@ def judge_pairs(statements: Sequence[Unit], sources: pd.DataFrame, llm: LLM, emb
                 rows.append(dict(zip(cols, (u.unit_id, s.citation_index, False, "",
                                             "skipped: " + ("not valid" if not ok else "no text"), 0, 0, False))))
                 continue
-            shown = text[:budget] if source_text != "chunks" else _closest_chunks(u, text, embedder, source_chunks)
+            statement, cut = u.decontextualised or u.text, False
+            if source_text == "chunks": shown = _closest_chunks(u, text, embedder, source_chunks)
+            else: shown, cut = fit(window, text[:budget] if budget else text, window.room(
+                pt.render(statement=statement, source=""), SUPPORT_TOKENS, schema_json(Support)))
             rows.append({"unit_id": u.unit_id, "citation_index": s.citation_index, "chars_given": len(shown),
-                         "chars_total": len(text), "source_cut": len(shown) < len(text)})
-            prompt = pt.render(statement=u.decontextualised or u.text, source=shown)
+                         "chars_total": len(text), "source_cut": cut or len(shown) < len(text)})
+            prompt = pt.render(statement=statement, source=shown)
             reqs.append((len(rows) - 1, request(llm, prompt, max_tokens=SUPPORT_TOKENS)))
     res = complete_json(llm, [r for _, r in reqs], Support, step="sourcecheckup", progress=progress)
     for (i, _), r in zip(reqs, res):
@@ -191,13 +190,13 @@ def pick_responses(responses: pd.DataFrame, with_units: set, n: int) -> list[str
 
 # %% ../nbs/65_sourcecheckup.ipynb #3b3922e8
 def other_view(source_text: str, statements: list[Unit], view: pd.DataFrame, llm: LLM, emb: Embedder,
-               source_chunks: int, budget: int, st_df: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+               source_chunks: int, window: Window, st_df: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
     """The support table again with the verifier reading each page `source_text`'s way (`view`: the kept responses'
     pages as `page_view` gives them; `responses`: their `response_table` under that view): the same statements and
     responses, so that the ways stand side by side."""
     sl = set(responses.conversation_id[responses.sourceless])
     pairs = judge_pairs([u for u in statements if u.conversation_id not in sl], view, llm, emb, source_chunks,
-                        source_text=source_text, budget=budget)
+                        source_text=source_text, window=window)
     validity = view.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
     return support_table(*aggregate_support(pairs, st_df, responses), validity).assign(variant=source_text)
 
@@ -255,20 +254,20 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         # statements are decontextualised unless no reading of the pages leaves their response a valid source
         sourceless = set.intersection(*(set(t.conversation_id[t.sourceless]) for t in by_view.values()))
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
-        budget = source_budget(llm, int(scs.get("context_tokens", CONTEXT_TOKENS)))
+        llm.window = window = Window(llm, int(scs.get("context_tokens", CONTEXT_TOKENS)))   # pages and repairs fit it
         st_df = pd.DataFrame([{"unit_id": u.unit_id, "conversation_id": u.conversation_id,
                                "assistant": names[u.conversation_id], "label": u.label,
                                "statement": u.decontextualised or u.text} for u in stmts],
                              columns=["unit_id", "conversation_id", "assistant", "label", "statement"])
         own = set(by_view[source_text].conversation_id[by_view[source_text].sourceless])
         pairs = judge_pairs([u for u in stmts if u.conversation_id not in own], views[source_text], llm, emb,
-                            source_chunks, source_text=source_text, budget=budget)
+                            source_chunks, source_text=source_text, window=window)
         statements, responses = aggregate_support(pairs, st_df, by_view[source_text])
         validity = views[source_text].groupby("assistant").agg(citations=("url", "size"),
                                                                valid=("valid", "sum")).reset_index()
         table = support_table(statements, responses, validity)
         by_variant = [table.assign(variant=source_text)] + [
-            other_view(x, stmts, views[x], llm, emb, source_chunks, budget, st_df, by_view[x]) for x in others]
+            other_view(x, stmts, views[x], llm, emb, source_chunks, window, st_df, by_view[x]) for x in others]
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
         write_table_files(table, out, "sourcecheckup",
@@ -284,6 +283,6 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
                  responses_extracted_here=n_todo, pairs_failed=int((pairs.parse_status == "failed").sum()),
                  pairs_skipped_no_text=int(pairs.parse_status.str.startswith("skipped").sum()),
                  pairs_empty_page=int(((pairs.chars_total == 0) & ~pairs.parse_status.str.startswith("skipped")).sum()),
-                 pairs_source_cut=int(pairs.source_cut.sum()), source_text=source_text, source_chars=budget,
-                 source_chunks=source_chunks)
+                 pairs_source_cut=int(pairs.source_cut.sum()), source_text=source_text, source_chunks=source_chunks,
+                 **window.describe())
     return StageOutput.since(out, started, table)

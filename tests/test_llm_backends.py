@@ -239,3 +239,43 @@ def test_every_grammar_of_the_package_compiles_in_llama_cpp():
     for g in (FACT_GRAMMAR, unit_grammar(), unit_grammar(VERIFY_LABELS), DECONTEXT_GRAMMAR, judge_grammar(1500),
               judge_grammar(300)):
         assert LlamaGrammar.from_string(g, verbose=False) is not None
+
+
+class OddJudge(BaseHTTPRequestHandler):
+    "An OpenAI-compatible endpoint gone wrong: it trickles its answer, sends 9 MB, or a completion without choices."
+    def log_message(self, *a): pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        kind = self.path.split("/")[1]
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        try:
+            if kind == "trickle":
+                for ch in b'{"choices": [{"message": {"content": "ok"}}]}':
+                    self.wfile.write(bytes([ch])); self.wfile.flush(); time.sleep(0.5)
+            elif kind == "huge":
+                self.wfile.write(b'{"choices": [{"message": {"content": "' + b"x" * (9 * 2**20) + b'"}}]}')
+            else:
+                self.wfile.write(b'{"choices": []}')
+        except (BrokenPipeError, ConnectionResetError): pass
+
+
+@pytest.mark.parametrize("kind, said", [("trickle", "no whole answer within 2 s (the total deadline)"),
+                                        ("huge", "passed 8,388,608 bytes (the size cap)"),
+                                        ("empty", "not a chat completion (IndexError")])
+def test_the_judge_endpoint_has_a_total_deadline_a_size_cap_and_names_itself(kind, said):
+    """Issue 53: a trickling server held a 5 s timeout for 40 s, a 300 MB answer was read whole, `{"choices": []}` was a
+    bare IndexError. A local server plays the endpoint."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), OddJudge)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{srv.server_address[1]}/{kind}/v1"
+    try:
+        b = OpenAIBackend("m", base_url=base, api_key_env="", timeout_s=2, max_retries=0, structured="none")
+        t0 = time.monotonic()
+        with pytest.raises((LLMHTTPError, RuntimeError)) as e:
+            b.generate([ChatRequest.of("hi", max_tokens=5)])
+        assert time.monotonic() - t0 < 10 and said in str(e.value) and base in str(e.value), str(e.value)[:300]
+    finally:
+        srv.shutdown()

@@ -133,3 +133,13 @@ def test_a_setting_before_the_command_is_applied_or_refused_never_ignored():
     p = groundbench("--setting", "llm.model=x", "status", ROOT / "runs")
     assert p.returncode == 2
     assert "`status` takes no settings" in p.stderr
+
+
+def test_the_vllm_cpu_file_and_the_server_it_names_agree_on_the_context():
+    """Issue 53: vllm-cpu.yaml assumed 32,768 tokens of context against the server scripts/setup_vllm_cpu.sh starts
+    with 8,192. The file's lenses now say what the script serves (and the server's own /tokenize says it too)."""
+    import re
+    served = int(re.search(r"--max-model-len (\d+)", (ROOT / "scripts" / "setup_vllm_cpu.sh").read_text()).group(1))
+    settings = yaml.safe_load((ROOT / "papermill_params" / "vllm-cpu.yaml").read_text())["settings"]
+    s = load_settings(overrides=settings)
+    assert s["sourcebench"]["context_tokens"] == s["sourcecheckup"]["context_tokens"] == served == 8192

@@ -21,13 +21,15 @@ from typing import Callable
 import httpx
 
 from ..core import package_dirs, sha256_file
+from .context import ServerTokenizer, byte_prefix
 from ..redaction import secret_env, url_secrets
 from .client import Backend, ChatRequest, Completion
 
 # %% auto #0
-__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'bundled_gguf', 'file_revision', 'greedy_grammar_check',
-           'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds', 'ExchangeLimit',
-           'UndecodableAnswer', 'bounded_post', 'post_with_retries', 'OpenAIBackend']
+__all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'JUDGE_MAX_BYTES', 'bundled_gguf', 'file_revision',
+           'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
+           'ExchangeLimit', 'UndecodableAnswer', 'bounded_post', 'post_with_retries', 'completion_of',
+           'ServerTokenized', 'OpenAIBackend']
 
 # %% ../../nbs/12_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -141,13 +143,27 @@ class LlamaCppBackend(Backend):
         path = bundled_gguf() if model == SMOLLM2 else Path(model)
         if not path.exists(): raise FileNotFoundError(f"llamacpp model {model!r}: no GGUF file at {path}")
         super().__init__(model, revision or file_revision(path), n_ctx=n_ctx)
-        self.path, self.llm, self._grammars = path, None, {}
+        self.path, self.llm, self._grammars, self._vocab_only = path, None, {}, None
         if not load: return  # described (cache keys, estimates) without loading the weights
         self.llm = _greedy_grammar_llama()(model_path=str(path), n_ctx=n_ctx, n_threads=(t := llama_threads(n_threads)),
                                            n_threads_batch=t, n_batch=PREFIX_CHUNK, n_ubatch=PREFIX_CHUNK,
                                            seed=0, verbose=False)
         self.llm.prefix_chunk = PREFIX_CHUNK
     def describe(self): return {**super().describe(), "n_ctx": self.settings["n_ctx"]}
+    def context_window(self): return int(self.settings["n_ctx"])
+    def _tokens(self, text: str) -> list[int]:
+        "The model's tokens of `text`: by the loaded model, else by its vocabulary alone (read without the weights)."
+        if self.llm is None and self._vocab_only is None:
+            from llama_cpp import Llama
+            from llama_cpp._utils import suppress_stdout_stderr    # llama.cpp's C log says the context is unused
+            with suppress_stdout_stderr(disable=False):
+                self._vocab_only = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        return (self.llm or self._vocab_only).tokenize(text.encode("utf-8", "surrogatepass"), add_bos=False,
+                                                       special=False)
+    def count_tokens(self, text): return len(self._tokens(text))
+    def cut_to_tokens(self, text, n):
+        ids = self._tokens(text)
+        return text if len(ids) <= n else byte_prefix(text, len((self.llm or self._vocab_only).detokenize(ids[:n])))
     def _grammar(self, text: str):
         "llama.cpp's compiled grammar of a GBNF text, compiled once."
         if text not in self._grammars:
@@ -252,8 +268,33 @@ GRAMMAR_FIELDS = {"": lambda g: {}, "grammar": lambda g: {"grammar": g},        
                   "structured_outputs": lambda g: {"structured_outputs": {"grammar": g}},   # vLLM's, 0.11 and later
                   "guided_grammar": lambda g: {"guided_grammar": g}}                        # vLLM's before 0.11
 
+# %% ../../nbs/12_llm_backends.ipynb #7021e392
+JUDGE_MAX_BYTES = 8 * 2**20   # an answer of the longest max_tokens any step asks for is a few hundred kB at most
+
+def completion_of(url: str, resp: httpx.Response) -> Completion:
+    """The Completion an OpenAI-compatible endpoint answered; an error status, or an answer that is not a chat
+    completion (`{"choices": []}`, not JSON), is an `LLMHTTPError` naming the endpoint and what came back."""
+    if resp.status_code != 200: raise LLMHTTPError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
+    try:
+        data = resp.json()
+        ch, u = data["choices"][0], data.get("usage") or {}
+        return Completion(ch["message"].get("content") or "", int(u.get("prompt_tokens") or 0),
+                          int(u.get("completion_tokens") or 0), ch.get("finish_reason") or "")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+        raise LLMHTTPError(f"{url}: not a chat completion ({type(e).__name__}: {e}): {resp.text[:300]}") from None
+
+# %% ../../nbs/12_llm_backends.ipynb #cda6f720
+class ServerTokenized:
+    "A backend whose counts and context are its server's (`self.tokenizer`: a `ServerTokenizer`)."
+    def count_tokens(self, text): return None if (ids := self.tokenizer.ids(text)) is None else len(ids)
+    def cut_to_tokens(self, text, n): return self.tokenizer.cut(text, n)
+    def context_window(self):
+        "The context the server says (vLLM's /tokenize gives max_model_len); None when it does not."
+        if self.tokenizer.kind is None: self.tokenizer.ids("a probe")
+        return self.tokenizer.context
+
 # %% ../../nbs/12_llm_backends.ipynb #69b4646d
-class OpenAIBackend(Backend):
+class OpenAIBackend(ServerTokenized, Backend):
     "Chat completions against any OpenAI-compatible base URL."
     name = "openai"
     def __init__(self, model: str, base_url: str = "", api_key_env: str = "OPENAI_API_KEY", revision: str = "",
@@ -271,7 +312,8 @@ class OpenAIBackend(Backend):
         url_secrets(base_url)         # the URL's credentials and the key (read below): redacted from every file written
         self._headers = {"Authorization": f"Bearer {k}"} if (k := secret_env(api_key_env)) else {}
         self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
-        self._lock = threading.Lock()
+        self._lock, self.timeout_s = threading.Lock(), timeout_s
+        self.tokenizer = ServerTokenizer(self.base_url, model, self.client, self._headers, min(30.0, timeout_s))
 
     def describe(self):
         return {**super().describe(), "base_url": self.base_url,
@@ -296,19 +338,16 @@ class OpenAIBackend(Backend):
     def _one(self, r: ChatRequest) -> Completion:
         probing = self.structured == "auto" and bool(r.schema)
         mode = "json_schema" if self.structured == "auto" else self.structured
-        url = f"{self.base_url}/chat/completions"
-        resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries,
-                                 self.backoff_s, final=_refuses_json_schema if probing else None)
-        if probing and (resp.status_code in (400, 422) or _refuses_json_schema(resp)):
-            with self._lock: self.structured = "json_object"
-            resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers, self.max_retries,
-                                     self.backoff_s)
-        if resp.status_code != 200:
-            raise LLMHTTPError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-        data = resp.json()
-        ch, u = data["choices"][0], data.get("usage") or {}
-        return Completion(ch["message"].get("content") or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
-                          ch.get("finish_reason") or "")
+        url, limits = f"{self.base_url}/chat/completions", {"deadline_s": self.timeout_s, "max_bytes": JUDGE_MAX_BYTES}
+        try:
+            resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries,
+                                     self.backoff_s, final=_refuses_json_schema if probing else None, **limits)
+            if probing and (resp.status_code in (400, 422) or _refuses_json_schema(resp)):
+                with self._lock: self.structured = "json_object"
+                resp = post_with_retries(self.client, url, self._payload(r, "json_object"), self._headers,
+                                         self.max_retries, self.backoff_s, **limits)
+        except httpx.HTTPError as e: raise LLMHTTPError(f"{url}: {type(e).__name__}: {e}") from None
+        return completion_of(url, resp)
 
     def generate(self, requests):
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._one, requests))

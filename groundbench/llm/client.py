@@ -22,6 +22,8 @@ import pydantic
 from tqdm.auto import tqdm
 
 from .budget import Budget, BudgetExceeded, budget_from_settings
+from .context import (PER_MESSAGE, REPAIR_ECHO_BYTES, REPAIR_ERROR_CHARS, REPAIR_JSON, Window,
+                                     byte_prefix, fit)
 from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain,
                               write_json)
 from ..runfolder import StepStats, cache_dir
@@ -29,9 +31,9 @@ from ..runfolder import StepStats, cache_dir
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
-           'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'with_schema',
-           'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings', 'request',
-           'PromptTemplate', 'models_dir', 'load_prompt']
+           'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'schema_json',
+           'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings',
+           'request', 'PromptTemplate', 'models_dir', 'load_prompt']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -85,6 +87,15 @@ class Backend:
         return {"backend": self.name, "model": self.model, "revision": self.revision}
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         raise NotImplementedError
+    def count_tokens(self, text: str) -> int | None:
+        "Tokens of `text` by the model's own tokenizer; None when there is none to ask (`llm.context` bounds it)."
+        return None
+    def cut_to_tokens(self, text: str, n: int) -> str | None:
+        "The longest start of `text` of at most `n` tokens by the model's tokenizer; None when there is none."
+        return None
+    def context_window(self) -> int | None:
+        "The context, in tokens, the engine or server itself says it has; None when it says nothing."
+        return None
 
 # %% ../../nbs/11_llm_client.ipynb #813e0ad8
 BACKENDS: dict[str, str | Callable[..., Backend]] = {}
@@ -210,6 +221,7 @@ class LLM:
         self.stats: dict[str, StepStats] = {}
         self.budget = budget
         self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
+        self.window: Window | None = None       # the judge's context, when a stage knows it: repairs are cut to it
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -294,19 +306,30 @@ def parse_json_answer(text: str, model: type[pydantic.BaseModel]) -> tuple[dict 
                                                                                   if len(errs) > 1 else "")
 
 # %% ../../nbs/11_llm_client.ipynb #de4a9ccf
-def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "") -> ChatRequest:
-    "A follow-up request showing the model its invalid answer and the error (JSON: the schema; text formats: `hint`)."
-    msg = (f"Your answer was not valid: {error}. Reply again with only a JSON object that matches this schema, and "
-           f"nothing else:\n{r.schema}"
-           if r.schema else f"Your answer could not be read: {error}. Answer again. {hint}".strip())
-    return ChatRequest(r.messages + (("assistant", bad[:4000]), ("user", msg)), r.schema, r.max_tokens, r.temperature,
+def repair_request(r: ChatRequest, bad: str, error: str, hint: str = "", window: Window | None = None) -> ChatRequest:
+    """A follow-up request showing the model its invalid answer (its first 4,000 bytes, and with a known `window` no
+    more than the context holds beside the request, the message and the answer) and the error (JSON: the schema; text
+    formats: `hint`)."""
+    error = str(error)[:REPAIR_ERROR_CHARS]
+    msg = (REPAIR_JSON.format(error=error, schema=r.schema) if r.schema
+           else f"Your answer could not be read: {error}. Answer again. {hint}".strip())
+    echo = byte_prefix(bad, REPAIR_ECHO_BYTES)
+    if window is not None and window.tokens:
+        room = window.room(r.message_dicts() + [{"role": "user", "content": msg}], r.max_tokens) - PER_MESSAGE
+        echo = fit(window, echo, room)[0]
+    return ChatRequest(r.messages + (("assistant", echo), ("user", msg)), r.schema, r.max_tokens, r.temperature,
                        r.seed, r.grammar)
+
+# %% ../../nbs/11_llm_client.ipynb #d14d8371
+def schema_json(model: type[pydantic.BaseModel]) -> str:
+    "`model`'s JSON schema as a request carries it (and a repair round shows it)."
+    return json.dumps(model.model_json_schema(), sort_keys=True)
 
 # %% ../../nbs/11_llm_client.ipynb #15630b8e
 def with_schema(requests: Sequence[ChatRequest], model: type[pydantic.BaseModel] | None) -> list[ChatRequest]:
     "`requests` carrying `model`'s JSON schema, as `complete_json` sends (and caches) them; `model` None: as they are."
     if model is None: return list(requests)
-    schema = json.dumps(model.model_json_schema(), sort_keys=True)
+    schema = schema_json(model)
     return [r if r.schema == schema else ChatRequest(r.messages, schema, r.max_tokens, r.temperature,
                                                      r.seed) for r in requests]
 
@@ -346,7 +369,8 @@ def complete_parsed(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[[
     bad = [i for i, (v, _) in enumerate(parsed) if v is None]
     fixed = {}
     if bad:
-        rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1], hint) for i in bad], step, progress)
+        rep = llm.complete([repair_request(requests[i], outs[i].text, parsed[i][1], hint, getattr(llm, "window", None))
+                            for i in bad], step, progress)
         fixed = {i: (o.text, parse(o.text), o.cut) for i, o in zip(bad, rep)}
     st, res = llm.step_stats(step), []
     for i, (o, (v, err)) in enumerate(zip(outs, parsed)):

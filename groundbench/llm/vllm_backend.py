@@ -19,10 +19,11 @@ from pathlib import Path
 
 from .backends import SMOLLM2, bundled_gguf, file_revision
 from .client import Backend, ChatRequest, Completion, models_dir
+from .context import byte_prefix
 
 # %% auto #0
 __all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'model_marker', 'smoke_model_folder', 'on_cpu', 'engine_args', 'make_sampling',
-           'VLLMBackend']
+           'EngineTokenized', 'VLLMBackend']
 
 # %% ../../nbs/14_llm_vllm.ipynb #03afd3a3
 MODEL_MARKER = "groundbench-model.json"
@@ -132,8 +133,25 @@ def _close_open_backends():
     "Non-daemon workers would keep the interpreter waiting at exit: stop them first."
     for b in list(_OPEN): b.close()
 
+# %% ../../nbs/14_llm_vllm.ipynb #b66e760c
+class EngineTokenized:
+    "A vLLM backend's counts and context: its engine's tokenizer and max_model_len."
+    def _tokenizer(self):
+        "The engine's tokenizer; None without one in this process (not started, or data-parallel workers)."
+        return self.llm.get_tokenizer() if getattr(self, "llm", None) is not None else None
+    def count_tokens(self, text):
+        return None if (t := self._tokenizer()) is None else len(t.encode(text, add_special_tokens=False))
+    def cut_to_tokens(self, text, n):
+        if (t := self._tokenizer()) is None: return None
+        ids = t.encode(text, add_special_tokens=False)
+        return text if len(ids) <= n else byte_prefix(text, len(t.decode(ids[:n]).encode("utf-8", "surrogatepass")))
+    def context_window(self):
+        "The engine's own max_model_len (the model's unless settings cap it)."
+        try: return int(self.llm.llm_engine.model_config.max_model_len)
+        except Exception: return self.settings.get("max_model_len")
+
 # %% ../../nbs/14_llm_vllm.ipynb #5f386292
-class VLLMBackend(Backend):
+class VLLMBackend(EngineTokenized, Backend):
     "vLLM's offline `LLM` with structured outputs; one `chat` call per batch (per engine with data parallelism)."
     name = "vllm"
     preferred_batch = 4096  # large batches keep the engine busy; answers are cached after each

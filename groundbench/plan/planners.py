@@ -148,7 +148,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
         return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
                                    "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
-    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, page_budget
+    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT
     sb = ctx.settings["sourcebench"]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
     per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
@@ -160,7 +160,9 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
     n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
                                                             else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
-    tc = int(p.get("text_chars") or page_budget(ctx.llm, int(sb.get("context_tokens", SB_CONTEXT))))
+    d = ctx.llm.backend.describe()   # the page as far as the context holds it (the run counts with the tokenizer)
+    tc = int(p.get("text_chars") or 4 * int(d.get("n_ctx") or d.get("max_model_len") or sb.get("context_tokens",
+                                                                                                 SB_CONTEXT)))
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
             "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
