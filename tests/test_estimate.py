@@ -103,3 +103,69 @@ def test_an_api_collection_and_a_priced_judge_add_up(tmp_path):
                       check=True).stdout
     assert "WARNING: the judge is smollm2-135m-instruct, the bundled smoke model" in own
     assert "costs no money per token" in own
+
+
+class _Unreadable:
+    "Builds the handler of a local OpenAI-compatible judge whose every answer but the extractions' is unreadable."
+    @staticmethod
+    def handler():
+        import json as _json
+        from conftest import PageHandler
+
+        class H(PageHandler):
+            calls = 0
+            def do_GET(self):
+                self.send(200, b'{"object": "list", "data": [{"id": "unreadable"}]}', "application/json")
+            def do_POST(self):
+                body = _json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if not self.path.endswith("/chat/completions"): return self.send(404, b"{}", "application/json")
+                type(self).calls += 1
+                text = " ".join(m["content"] for m in body["messages"])
+                answer = ("- Vitamin A cuts measles deaths: Fact\n- The claim is wrong: Claim"
+                          if "into independent content units" in text else
+                          "- Vitamin A cuts measles deaths." if "into independent facts" in text else "I cannot say.")
+                self.send(200, _json.dumps({"choices": [{"message": {"content": answer}, "finish_reason": "stop"}],
+                                            "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode(),
+                          "application/json")
+        return H
+
+
+def test_the_estimates_high_bound_holds_against_a_judge_that_never_answers_readably(tmp_path):
+    """Issue 53: with the paper variant the judge may be asked 33 times a request (VERIFY's 11 calls in 3 rounds),
+    decontextualisation 11 times, and the variants compared beside the run's ask again: the estimate assumed 2 and said
+    "calls 35 (4 to 396)" of a run that made 1,636. A local server plays a judge whose every answer is unreadable (the
+    extractions excepted, so that units reach the judge); every step's calls stay within the estimate's high bound."""
+    import json
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    import yaml
+    handler = _Unreadable.handler()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    spec = tmp_path / "u.yaml"
+    spec.write_text(yaml.safe_dump({"run_id": "u", "stages": ["10_claims", "20_collect", "30_sources",
+                                                              "50_groundedness", "60_sourcebench", "65_sourcecheckup"],
+                                    "parameters": {"question_rewrite_sample": 1, "source": "expertqa", "sample": 6,
+                                                   "max_conversations": 1, "pick": "shortest", "max_pages": 1,
+                                                   "sourcecheckup_conversations": 1},
+                                    "settings": {"llm.backend": "openai", "llm.model": "unreadable",
+                                                 "llm.base_url": f"http://127.0.0.1:{srv.server_address[1]}/v1",
+                                                 "llm.api_key_env": "", "paths.cache_dir": str(tmp_path / "cache"),
+                                                 "embed.allow_bundled_with_real_judge": True}}))
+    try:
+        groundbench("run", spec, "--runs-dir", tmp_path / "runs", "--stages", "10_claims,20_collect,30_sources",
+                    check=True)
+        groundbench("run", spec, "--runs-dir", tmp_path / "runs", "--stages",
+                    "50_groundedness,60_sourcebench,65_sourcecheckup", check=True, timeout=1200)
+    finally:
+        srv.shutdown()
+    run = tmp_path / "runs" / "u"
+    est = pd.read_csv(run / "estimate.csv").set_index(["stage", "step"])
+    stages = json.loads((run / "manifest.json").read_text())["stages"]
+    made = {(s, step): v["calls"] for s, st in stages.items() for step, v in (st.get("llm") or {}).items()
+            if "calls" in v}                                              # (the embedder's counts are not calls)
+    assert sum(made.values()) == handler.calls and made[("50_groundedness", "judge")] > 33, made
+    over = {k: (n, est.loc[k, "calls_high"]) for k, n in made.items() if k in est.index
+            and not n <= est.loc[k, "calls_high"]}
+    assert not over, over       # NaN (no bound) would also be listed: every step here has a finite bound

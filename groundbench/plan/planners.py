@@ -16,7 +16,7 @@ from ..core import RecordError, resolve_path
 from .steps import (NAN, STAGE_STEPS, UNIT_CHARS, Context, Inputs, StepEstimate,
                                         cached_units)
 from ..embed import evidence_chars
-from ..groundedness.stage import context_tokens_of, select_conversations
+from ..groundedness.stage import context_tokens_of, run_variants, select_conversations
 from ..groundedness.units import MAX_UNITS, decontext_requests, extract_requests
 from ..stages import CLAIMS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, VALIDATION
 
@@ -36,6 +36,8 @@ def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
 # %% ../../nbs/87_plan_planners.ipynb #c1036178
 def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
+    v, others = run_variants(ctx.settings, p.get("variant"), p.get("compare_variants"))
+    ctx.variants[stg] = [v, *others]          # each request may be asked under each, with its own retries
     context_chars = 4 * context_tokens_of(ctx.settings, p.get("context_tokens"))
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
@@ -109,20 +111,24 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                                   factscore_sentences, output_tokens, verify_requests)
     from groundbench.llm.client import request as _request
     stg, a, methods, rows = GROUNDEDNESS, ctx.assume, list(p.get("methods") or ["ours"]), []
+    # VERIFY keeps every unit and FActScore every fact its extraction writes: a line takes a token at least, and a cut
+    # answer is asked again with twice its budget, so at most twice the budget of them an extraction request
+    high, bound = None, "; at most one a line of its extraction (a token a line, twice the budget)"
     if "verify" in methods:
         if sel is not None:
             cc = 4 * context_tokens_of(ctx.settings, p.get("context_tokens"))
             rows.append(ctx.built_step(stg, "verify_extract", verify_requests(sel, ctx.llm, cc), None,
                                        f"{n} responses, one request each"))
+            high = 2 * rows[-1].requests * rows[-1].max_tokens
         else:
             rows.append(ctx.estimated_step(stg, "verify_extract", "ratio", n, n, f"{n} responses, one request each",
                                            ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
-        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, None,
-                                    "VERIFY's Fact and Claim units: as "
-                                    "many as ours (the same definitions)", ctx.template_tokens("decontextualise")
+        rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, high,
+                                    "VERIFY's Fact and Claim units: as many as ours (the same definitions)"
+                                    + (bound if high else ""), ctx.template_tokens("decontextualise")
                                     + (6 * a["answer_words"] + UNIT_CHARS) / 4),
-                 ctx.estimated_step(stg, "verify_judge", "ratio", verified, None, "one judgment per VERIFY unit (no "
-                                    "credibility split)", judge_prompt)]
+                 ctx.estimated_step(stg, "verify_judge", "ratio", verified, high, "one judgment per VERIFY unit (no "
+                                    "credibility split)" + (bound if high else ""), judge_prompt)]
     if "factscore" in methods:
         demos = factscore_demos()
         per_word = sum(len(f) for f in demos.values()) / sum(len(s.split()) for s in demos)
@@ -133,14 +139,17 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                              grammar=FACT_GRAMMAR) for s in jobs]
             facts = sum(len(s.split()) for s in jobs) * per_word
             rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
+            high = 2 * rows[-1].requests * rows[-1].max_tokens
         else:
             facts = segs * a["words_per_segment"] * per_word
             rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
                                            len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
         evid = evidence_chars(ctx.settings, p.get("top_k"))
-        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, None,
+        high = high if sel is not None else None
+        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, high,
                                        f"{per_word:.2f} atomic facts a word (FActScore's "
-                                       "own demonstrations), one True/False request a fact", (evid + 200) / 4))
+                                       "own demonstrations), one True/False request a fact" + (bound if high else ""),
+                                       (evid + 200) / 4))
     return rows
 
 # %% ../../nbs/87_plan_planners.ipynb #ef4990d9
@@ -148,25 +157,32 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     if inp.sources is None:
         return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
                                    "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
-    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT
+    from groundbench.core import compared_variants
+    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, VARIANTS as SBV
     sb = ctx.settings["sourcebench"]
+    names = [str(p.get("variant") or sb.get("variant", "paper"))]   # the run's variant, and those scored beside it
+    names += [x for x in compared_variants(p.get("compare_variants"), ctx.settings, "sourcebench") if x not in names]
     src = inp.sources.drop_duplicates(["conversation_id", "url"])
     per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
               else sb.get("sources_per_response", 5))
+    # any variant judges at most `per` pages a response (the official selection may reach past the first `per` cited)
+    bound = int(src.groupby("conversation_id").size().clip(upper=per or None).sum())
     if per: src = src.groupby("conversation_id").head(per)
     ok = src.text.fillna("").astype(str).str.strip().ne("") & src.valid.fillna(False).astype(bool)
     mp = int(p.get("max_pages") or 0)
     n_ok, n_fail = int(ok.sum()), int((~ok).sum())
-    rubric = (p.get("scoring") or sb.get("scoring", "script")) == "rubric"   # the script judges no page without text
+    rubric = names[0] in SBV and SBV[names[0]].scoring == "rubric"   # the script judges no page without text
     n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
                                                             else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
     d = ctx.llm.backend.describe()   # the page as far as the context holds it (the run counts with the tokenizer)
     tc = int(p.get("text_chars") or 4 * int(d.get("n_ctx") or d.get("max_model_len") or sb.get("context_tokens",
                                                                                                  SB_CONTEXT)))
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
+    high = len(names) * (min(bound, mp) if mp else bound)
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
-            "not judged, as the official script)") + (f"; at most {per} sources a response" if per else ""))
-    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, n, note, ctx.template_tokens(s) + mean_chars / 4)
+            "not judged, as the official script)") + (f"; at most {per} sources a response" if per else "")
+            + f"; at most {high} pages over the variants {', '.join(names)}")
+    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, high, note, ctx.template_tokens(s) + mean_chars / 4)
             for s in STAGE_STEPS[SOURCEBENCH]]
 
 # %% ../../nbs/87_plan_planners.ipynb #d45ddd0b
@@ -174,6 +190,7 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
     from groundbench.core import assistant_name
+    from groundbench.core import compared_variants
     from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, page_view, pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None:
@@ -199,8 +216,12 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     pairs = sum(exp.get(k, 0.0) * nval.get(k, 0) for k in judged)
     seg_all = Counter(segs)
     for c in scored: seg_all[c.conversation_id] += len(c.segments)
-    pairs_high = sum(MAX_UNITS * seg_all[k] * nval.get(k, 0) for k in judged)
-    dec_high = MAX_UNITS * sum(n for k, n in segs.items() if k not in sourceless)
+    views = [how, *(x for x in compared_variants(p.get("compare_variants"), ctx.settings, "sourcecheckup")
+                    if x != how)]
+    cited = inp.sources.drop_duplicates(["conversation_id", "citation_index"]).groupby("conversation_id").size()
+    # every reading of the pages (the run's and those compared) may judge each unit against each cited page
+    pairs_high = len(views) * sum(MAX_UNITS * seg_all[k] * int(cited.get(k, 0)) for k in keep)
+    dec_high = MAX_UNITS * sum(segs.values())
     chunk = int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8)
     if how != "chunks":   # the whole page, as far as the context
         t = view.text

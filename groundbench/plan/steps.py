@@ -50,10 +50,23 @@ MAX_TOKENS = {"question_rewrite": REWRITE_TOKENS,
 # extractions asked again once with twice the budget when cut (then, lenient, one repair): up to 3 calls and 4 budgets
 CUT_RETRIED = ("extract_units", "verify_extract", "factscore_facts")
 
-def worst_case(step: str) -> tuple[int, int]:
-    """(calls, output budgets) one request of `step` may take at most: the call and one repair round (2, 2); for an
-    extraction step that asks a cut answer again with twice the budget (`CUT_RETRIED`), that retry too (3, 4)."""
-    return (3, 4) if step in CUT_RETRIED else (2, 2)
+def _one_variant(step: str, v) -> tuple[int, int]:
+    verify = v.readers == "verify"       # VERIFY's readers: the same prompt again; the lenient ones: one repair
+    if step in ("extract_units", "verify_extract"): return (2, 3) if verify else (3, 4)
+    if step == "factscore_facts": return 2, 3                   # asked once, a cut answer again with twice the budget
+    if step == "factscore_verify": return 1, 1                  # read as it is
+    if step in ("decontextualise", "verify_decontextualise"): return (v.attempts,) * 2 if verify else (2, 2)
+    if step in ("judge", "verify_judge"): return (v.attempts * v.pipeline_attempts,) * 2 if verify else (2, 2)
+    return 2, 2            # JSON steps: one repair round; SourceBench's official reader: the same prompt once again
+
+def worst_case(step: str, variants: Sequence = ()) -> tuple[int, int]:
+    """(calls, output budgets) one request of `step` may take at most, over every groundedness variant the stage asks
+    it under (`variants`; default the paper's, as 65_sourcecheckup and 70_validation ask): VERIFY's readers ask an
+    unreadable answer again with the same prompt up to `attempts` calls (its judge: attempts x pipeline rounds, 33 by
+    default), the lenient readers repair it once; an extraction (`CUT_RETRIED`) is asked again once with twice the
+    budget when cut; JSON steps take one repair round."""
+    ks = [_one_variant(step, v) for v in (variants or [PAPER])]
+    return sum(k[0] for k in ks), sum(k[1] for k in ks)
 PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise",
            "verify_judge": "judge"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
@@ -208,12 +221,12 @@ def cut_retries(row: StepEstimate, cache, desc: dict, cut: Sequence[ChatRequest]
 class Context:
     "What every row needs: the client (not loaded), its cache, a prompt counter, earlier runs, [estimate] assumptions."
     def __init__(self, settings: dict, runs_dir: str | Path | None = None):
-        self.settings = settings
-        self.llm = llm_from_settings(settings, load=False)
+        self.settings, self.llm = settings, llm_from_settings(settings, load=False)
         self.desc, self.model = self.llm.backend.describe(), str(self.llm.backend.model)
         self.counter = PromptCounter(self.llm)
         self.history = History(usage_history(runs_dir, self.model), self.model)
         self.assume = {k: float(v) for k, v in (settings.get("estimate") or {}).items()}
+        self.variants: dict[str, list] = {}   # per stage, the groundedness variants it asks under (default: paper)
 
     def built_step(self, stage: str, step: str, requests: Sequence[ChatRequest], schema_model,
                    note: str = "") -> StepEstimate:
@@ -227,7 +240,7 @@ class Context:
         mt = max((r.max_tokens for r in reqs), default=MAX_TOKENS.get(step, 0))
         pt, how = self.counter.count_many(todo)
         extra = (self.counter.count(repair_request(todo[0], "", "e")) - self.counter.count(todo[0]) + mt) if todo else 0
-        k = worst_case(step)
+        k = worst_case(step, self.variants.get(stage, ()))
         row = StepEstimate(stage, step, "built", len(reqs), len(reqs) - len(uniq), len(hits), len(todo), NAN,
                            k[0] * len(todo), NAN, k[0] * pt + len(todo) * extra, len(todo), NAN,
                            k[1] * len(todo) * mt, mt, "; ".join(x for x in (note, how) if x))
@@ -241,7 +254,7 @@ class Context:
                        prompt_per_call: float | None = None) -> StepEstimate:
         "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
         mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
-        k = worst_case(step)
+        k = worst_case(step, self.variants.get(stage, ()))
         row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN,
                            completion_high=k[1] * high * mt if high is not None else NAN, max_tokens=mt, note=note)
         measured = self.history.per_call(stage, step, "prompt_tokens")
