@@ -26,6 +26,7 @@ import pandas as pd
 import pydantic
 
 from .redaction import redact_frame, redact_secrets, redact_value, register_secrets
+from .settings_schema import check_setting, coerce
 from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
 
 # %% auto #0
@@ -400,16 +401,6 @@ def package_dirs(module: str, pip_name: str) -> list[Path]:
         raise FileNotFoundError(f"the {pip_name} package is not installed (pip install {pip_name})")
     return [Path(d) for d in spec.submodule_search_locations]
 
-# %% ../nbs/00_core.ipynb #dbed046d
-def _coerce(v: str) -> Any:
-    s = v.strip()
-    if s.lower() in ("true", "yes", "on"): return True
-    if s.lower() in ("false", "no", "off"): return False
-    for t in (int, float):
-        try: return t(s)
-        except ValueError: pass
-    return s
-
 # %% ../nbs/00_core.ipynb #50730a87
 OPEN_SECTIONS = ("vllm",)   # sections whose keys are another program's options: vllm.LLM's engine arguments
 
@@ -426,33 +417,44 @@ def unknown_setting(section: str, key: str, known: dict[str, dict]) -> str | Non
     return what + (f": did you mean {near[0]}?" if near else f" (sections: {', '.join([*known, *OPEN_SECTIONS])})")
 
 # %% ../nbs/00_core.ipynb #6aeeb451
-def check_own_settings(path: Path, read: dict[str, dict]) -> None:
+def _line_of(lines: list[str], key: str) -> int:
+    "The line (from 1) of a settings file where `key` is set; 0 when none."
+    return next((i for i, l in enumerate(lines, 1) if re.match(rf"\s*{re.escape(key)}\s*[=:]", l)), 0)
+
+def _read_ini(path: Path) -> dict[str, dict]:
+    cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
+    cp.read(path, encoding="utf-8")
+    return {s: {k: coerce(v) for k, v in cp[s].items()} for s in cp.sections()}
+
+def check_own_settings(path: Path, read: dict[str, dict]) -> dict[str, dict] | None:
     """A settings file of your own (not the one groundbench ships, next to its package) holds only settings groundbench
     knows: an unknown key (`max_cals`, `tempreature`) is an error naming the file, its line and the nearest known key,
-    never a value silently ignored. Without the shipped file (an installed wheel) nothing is compared."""
+    never a value silently ignored. Returns the shipped settings, under which yours are read (None: `path` is the
+    shipped file, or there is none, as in an installed wheel)."""
     shipped = package_dir().parent / "settings.ini"
-    if not shipped.exists() or shipped.resolve() == Path(path).resolve(): return
-    cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
-    cp.read(shipped, encoding="utf-8")
-    known = {s: dict(cp[s]) for s in cp.sections()}
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not shipped.exists() or shipped.resolve() == Path(path).resolve(): return None
+    known, lines = _read_ini(shipped), Path(path).read_text(encoding="utf-8").splitlines()
     for sec, values in read.items():
         for key in values:
             if why := unknown_setting(sec, key, known):
-                n = next((i for i, l in enumerate(lines, 1) if re.match(rf"\s*{re.escape(key)}\s*[=:]", l)), 0)
-                raise RecordError(f"{path}: line {n}: {why} (the settings groundbench knows: {shipped})")
+                raise RecordError(f"{path}: line {_line_of(lines, key)}: {why} (the settings groundbench knows: "
+                                  f"{shipped})")
+    return known
 
 # %% ../nbs/00_core.ipynb #242b4547
-def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> dict[str, dict[str, Any]]:
-    "Settings as {section: {key: value}}, with `overrides` ({'llm.model': ...} or {'llm': {...}}) applied."
+def load_settings(path: str | Path | None = None, overrides: dict | None = None,
+                  sources: dict | None = None) -> dict[str, dict[str, Any]]:
+    """Settings as {section: {key: value}}: the file (yours over the shipped one), with `overrides` ({'llm.model': ...}
+    or {'llm': {...}}) applied, every value checked against its rule (`settings_schema`); an error names where the
+    value came from: the file and its line, or for an override `sources['section.key']` (a parameter file's line,
+    `--setting`)."""
     path = Path(path) if path else project_root() / "settings.ini"
     if not path.exists():
         raise FileNotFoundError(f"{path}: settings file not found (set GROUNDBENCH_HOME to the project folder)")
-    cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
-    cp.read(path, encoding="utf-8")
-    out = {s: {k: _coerce(v) for k, v in cp[s].items()} for s in cp.sections()}
-    check_own_settings(path, out)
-    defaults = {s: dict(v) for s, v in out.items()}
+    own = _read_ini(path)
+    shipped = check_own_settings(path, own) or own
+    out = {s: {**shipped.get(s, {}), **own.get(s, {})} for s in {**shipped, **own}}
+    defaults, given, lines = {s: dict(v) for s, v in shipped.items()}, {}, path.read_text(encoding="utf-8").splitlines()
     out.setdefault("paths", {})["root"] = str(path.parent.resolve())
     for key, value in (overrides or {}).items():
         if isinstance(value, dict): pairs = [(key, k, v) for k, v in value.items()]
@@ -461,24 +463,17 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
         for sec, k, v in pairs:
             if why := unknown_setting(sec, k, out): raise KeyError(f"{why} (settings from {path})")
             out.setdefault(sec, {})[k] = v
+            given[sec, k] = (sources or {}).get(f"{sec}.{k}", "setting override")
     for sec, values in defaults.items():
         for k, default in values.items():
-            if k in out.get(sec, {}): out[sec][k] = _checked_number(sec, k, out[sec][k], default)
+            if k not in out.get(sec, {}): continue
+            try: out[sec][k] = check_setting(sec, k, out[sec][k], default)
+            except ValueError as e:
+                where = given.get((sec, k)) or f"{path}: line {_line_of(lines, k)}"
+                raise RecordError(f"{where}: setting [{sec}] {k} = {out[sec][k]!r}: {e} (settings.ini has "
+                                  f"{default!r})") from None
     register_secrets(out)   # a base URL's credentials, a key's variable: redacted from whatever a run writes
     return out
-
-# %% ../nbs/00_core.ipynb #ea1d8693
-def _checked_number(section: str, key: str, value: Any, default: Any) -> Any:
-    """A setting whose default is a number must be a finite number >= 0 (> 0 for a speed, `*_per_s`): a negative, NaN
-    or zero speed would print negative, blank or infinite estimates. Text is read as settings.ini reads it."""
-    import math
-    if isinstance(default, bool) or not isinstance(default, (int, float)): return value
-    v = _coerce(value) if isinstance(value, str) else value
-    positive = key.endswith("_per_s")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
-        raise RecordError(f"setting [{section}] {key} = {value!r}: give a number "
-                          f"{'> 0' if positive else '>= 0'} (settings.ini has {default!r})")
-    return v
 
 # %% ../nbs/00_core.ipynb #810c613d
 def resolve_path(settings: dict, p: str | Path) -> Path:

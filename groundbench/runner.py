@@ -28,9 +28,10 @@ from .preflight import PreflightFailed, run_preflight
 from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
-__all__ = ['SPEC_FIELDS', 'RunSpec', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed', 'say',
-           'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'run_study', 'collection_notes',
-           'credibility_notes', 'RunSummary', 'run_summary', 'parse_worker', 'parse_params', 'run_file']
+__all__ = ['SPEC_FIELDS', 'RunSpec', 'setting_lines', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed',
+           'say', 'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'run_study',
+           'collection_notes', 'credibility_notes', 'RunSummary', 'run_summary', 'parse_worker', 'parse_params',
+           'run_file']
 
 # %% ../nbs/90_runner.ipynb #49797ea6
 @dataclass
@@ -45,6 +46,18 @@ class RunSpec:
     # run only these of `stages` (parameters are still checked against all)
     only: list[str] = field(default_factory=list)
     description: str = ""                  # what the run is (shown in its report)
+    # where each settings override came from ('section.key': the file and its line, or --setting): named in errors
+    setting_sources: dict = field(default_factory=dict)
+
+# %% ../nbs/90_runner.ipynb #c76d6f08
+def setting_lines(path: Path, settings: dict) -> dict[str, str]:
+    "Where each of a parameter file's settings is ('section.key': 'file: line N'), for errors that name it."
+    lines, out = path.read_text(encoding="utf-8").splitlines(), {}
+    for s, v in settings.items():
+        for name, key in ([(f"{s}.{k}", k) for k in v] if isinstance(v, dict) else [(str(s), s)]):
+            pat = re.compile(rf"\s*['\"]?{re.escape(str(key))}['\"]?\s*:")
+            out[name] = next((f"{path}: line {i}" for i, l in enumerate(lines, 1) if pat.match(l)), str(path))
+    return out
 
 # %% ../nbs/90_runner.ipynb #737e30f2
 SPEC_FIELDS = ("run_id", "stages", "parameters", "settings", "description")
@@ -71,8 +84,9 @@ def load_run_spec(path: str | Path) -> RunSpec:
     if not isinstance(rid, (str, int)) or isinstance(rid, bool) or not _RUN_ID.fullmatch(str(rid)):
         raise RecordError(f"{path}: field 'run_id': {str(rid)[:80]!r} is not a plain folder name (letters, digits, "
                           "'.', '_' and '-', at most 128, not starting with '.' or '-')")
+    where = setting_lines(path, d.get("settings") or {})
     return RunSpec(str(rid), list(stages), d.get("parameters") or {}, d.get("settings") or {},
-                   path, description=str(d.get("description") or ""))
+                   path, description=str(d.get("description") or ""), setting_sources=where)
 
 # %% ../nbs/90_runner.ipynb #acdb2fd9
 def declared_parameters(name: str) -> set[str]:
@@ -253,7 +267,7 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
     declared, given = check_parameters(spec), spec.settings    # the manifest records the settings as given
     register_secrets([spec.settings, spec.parameters])   # keys' variables, URL credentials: kept out of every file
     if runs_dir: spec.settings = with_runs_dir(spec.settings, runs_dir)    # the stages: the cache beside the runs
-    settings = load_settings(overrides=spec.settings)
+    settings = load_settings(overrides=spec.settings, sources=spec.setting_sources)
     runs_dir = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
     stages = [s for s in spec.stages if not spec.only or s in spec.only]
     if problems := run_preflight(stages, spec.parameters, settings, runs_dir / spec.run_id):   # before any folder
@@ -397,4 +411,5 @@ def run_file(path: str, runs_dir: str | None = None, kernel: str | None = None, 
     spec.only, spec.worker = list(only), worker
     spec.parameters = {**spec.parameters, **(extra or {})}
     spec.settings = {**spec.settings, **(settings or {})}
+    spec.setting_sources.update({k: "--setting" for k in settings or {}})
     return run_summary(run_study(spec, runs_dir, kernel, log_output, estimate, fresh_kernels, quiet))

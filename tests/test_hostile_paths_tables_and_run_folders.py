@@ -226,7 +226,7 @@ def test_single_class_labels_are_said_and_the_json_is_json(tmp_path):
 @pytest.mark.parametrize("setting,needle", [("gpu.decode_tokens_per_s=0", "[gpu] decode_tokens_per_s"),
                                             ("gpu.prefill_tokens_per_s=-5", "[gpu] prefill_tokens_per_s"),
                                             ("embed.top_k=-3", "[embed] top_k"),
-                                            ("llm.max_tokens=nan", "[llm] max_tokens")])
+                                            ("llm.n_ctx=nan", "[llm] n_ctx")])
 def test_a_negative_zero_or_nan_setting_is_refused_by_name(tmp_path, setting, needle):
     "Before: estimate printed negative, infinite or blank figures, or int()'s own message without the setting's name."
     from conftest import ROOT

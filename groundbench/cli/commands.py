@@ -199,8 +199,13 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         extra = {**GLOBAL_SETTINGS, **parse_params(setting or [])}
         if bad := [k for k in extra if "." not in k]:
             raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
+        sources = {**spec.setting_sources, **{k: "--setting" for k in extra}}
         settings = load_settings(overrides=with_runs_dir({**spec.settings, **extra}, runs_dir) if runs_dir
-                                 else {**spec.settings, **extra})
+                                 else {**spec.settings, **extra}, sources=sources)
+        from groundbench.preflight import setting_problems, stage_params
+        if bad := setting_problems(spec.stages, stage_params(spec.stages, spec.parameters), settings):
+            for line in bad: say_error(f"{params}: {line}")      # a file that names what does not exist: refused
+            raise typer.Exit(1)
         rd = Path(runs_dir) if runs_dir else resolve_path(settings, settings["paths"]["runs_dir"])
         est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
         if out is not None: write_table(est.table, out)

@@ -421,6 +421,7 @@ def llm_from_settings(settings: dict | None = None, run=None, load: bool = True,
     settings = settings or load_settings()
     cfg = {**settings["llm"], **overrides}
     name, smokes = cfg.pop("backend"), smoke_models({"llm": cfg})
+    if name == "mock": raise ValueError("llm.backend = mock: the tests' backend; give llamacpp, openai or vllm")
     cfg.pop("smoke_models", None)
     for k in ("real_run_model",): cfg.pop(k, None)
     if name == "llamacpp":

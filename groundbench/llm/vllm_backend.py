@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/llm_vllm.html.md"""
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib
 import json
 import os
@@ -22,8 +23,8 @@ from .client import Backend, ChatRequest, Completion, models_dir
 from .context import byte_prefix
 
 # %% auto #0
-__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'model_marker', 'smoke_model_folder', 'on_cpu', 'engine_args', 'make_sampling',
-           'EngineTokenized', 'VLLMBackend']
+__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'SET_BY_GROUNDBENCH', 'model_marker', 'smoke_model_folder', 'on_cpu',
+           'engine_args', 'make_sampling', 'engine_fields', 'engine_problems', 'EngineTokenized', 'VLLMBackend']
 
 # %% ../../nbs/14_llm_vllm.ipynb #03afd3a3
 MODEL_MARKER = "groundbench-model.json"
@@ -133,6 +134,41 @@ def _close_open_backends():
     "Non-daemon workers would keep the interpreter waiting at exit: stop them first."
     for b in list(_OPEN): b.close()
 
+# %% ../../nbs/14_llm_vllm.ipynb #a6625889
+# the engine arguments groundbench sets itself, with the setting that says each (None: always so, answers are cached)
+SET_BY_GROUNDBENCH = {
+    "model": "llm.model", "revision": "llm.revision", "seed": "llm.seed", "dtype": "llm.dtype",
+    "tensor_parallel_size": "llm.tensor_parallel_size", "pipeline_parallel_size": "llm.pipeline_parallel_size",
+    "data_parallel_size": "llm.data_parallel_size", "gpu_memory_utilization": "llm.gpu_memory_utilization",
+    "max_model_len": "llm.max_model_len", "quantization": "llm.quantization", "enforce_eager": "llm.enforce_eager",
+    "distributed_executor_backend": "llm.distributed_executor_backend", "kv_cache_memory_bytes": "llm.kv_cache_gib",
+    "structured_outputs_config": "llm.structured_outputs_backend", "enable_prefix_caching": None}
+
+def engine_fields() -> set[str] | None:
+    "The arguments vLLM's engine takes (`EngineArgs`' fields); None where vLLM is not installed."
+    try: from vllm.engine.arg_utils import EngineArgs
+    except ImportError: return None
+    return {f.name for f in dataclasses.fields(EngineArgs)}
+
+def engine_problems(extra: dict, trust_remote_code: bool = False, fields: set[str] | None = None) -> list[str]:
+    """What is wrong with the [vllm] section's engine arguments `extra`: one groundbench sets itself (given twice, it
+    was a TypeError when the engine started), `trust_remote_code` (code from the model's repository) unless
+    `llm.trust_remote_code` allows it, and a name that is no argument of the engine (`fields`, where vLLM is here)."""
+    import difflib
+    out = []
+    for k in extra:
+        if k in SET_BY_GROUNDBENCH:
+            out.append(f"vllm.{k}: groundbench sets it itself" + (f"; use {SET_BY_GROUNDBENCH[k]}" if
+                       SET_BY_GROUNDBENCH[k] else " (always on: the answers are cached)"))
+        elif k == "trust_remote_code" and not trust_remote_code:
+            out.append("vllm.trust_remote_code: runs code from the model's repository; set llm.trust_remote_code = "
+                       "true to allow it")
+        elif k != "trust_remote_code" and fields is not None and k not in fields:
+            near = difflib.get_close_matches(k, sorted(fields), n=1)
+            out.append(f"vllm.{k}: not an argument of vLLM's engine" + (f": did you mean vllm.{near[0]}?" if near
+                                                                       else ""))
+    return out
+
 # %% ../../nbs/14_llm_vllm.ipynb #b66e760c
 class EngineTokenized:
     "A vLLM backend's counts and context: its engine's tokenizer and max_model_len."
@@ -160,12 +196,15 @@ class VLLMBackend(EngineTokenized, Backend):
                  dtype: str = "auto", enforce_eager: bool = False, structured_outputs_backend: str = "guidance",
                  distributed_executor_backend: str | None = None, quantization: str | None = None,
                  n_ctx: int | None = None, data_parallel_size: int = 1, models: str | None = None, load: bool = True,
-                 **engine_kw):
+                 trust_remote_code: bool = False, **engine_kw):
         marker, path = model_marker(model), model
         if str(model) == SMOLLM2: marker, path = {"model": SMOLLM2, "gguf_sha256": file_revision(bundled_gguf())}, None
         super().__init__(marker["model"] if marker else model, revision or (marker or {}).get("gguf_sha256", ""),
                          max_model_len=max_model_len or n_ctx, quantization=quantization, dtype=str(dtype),
                          enforce_eager=bool(enforce_eager), structured_outputs_backend=structured_outputs_backend)
+        if problems := engine_problems(engine_kw, trust_remote_code, engine_fields()):
+            raise ValueError("; ".join(problems))
+        self.engine_extra = {**engine_kw, **({"trust_remote_code": True} if trust_remote_code else {})}
         self.data_parallel_size, self.workers = int(data_parallel_size), []
         if self.data_parallel_size < 1:
             raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
@@ -173,7 +212,7 @@ class VLLMBackend(EngineTokenized, Backend):
                                 pipeline_parallel_size=int(pipeline_parallel_size), enable_prefix_caching=True,
                                 gpu_memory_utilization=gpu_memory_utilization, seed=0, dtype=str(dtype),
                                 structured_outputs_config={"backend": structured_outputs_backend},
-                                kv_cache_gib=kv_cache_gib, **engine_kw)
+                                kv_cache_gib=kv_cache_gib, **self.engine_extra)
         a = self.engine_args
         if enforce_eager: a["enforce_eager"] = True
         if revision and not marker: a["revision"] = revision
@@ -191,7 +230,8 @@ class VLLMBackend(EngineTokenized, Backend):
         s = self.settings
         return {**super().describe(), "max_model_len": s["max_model_len"], "quantization": s["quantization"],
                 "dtype": s["dtype"], "compile": "eager" if s["enforce_eager"] else "compiled",
-                "structured_outputs": s["structured_outputs_backend"]}
+                "structured_outputs": s["structured_outputs_backend"],
+                **({"engine": {k: str(v) for k, v in sorted(self.engine_extra.items())}} if self.engine_extra else {})}
 
     def __del__(self):
         try: self.close()
