@@ -232,7 +232,7 @@ def test_a_negative_zero_or_nan_setting_is_refused_by_name(tmp_path, setting, ne
     from conftest import ROOT
     p = groundbench("estimate", ROOT / "papermill_params" / "demo.yaml", "--setting", "llm.backend=vllm",
                     "--setting", setting, "--runs-dir", tmp_path / "runs")
-    one_line_error(p, needle, "give a number")
+    one_line_error(p, needle, "number >")
 
 
 # 6. one bad file breaks nothing else (compare over a run whose estimate.csv is malformed)

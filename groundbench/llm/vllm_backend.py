@@ -24,7 +24,8 @@ from .context import byte_prefix
 
 # %% auto #0
 __all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'SET_BY_GROUNDBENCH', 'model_marker', 'smoke_model_folder', 'on_cpu',
-           'engine_args', 'make_sampling', 'engine_fields', 'engine_problems', 'EngineTokenized', 'VLLMBackend']
+           'engine_args', 'make_sampling', 'engine_fields', 'engine_problems', 'checked_engine_extra',
+           'EngineTokenized', 'VLLMBackend']
 
 # %% ../../nbs/14_llm_vllm.ipynb #03afd3a3
 MODEL_MARKER = "groundbench-model.json"
@@ -169,6 +170,12 @@ def engine_problems(extra: dict, trust_remote_code: bool = False, fields: set[st
                                                                        else ""))
     return out
 
+# %% ../../nbs/14_llm_vllm.ipynb #04617812
+def checked_engine_extra(extra: dict, trust_remote_code: bool = False) -> dict:
+    "The [vllm] section's arguments as the engine gets them; a ValueError with every `engine_problems` line."
+    if problems := engine_problems(extra, trust_remote_code, engine_fields()): raise ValueError("; ".join(problems))
+    return {**extra, **({"trust_remote_code": True} if trust_remote_code else {})}
+
 # %% ../../nbs/14_llm_vllm.ipynb #b66e760c
 class EngineTokenized:
     "A vLLM backend's counts and context: its engine's tokenizer and max_model_len."
@@ -202,18 +209,15 @@ class VLLMBackend(EngineTokenized, Backend):
         super().__init__(marker["model"] if marker else model, revision or (marker or {}).get("gguf_sha256", ""),
                          max_model_len=max_model_len or n_ctx, quantization=quantization, dtype=str(dtype),
                          enforce_eager=bool(enforce_eager), structured_outputs_backend=structured_outputs_backend)
-        if problems := engine_problems(engine_kw, trust_remote_code, engine_fields()):
-            raise ValueError("; ".join(problems))
-        self.engine_extra = {**engine_kw, **({"trust_remote_code": True} if trust_remote_code else {})}
+        self.engine_extra = checked_engine_extra(engine_kw, trust_remote_code)
         self.data_parallel_size, self.workers = int(data_parallel_size), []
         if self.data_parallel_size < 1:
             raise ValueError(f"data_parallel_size {data_parallel_size}: give 1 or more engines")
-        self.engine_args = dict(model=str(path or model), tensor_parallel_size=int(tensor_parallel_size),
+        a = self.engine_args = dict(model=str(path or model), tensor_parallel_size=int(tensor_parallel_size),
                                 pipeline_parallel_size=int(pipeline_parallel_size), enable_prefix_caching=True,
                                 gpu_memory_utilization=gpu_memory_utilization, seed=0, dtype=str(dtype),
                                 structured_outputs_config={"backend": structured_outputs_backend},
                                 kv_cache_gib=kv_cache_gib, **self.engine_extra)
-        a = self.engine_args
         if enforce_eager: a["enforce_eager"] = True
         if revision and not marker: a["revision"] = revision
         if max_model_len or n_ctx: a["max_model_len"] = int(max_model_len or n_ctx)
