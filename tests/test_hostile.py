@@ -392,3 +392,26 @@ def test_the_setting_an_error_advises_exists(tmp_path):
     assert load_settings()["embed"]["allow_bundled_with_real_judge"] is False      # declared, off
     s = load_settings(overrides={"embed.allow_bundled_with_real_judge": "true"})     # before: "unknown setting"
     assert str(s["embed"]["allow_bundled_with_real_judge"]).lower() == "true"
+
+
+def test_a_model_name_with_a_terminal_escape_reaches_no_terminal_raw(tmp_path):
+    "Issue 53: `estimate` printed the model's name as given: a title sequence reached the terminal."
+    spec = tmp_path / "e.yaml"
+    spec.write_text("run_id: e\nstages: [10_claims]\nparameters: {question_rewrite_sample: 1}\n")
+    name = "\x1b]0;pwned\x07gpt-4o"
+    p = groundbench("estimate", spec, "--runs-dir", tmp_path / "runs", "--setting", "llm.backend=openai",
+                    "--setting", f"llm.model={name}", "--setting", "llm.base_url=http://127.0.0.1:9/v1")
+    assert "\x1b" not in p.stdout + p.stderr and "\x07" not in p.stdout + p.stderr
+    assert "\\x1b]0;pwned\\x07gpt-4o" in p.stdout, p.stdout[-1500:]
+
+
+def test_the_set_up_scripts_keep_a_path_with_a_space_one_word():
+    """Issue 53: `$PIP install` (PIP="$VENV/bin/python -m pip") split a virtual environment's path with a space in
+    it. The pip command is an array, expanded quoted, in both set-up scripts; bash reads them both."""
+    import re
+    from conftest import ROOT
+    for f in (ROOT / "setup.sh", ROOT / "scripts" / "setup_vllm_cpu.sh"):
+        text = f.read_text()
+        assert re.search(r'PIP=\("\$VENV/bin/python" -m pip\)', text) and '"${PIP[@]}" install' in text, f
+        assert not re.search(r"\$PIP\b", text), f
+        assert subprocess.run(["bash", "-n", str(f)]).returncode == 0

@@ -210,7 +210,7 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
         if out is not None: write_table(est.table, out)
     except (RecordError, OSError, ValueError, KeyError) as e: fail(e)
-    typer.echo(format_estimate(est))
+    typer.echo(printable(format_estimate(est)))   # a model's name is the user's: no escape sequence reaches a terminal
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0032
 cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", no_args_is_help=True)

@@ -157,8 +157,11 @@ def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../../nbs/44_credibility_audit.ipynb #953ce4df
 def corrections_headline(corr: pd.DataFrame, rule_set: str) -> list[str]:
-    "One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full`."
+    """One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full` (n/a,
+    said so, where no citation was rated: never "nan")."""
     first, last = corr.groupby("assistant").head(1), corr.groupby("assistant").tail(1).set_index("assistant")
-    return [f"{a}: paper CR {r.cr:.2f} NCR {r.ncr:.2f} | full CR {last.cr[a]:.2f} NCR {last.ncr[a]:.2f} "
-            f"(pooled over classified citations; this run's rules: {rule_set})" for a,
+    f = lambda v: "n/a" if v != v else f"{v:.2f}"
+    return [f"{a}: paper CR {f(r.cr)} NCR {f(r.ncr)} | full CR {f(last.cr[a])} NCR {f(last.ncr[a])} "
+            + ("(no citation of it rated: CR and NCR undefined" if r.cr != r.cr and last.cr[a] != last.cr[a]
+               else "(pooled over classified citations") + f"; this run's rules: {rule_set})" for a,
             r in zip(first.assistant, first.itertuples())]

@@ -165,6 +165,11 @@ def open_cache(path: str | Path, table: str, **kw) -> sqlite3.Connection:
         db.commit()
         return db
     except sqlite3.DatabaseError as e:
+        import os
+        if "readonly" in str(e) or (path.exists() and not os.access(path, os.W_OK)) or not os.access(path.parent,
+                                                                                                   os.W_OK):
+            raise RecordError(f"{path}: the cache cannot be written here ({e}): make it and its folder writable, or "
+                              "set paths.cache_dir to a writable folder (the answers it holds are kept)") from None
         raise RecordError(f"{path}: not a usable cache database ({e}); move it away and the run makes a new one "
                           "(answers it held are asked again)") from None
 

@@ -23,9 +23,9 @@ from .client import Backend, ChatRequest, Completion, models_dir
 from .context import byte_prefix
 
 # %% auto #0
-__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'SET_BY_GROUNDBENCH', 'model_marker', 'smoke_model_folder', 'on_cpu',
-           'engine_args', 'make_sampling', 'engine_fields', 'engine_problems', 'checked_engine_extra',
-           'EngineTokenized', 'VLLMBackend']
+__all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'SET_BY_GROUNDBENCH', 'model_marker', 'clear_stale_conversions',
+           'smoke_model_folder', 'on_cpu', 'engine_args', 'make_sampling', 'engine_fields', 'engine_problems',
+           'checked_engine_extra', 'EngineTokenized', 'VLLMBackend']
 
 # %% ../../nbs/14_llm_vllm.ipynb #03afd3a3
 MODEL_MARKER = "groundbench-model.json"
@@ -35,6 +35,20 @@ def model_marker(model: str | Path) -> dict | None:
     p = Path(str(model)) / MODEL_MARKER
     try: return json.loads(p.read_text()) if p.is_file() else None
     except (OSError, json.JSONDecodeError) as e: raise ValueError(f"{p}: unreadable model marker ({e})") from e
+
+# %% ../../nbs/14_llm_vllm.ipynb #d29cdb7a
+def clear_stale_conversions(out: Path) -> list[Path]:
+    """Remove the half-made folders of conversions to `out` whose process is gone (`.<name>.<pid>.<random>`: a
+    conversion killed with kill -9 runs no clean-up and left 540 MB behind); returns them."""
+    gone = []
+    for old in out.parent.glob(f".{out.name}.*"):
+        pid = old.name[len(out.name) + 2:].split(".")[0]
+        if not pid.isdigit(): continue
+        try: os.kill(int(pid), 0); continue            # its process still runs: a conversion in progress
+        except ProcessLookupError: pass
+        except PermissionError: continue               # another user's live process
+        shutil.rmtree(old, ignore_errors=True); gone.append(old)
+    return gone
 
 # %% ../../nbs/14_llm_vllm.ipynb #0756febf
 def smoke_model_folder(folder: str | Path | None = None, gguf: str | Path | None = None) -> Path:
@@ -47,7 +61,8 @@ def smoke_model_folder(folder: str | Path | None = None, gguf: str | Path | None
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    clear_stale_conversions(out)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}."))
     try:
         quant = {"quantization_config": transformers.GgufConfig(dequantize=True)} \
             if hasattr(transformers, "GgufConfig") else {}
