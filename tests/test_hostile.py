@@ -415,3 +415,13 @@ def test_the_set_up_scripts_keep_a_path_with_a_space_one_word():
         assert re.search(r'PIP=\("\$VENV/bin/python" -m pip\)', text) and '"${PIP[@]}" install' in text, f
         assert not re.search(r"\$PIP\b", text), f
         assert subprocess.run(["bash", "-n", str(f)]).returncode == 0
+
+
+def test_parse_checks_the_documented_shape_as_a_collection_does(tmp_path):
+    """Issue 53: `groundbench parse` skipped the shape check a collection makes: an answer whose citations are a string
+    was parsed letter by letter. Now it is refused naming the field, as the collection records it."""
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"id": "x", "model": "sonar", "choices": [{"index": 0, "message": {
+        "role": "assistant", "content": "It is false[1]."}}], "citations": "https://a.org/x"}))
+    one_error(groundbench("parse", "--provider", "perplexity-api", "--json", f),
+              "not a perplexity-api response of the expected shape: citations:")

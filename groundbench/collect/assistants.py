@@ -58,8 +58,10 @@ def _parse_page_file(provider: str, html: Path | None, config: Path | None) -> P
 
 # %% ../../nbs/24_collect_assistants.ipynb #12216213
 def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
-    "An API's archived JSON response, parsed by that API's parser."
-    from groundbench.collect.api_search import API_PARSERS
+    """An API's archived JSON response, checked against the API's documented shape and parsed by its parser, as a
+    collection does (`collect.api.shape_failure`): an answer of another shape names the field where it differs."""
+    from groundbench.collect.api import MAX_JSON_DEPTH, json_depth, shape_failure
+    from groundbench.collect.api_search import API_COLLECTORS, API_PARSERS
     if not json_file: raise RecordError(f"--provider {provider} reads an API response: give --json FILE")
     raw = _read_file(Path(json_file), "--json")
     try: data = json.loads(raw.decode("utf-8-sig"))
@@ -70,9 +72,13 @@ def _parse_api_file(provider: str, json_file: Path | None) -> ParsedAnswer:
     if not isinstance(data, dict) and not (provider == "claude-api" and isinstance(data, list)):  # a paused turn
         raise RecordError(
             f"{json_file}: not a {provider} response (expected a JSON object, found {type(data).__name__})")
-    try: return API_PARSERS[provider](data)
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as e:
-        raise RecordError(f"{json_file}: not a {provider} response of the expected shape ({_why(e)})") from None
+    if json_depth(data) > MAX_JSON_DEPTH: raise RecordError(f"{json_file}: JSON nested too deeply") from None
+    parsed, failed = shape_failure(API_PARSERS[provider], data, provider, Path(json_file).name,
+                                   API_COLLECTORS[provider].shape)
+    if failed:
+        raise RecordError(f"{json_file}: not a {provider} response of the expected shape: {failed['field']}: "
+                          f"{failed['error']} (found {failed['found']})")
+    return parsed
 
 # %% ../../nbs/24_collect_assistants.ipynb #4866b999
 def parse_archived(provider: str, html: str | Path | None = None, json_file: str | Path | None = None,
