@@ -322,3 +322,42 @@ def test_a_collection_without_one_readable_answer_ends_with_its_counts(tmp_path)
     assert "Traceback" not in p.stderr, p.stderr[-3000:]
     counts = json.loads((tmp_path / "runs" / "s" / "manifest.json").read_text())["stages"]["20_collect"]["counts"]
     assert counts["conversations"] == 0 and counts["collected_now"] == 1, counts
+
+
+class OddSpans(PageHandler):
+    "A Responses API answer with odd annotations: a null end_index, a 10 MB URL, a sentence whose only link is not one."
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        text = ("Vitamin A helps ([ftp](ftp://x.org/a)). Measles kills ([cdc](https://www.cdc.gov/m)). "
+                "Huge ([big](https://big.example/x)). Null ([nih](https://www.nih.gov/n)).")
+        anns = []
+        for m in re.finditer(r"\(\[[^\]]+\]\((\S+?)\)\)", text):
+            url = m.group(1) if "big." not in m.group(1) else "https://big.example/" + "x" * 10_000_000
+            anns.append({"type": "url_citation", "url": url, "title": "t", "start_index": m.start(),
+                         "end_index": None if "nih" in url else m.end()})
+        body = {"id": "r", "object": "response", "model": "gpt-4o", "status": "completed", "output": [
+            {"type": "message", "id": "m", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": text, "annotations": anns}]}]}
+        self.send(200, json.dumps(body).encode(), "application/json")
+
+
+def test_odd_spans_cost_nothing_but_themselves(tmp_path):
+    """Issue 53: a null end_index lost the whole answer (a TypeError read as a shape failure), a 10 MB "URL" became a
+    citation, and a sentence whose only link was rejected took the next sentence's citation. Now the answer is kept,
+    the null span counted (`bad_spans`), the giant URL rejected, and the sentence uncited."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), OddSpans)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        ar = Archive(tmp_path)
+        convs = OpenAIResponsesCollector("gpt-4o", base_url=f"http://127.0.0.1:{srv.server_address[1]}",
+                                         api_key_env="NO_KEY").collect(PROMPTS[:1], ar, progress=False)
+    finally:
+        srv.shutdown()
+    assert len(convs) == 1, ar.records()
+    c = convs[0]
+    assert [x.url for x in c.citations] == ["https://www.cdc.gov/m"]
+    segs = {s.text: s for s in c.segments}
+    assert segs["Vitamin A helps."].uncited and not segs["Measles kills."].uncited
+    assert segs["Huge."].uncited                                            # its only link was the giant one
+    rec = json.loads(ar.record_path("openai-responses", PROMPTS[0].prompt_id).read_text())
+    assert rec["parsed"]["bad_spans"] == 1 and len(rec["parsed"]["rejected_urls"]) == 2

@@ -62,13 +62,16 @@ def _is_link_span(span: str, url: str) -> bool:
 # %% ../../nbs/25_collect_api.ipynb #9881a06b
 def parse_openai_text(provider: str, text: str, annotations: Sequence[dict]) -> ParsedAnswer:
     """A ParsedAnswer from output text and url_citation annotations (flat or nested under 'url_citation').
-    Annotations whose offsets fall outside the text or are reversed are left out, and those that overlap another
-    (partly; or wholly, where each marks a link) are counted: `bad_spans`, never a silent guess."""
+    Annotations whose offsets are not whole numbers (a null `end_index`), fall outside the text or are reversed are
+    left out, and those that overlap another (partly; or wholly, where each marks a link) are counted: `bad_spans`,
+    never a silent guess, and never the answer lost."""
     anns, bad = [], 0
+    whole = lambda x: isinstance(x, int) and not isinstance(x, bool)
     for a in annotations:
         a = {**a, **(a.get("url_citation") or {})}
         if a.get("type", "url_citation") == "url_citation" and a.get("url") and a.get("start_index") is not None:
-            if 0 <= a["start_index"] < a["end_index"] <= len(text): anns.append(a)
+            if whole(a["start_index"]) and whole(a.get("end_index")) and 0 <= a["start_index"] < a["end_index"] \
+                    <= len(text): anns.append(a)
             else: bad += 1
     anns.sort(key=lambda a: (a["start_index"], a["end_index"]))
     cl = CitationList()
@@ -97,9 +100,8 @@ def parse_openai_responses(data: dict) -> ParsedAnswer:
         for part in item.get("content") or []:
             if part.get("type") != "output_text": continue
             texts.append(part.get("text") or "")
-            anns += [{**a, "start_index": a["start_index"] + off,
-                      "end_index": a["end_index"] + off} for a in part.get("annotations") or []
-                     if a.get("type") == "url_citation"]
+            anns += [{**a, **{k: a[k] + off for k in ("start_index", "end_index") if isinstance(a.get(k), int)}}
+                     for a in part.get("annotations") or [] if a.get("type") == "url_citation"]
             off += len(texts[-1])
     p = parse_openai_text("openai-responses", "".join(texts), anns)
     rt = ((data.get("usage") or {}).get("output_tokens_details") or {}).get("reasoning_tokens")

@@ -20,9 +20,9 @@ from ..core import (Citation, Conversation, Prompt, Segment, atomic_path, now_is
 from ..redaction import redact, redact_bytes
 
 # %% auto #0
-__all__ = ['MARK_OPEN', 'MARK_CLOSE', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks', 'span_segments',
-           'CollectionError', 'ParsedAnswer', 'is_refusal', 'citable_url', 'parsed_from_blocks', 'clean_url',
-           'CitationList', 'Archive', 'conversation_from_record', 'repeat_of']
+__all__ = ['MARK_OPEN', 'MARK_CLOSE', 'MAX_URL_CHARS', 'mark', 'bracket_markers', 'text_blocks', 'segment_blocks',
+           'span_segments', 'CollectionError', 'ParsedAnswer', 'is_refusal', 'citable_url', 'parsed_from_blocks',
+           'clean_url', 'CitationList', 'Archive', 'conversation_from_record', 'repeat_of']
 
 # %% ../../nbs/21_collect_base.ipynb #8a0b6532
 MARK_OPEN, MARK_CLOSE = "\ue200", "\ue201"
@@ -30,8 +30,9 @@ _MARK = re.compile(f"{MARK_OPEN}(\\d+){MARK_CLOSE}")
 _BRACKETS = re.compile(r"\[\[(\d+)\]\]|\[\^?(\d+(?:\s*[,;]\s*\d+)*)\^?\]")
 
 def mark(n: int) -> str:
-    "The in-text marker of citation `n` (nothing for 0: a link that is not a citation)."
-    return f"{MARK_OPEN}{n}{MARK_CLOSE}" if n else ""
+    """The in-text marker of citation `n`; for 0 (a link that is not a citation), a marker that keeps its sentence
+    from taking another citation (`segment_blocks`) and is then dropped."""
+    return f"{MARK_OPEN}{int(n)}{MARK_CLOSE}"
 
 # %% ../../nbs/21_collect_base.ipynb #8ec1a4ee
 def bracket_markers(text: str, n_citations: int) -> str:
@@ -89,13 +90,13 @@ def segment_blocks(blocks: Sequence[str], n_citations: int) -> tuple[str, tuple[
         sents = _sentences(block)
         if not sents: continue
         marks = [tuple(dict.fromkeys(int(x) for x in _MARK.findall(s))) for s in sents]
-        para = marks[-1]
+        para = tuple(x for x in marks[-1] if x)
         clean = [re.sub(r"\s+", " ", _MARK.sub("", s)).strip() for s in sents]
         block_text = " ".join(clean)
         if texts: pos += 2
         off = pos
-        for s, m in zip(clean, marks):
-            cites = m or para
+        for s, m in zip(clean, marks):   # a sentence whose only links were rejected: uncited, not the paragraph's
+            cites = tuple(x for x in m if x) or (() if m else para)
             segs.append(Segment(s, tuple(sorted(cites)) if cites else every, off, off + len(s), uncited=not cites))
             off += len(s) + 1
         texts.append(block_text)
@@ -168,11 +169,14 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL.match(text.replace("’", "'")))
 
 # %% ../../nbs/21_collect_base.ipynb #c60acab0
+MAX_URL_CHARS = 8192   # longer than any browser or server takes (a 10 MB "URL" is not one): rejected, counted
+
 def citable_url(url) -> bool:
-    """True for an absolute http(s) URL with a host: the only links that become citations (never javascript:, data:,
-    file: or relative)."""
+    """True for an absolute http(s) URL with a host, of at most `MAX_URL_CHARS`: the only links that become citations
+    (never javascript:, data:, file: or relative)."""
     from urllib.parse import urlsplit
-    if not isinstance(url, str) or not url.strip() or any(ord(c) < 32 for c in url.strip()): return False
+    if not isinstance(url, str) or not url.strip() or len(url) > MAX_URL_CHARS: return False
+    if any(ord(c) < 32 for c in url.strip()): return False
     try: p = urlsplit(url.strip())
     except ValueError: return False
     return p.scheme.lower() in ("http", "https") and bool(p.netloc) and bool(p.hostname)
