@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,8 @@ import pandas as pd
 from .core import RecordError, regular_file
 
 # %% auto #0
-__all__ = ['MAX_XLSX_UNPACKED', 'norm_name', 'strict_csv', 'read_rows', 'find_column', 'cell_value', 'cell_text']
+__all__ = ['MAX_ROW_DEPTH', 'MAX_XLSX_UNPACKED', 'norm_name', 'strict_csv', 'formula_without_value', 'read_rows', 'find_column',
+           'cell_value', 'cell_text']
 
 # %% ../nbs/05_rows.ipynb #a1c29008
 def norm_name(name: str) -> str:
@@ -59,6 +61,17 @@ def strict_csv(text: str, sep: str, path) -> int:
     finally: csv.field_size_limit(limit)
     return n
 
+# %% ../nbs/05_rows.ipynb #5095b5fc
+MAX_ROW_DEPTH = 64   # lists and objects a row's value may nest (deeper breaks recursive readers; no answer needs it)
+
+def _depth_problem(obj, limit: int = MAX_ROW_DEPTH) -> str:
+    "Why a row's JSON nests too deeply ('' when it does not), counted without recursion."
+    level, depth = [obj], 0
+    while level and depth <= limit:
+        level = [v for y in level if isinstance(y, (dict, list)) for v in (y.values() if isinstance(y, dict) else y)]
+        depth += 1
+    return f"nested more than {limit} levels deep" if depth > limit else ""
+
 # %% ../nbs/05_rows.ipynb #074d6b50
 def _jsonl_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, dict]]]:
     "The objects of a JSON Lines file, one a line (blank lines skipped), numbered by line."
@@ -70,6 +83,8 @@ def _jsonl_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, d
                 try: obj = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise RecordError(f"{path}: row {i}: not valid JSON ({e.msg})") from None
+                except RecursionError: raise RecordError(f"{path}: row {i}: JSON nested too deeply to read") from None
+                if why := _depth_problem(obj): raise RecordError(f"{path}: row {i}: JSON {why}")
                 if not isinstance(obj, dict):
                     raise RecordError(f"{path}: row {i}: expected a JSON object, got {type(obj).__name__}")
                 rows.append((i, obj))
@@ -77,13 +92,46 @@ def _jsonl_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, d
     return list(dict.fromkeys(k for _, r in rows for k in r)), rows
 
 # %% ../nbs/05_rows.ipynb #752cfa9c
+_WS = re.compile(r"\s*")
+
 def _json_rows(path: Path, encoding: str) -> tuple[list[str], list[tuple[int, dict]]]:
-    "The objects of a JSON file holding a list of objects, numbered from 1."
-    try: data = json.loads(path.read_text(encoding=encoding))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise RecordError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+    """The objects of a JSON file holding a list of objects, numbered from 1; read an item at a time, so that an item
+    nested too deeply is named by its row."""
+    try: text = path.read_text(encoding=encoding)
+    except UnicodeDecodeError as e: raise RecordError(f"{path}: not valid JSON ({e})") from None
+    dec, data, i = json.JSONDecoder(), [], _WS.match(text).end()
+    if text[i:i + 1] != "[": raise RecordError(f"{path}: expected a JSON list of objects")
+    i = _WS.match(text, i + 1).end()
+    while text[i:i + 1] != "]":
+        try: obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError as e: raise RecordError(f"{path}: not valid JSON ({e})") from None
+        except RecursionError:
+            raise RecordError(f"{path}: row {len(data) + 1}: JSON nested too deeply to read") from None
+        if why := _depth_problem(obj): raise RecordError(f"{path}: row {len(data) + 1}: JSON {why}")
+        data.append(obj)
+        i = _WS.match(text, i).end()
+        if text[i:i + 1] == ",": i = _WS.match(text, i + 1).end()
+        elif text[i:i + 1] != "]": raise RecordError(f"{path}: not valid JSON (after row {len(data)}: expected , or ])")
+    if text[i + 1:].strip(): raise RecordError(f"{path}: not valid JSON (text after the list)")
+    if not all(isinstance(r, dict) for r in data):
         raise RecordError(f"{path}: expected a JSON list of objects")
     return list(dict.fromkeys(k for r in data for k in r)), list(enumerate(data, 1))
+
+# %% ../nbs/05_rows.ipynb #c8533800
+def formula_without_value(path: Path) -> None:
+    """A workbook whose first sheet has a formula cell without the value it computed (a file written by a program
+    that does not compute, never opened and saved in a spreadsheet program) is refused naming the cell: read as
+    empty, its answer would be "an empty answer"."""
+    from openpyxl import load_workbook
+    formulas, values = (load_workbook(path, read_only=True, data_only=d) for d in (False, True))
+    try:
+        for fr, vr in zip(formulas.worksheets[0].iter_rows(), values.worksheets[0].iter_rows()):
+            for f, v in zip(fr, vr):
+                if isinstance(f.value, str) and f.value.startswith("=") and v.value is None:
+                    raise RecordError(f"{path}: row {f.row}: column {f.column_letter}: a formula ({f.value[:40]}) "
+                                      "without its value saved: open and save the workbook in a spreadsheet "
+                                      "program, or export the sheet as CSV")
+    finally: formulas.close(); values.close()
 
 # %% ../nbs/05_rows.ipynb #5d212911
 MAX_XLSX_UNPACKED = 256 * 2 ** 20  # bytes an Excel workbook may unpack to (a few MB of XML can unpack to gigabytes)
@@ -95,6 +143,7 @@ def _xlsx_frame(path: Path) -> tuple[pd.DataFrame, list[str]]:
     if unpacked > MAX_XLSX_UNPACKED:
         raise RecordError(f"{path}: the workbook unpacks to {unpacked / 2 ** 20:,.0f} MB, over the "
                           f"{MAX_XLSX_UNPACKED >> 20} MB a table may take; save it as CSV")
+    formula_without_value(path)
     df = pd.read_excel(path, dtype=str, keep_default_na=False, engine="openpyxl")
     first = pd.read_excel(path, header=None, nrows=1, engine="openpyxl") if len(df.columns) else pd.DataFrame()
     return df, ["" if v != v else str(v) for v in first.iloc[0]] if len(first) else []
