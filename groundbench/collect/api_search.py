@@ -62,13 +62,27 @@ def _answer(provider: str, text: str, cl: CitationList, spans: list, listed: Seq
                         rejected_urls=tuple(cl.rejected + bad), **kw)
 
 # %% ../../nbs/26_collect_api_search.ipynb #37f3810d
-def _gemini_span(part: str, seg: dict) -> tuple[int, int]:
-    "Character span in `part` of a grounding segment (UTF-8 bytes; characters where only they give the segment text)."
+def _utf16_to_char(text: str, offset: int) -> int:
+    "The character offset in `text` of UTF-16 code unit `offset` (a character past U+FFFF takes two)."
+    n = 0
+    for i, ch in enumerate(text):
+        if n >= offset: return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
+
+def _gemini_span(part: str, seg: dict) -> tuple[int, int] | None:
+    """Character span in `part` of a grounding segment: its offsets read as UTF-8 bytes (the API's), else as characters
+    or UTF-16 code units where only they give the segment's own text, else that text found in the part; None (a bad
+    span, counted) where none gives it: never a span that cuts the answer's words apart."""
     b0, b1 = int(seg.get("startIndex") or 0), int(seg.get("endIndex") or 0)
-    a, b = byte_to_char(part, b0), byte_to_char(part, b1)
+    ways = [(byte_to_char(part, b0), byte_to_char(part, b1)), (b0, b1),
+            (_utf16_to_char(part, b0), _utf16_to_char(part, b1))]
     want = (seg.get("text") or "").strip()
-    if want and part[a:b].strip() != want and part[b0:b1].strip() == want: return b0, b1
-    return a, b
+    if not want: return ways[0]
+    for a, b in ways:
+        if part[a:b].strip() == want: return a, b
+    k = part.find(want)
+    return (k, k + len(want)) if k >= 0 else None
 
 def parse_gemini(data: dict) -> ParsedAnswer:
     "Parse a Gemini generateContent response with grounding metadata."
@@ -84,10 +98,12 @@ def parse_gemini(data: dict) -> ParsedAnswer:
         return (0 <= pi < len(texts)
                 and 0 <= int(seg.get("startIndex") or 0) < int(seg.get("endIndex") or 0) <= len(texts[pi].encode()))
     segs = [s for s in supports if fits(s.get("segment") or {})]
+    bad = len(supports) - len(segs)
     for s in sorted(segs, key=lambda s: (int(s["segment"].get("partIndex") or 0),
                                          int(s["segment"].get("startIndex") or 0))):
         pi = int(s["segment"].get("partIndex") or 0)
-        a, b = _gemini_span(texts[pi], s["segment"])
+        if (ab := _gemini_span(texts[pi], s["segment"])) is None: bad += 1; continue
+        a, b = ab
         ix = [cl.add(chunks[k].get("uri", ""), chunks[k].get("title", "")) for k in s.get("groundingChunkIndices") or []
               if 0 <= k < len(chunks) and chunks[k].get("uri")]
         spans.append((starts[pi] + a, starts[pi] + b, sorted({i for i in ix if i})))
@@ -98,7 +114,7 @@ def parse_gemini(data: dict) -> ParsedAnswer:
                    thinking=thought(rt, any(p.get("thought") for p in parts)),
                    reasoning_tokens=-1 if rt is None else int(rt), model_shown=data.get("modelVersion", ""),
                    model_answered=data.get("modelVersion", ""), sources_missing=searched and not chunks,
-                   incomplete=cand.get("finishReason") == "MAX_TOKENS", bad_spans=len(supports) - len(segs))
+                   incomplete=cand.get("finishReason") == "MAX_TOKENS", bad_spans=bad)
 
 # %% ../../nbs/26_collect_api_search.ipynb #9c3e0005
 def is_grounding_redirect(url: str) -> bool:
