@@ -361,3 +361,28 @@ def test_odd_spans_cost_nothing_but_themselves(tmp_path):
     assert segs["Huge."].uncited                                            # its only link was the giant one
     rec = json.loads(ar.record_path("openai-responses", PROMPTS[0].prompt_id).read_text())
     assert rec["parsed"]["bad_spans"] == 1 and len(rec["parsed"]["rejected_urls"]) == 2
+
+
+class HugeAnswer(PageHandler):
+    "A chat completion whose answer is 20 MB of sentences."
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        body = {"id": "x", "model": "sonar", "object": "chat.completion", "created": 0, "citations": ["https://a.org/"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "It is so[1]. " * 1_600_000}}]}
+        self.send(200, json.dumps(body).encode(), "application/json")
+
+
+def test_an_answer_larger_than_any_real_one_is_archived_and_not_parsed(tmp_path):
+    "Issue 53: a 40 MB answer took 186 s and 6.5 GB to segment. Past 16 MB it is archived and recorded as a failure."
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), HugeAnswer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        ar = Archive(tmp_path)
+        convs = PerplexityCollector("sonar", base_url=f"http://127.0.0.1:{srv.server_address[1]}",
+                                    api_key_env="NO_KEY").collect(PROMPTS[:1], ar, progress=False)
+    finally:
+        srv.shutdown()
+    rec = json.loads(ar.record_path("perplexity-api", PROMPTS[0].prompt_id).read_text())
+    assert convs == [] and "archived, not parsed: too large" in rec["parse_failed"]["error"], rec["parse_failed"]
+    assert (tmp_path / rec["response"]).stat().st_size > 16 * 2**20 and time.monotonic() - t0 < 60

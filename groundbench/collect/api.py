@@ -26,12 +26,12 @@ from ..redaction import secret_env, url_secrets
 from ..llm.backends import ExchangeLimit, UndecodableAnswer, post_with_retries
 
 # %% auto #0
-__all__ = ['MAX_JSON_DEPTH', 'SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought',
+__all__ = ['MAX_PARSE_BYTES', 'MAX_JSON_DEPTH', 'SHAPE_ERRORS', 'CHAT_API_COLLECTORS', 'CHAT_API_PARSERS', 'renumber', 'thought',
            'parse_openai_text', 'parse_openai_responses', 'parse_chat_completion', 'parse_perplexity', 'search_info',
            'Shape', 'URLCitation', 'ChatAnnotation', 'ChatMessage', 'ChatChoice', 'SearchResult', 'ChatCompletionShape',
            'OutputContent', 'OutputItem', 'ResponsesShape', 'shape_problem', 'exchanged', 'APICollector', 'NotJSON',
-           'json_depth', 'answer_json', 'shape_failure', 'answer_record', 'reparse_failed', 'OpenAIResponsesCollector',
-           'PerplexityCollector']
+           'TooLarge', 'json_depth', 'answer_json', 'shape_failure', 'answer_record', 'reparse_failed',
+           'OpenAIResponsesCollector', 'PerplexityCollector']
 
 # %% ../../nbs/25_collect_api.ipynb #8487d15a
 def renumber(blocks: Sequence[str], sources: Sequence[Citation]) -> tuple[list[str], list[Citation], list[Citation]]:
@@ -271,6 +271,11 @@ class APICollector:
 class NotJSON(str):
     "The start of an answer's body that is not JSON, standing where its data would be: a parse failure, not a crash."
 
+class TooLarge(NotJSON):
+    "Why an answer is not parsed: larger than any real answer (it is archived all the same)."
+
+MAX_PARSE_BYTES = 16 * 2**20   # a real answer is kilobytes; 40 MB of text took minutes and gigabytes to segment
+
 MAX_JSON_DEPTH = 64   # deeper than any provider's documented answer; deeper JSON breaks recursive readers
 
 def json_depth(x, limit: int = MAX_JSON_DEPTH) -> int:
@@ -285,6 +290,8 @@ def answer_json(raw: bytes):
     """The JSON of an answer's bytes, or `NotJSON` (the body's start, or why) when they are not JSON or nest deeper
     than `MAX_JSON_DEPTH` (Python's reader raises RecursionError at a few hundred levels, and the parsers, the shape
     check and the record's writer all recurse)."""
+    if len(raw) > MAX_PARSE_BYTES:
+        return TooLarge(f"an answer of {len(raw):,} bytes, over the {MAX_PARSE_BYTES:,} a real answer never needs")
     try: data = json.loads(raw)
     except ValueError: return NotJSON(raw[:200].decode("utf-8", "replace"))
     except RecursionError: return NotJSON(f"JSON nested too deeply to read ({len(raw):,} bytes)")
@@ -326,6 +333,7 @@ def shape_failure(parse, data, provider: str, prompt_id: str,
     the parser read last."""
     fail = lambda field, found, error: (None, {"provider": provider, "prompt_id": prompt_id, "field": field,
                                                 "found": found, "error": error[:300]})
+    if isinstance(data, TooLarge): return fail("(the answer)", str(data), "archived, not parsed: too large")
     if isinstance(data, NotJSON): return fail("(the answer)", f"not JSON: {str(data)[:80]!r}", "the answer is not JSON")
     if problem := shape_problem(shape, data):
         return fail(problem[0], problem[1], f"not the documented {provider} answer: {problem[2]}")
