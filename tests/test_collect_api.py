@@ -324,6 +324,15 @@ def test_a_collection_without_one_readable_answer_ends_with_its_counts(tmp_path)
     assert counts["conversations"] == 0 and counts["collected_now"] == 1, counts
 
 
+def collected_from(handler, collector, archive, prompts=PROMPTS[:1]):
+    "What `collector` collects of `prompts` from a local server answering with `handler` (the provider's stand-in)."
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    collector.base_url = f"http://127.0.0.1:{srv.server_address[1]}"
+    try: return collector.collect(prompts, archive, progress=False)
+    finally: srv.shutdown()
+
+
 class OddSpans(PageHandler):
     "A Responses API answer with odd annotations: a null end_index, a 10 MB URL, a sentence whose only link is not one."
     def do_POST(self):
@@ -345,14 +354,8 @@ def test_odd_spans_cost_nothing_but_themselves(tmp_path):
     """Issue 53: a null end_index lost the whole answer (a TypeError read as a shape failure), a 10 MB "URL" became a
     citation, and a sentence whose only link was rejected took the next sentence's citation. Now the answer is kept,
     the null span counted (`bad_spans`), the giant URL rejected, and the sentence uncited."""
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), OddSpans)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        ar = Archive(tmp_path)
-        convs = OpenAIResponsesCollector("gpt-4o", base_url=f"http://127.0.0.1:{srv.server_address[1]}",
-                                         api_key_env="NO_KEY").collect(PROMPTS[:1], ar, progress=False)
-    finally:
-        srv.shutdown()
+    ar = Archive(tmp_path)
+    convs = collected_from(OddSpans, OpenAIResponsesCollector("gpt-4o", api_key_env="NO_KEY"), ar)
     assert len(convs) == 1, ar.records()
     c = convs[0]
     assert [x.url for x in c.citations] == ["https://www.cdc.gov/m"]
@@ -374,15 +377,8 @@ class HugeAnswer(PageHandler):
 
 def test_an_answer_larger_than_any_real_one_is_archived_and_not_parsed(tmp_path):
     "Issue 53: a 40 MB answer took 186 s and 6.5 GB to segment. Past 16 MB it is archived and recorded as a failure."
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), HugeAnswer)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    t0 = time.monotonic()
-    try:
-        ar = Archive(tmp_path)
-        convs = PerplexityCollector("sonar", base_url=f"http://127.0.0.1:{srv.server_address[1]}",
-                                    api_key_env="NO_KEY").collect(PROMPTS[:1], ar, progress=False)
-    finally:
-        srv.shutdown()
+    t0, ar = time.monotonic(), Archive(tmp_path)
+    convs = collected_from(HugeAnswer, PerplexityCollector("sonar", api_key_env="NO_KEY"), ar)
     rec = json.loads(ar.record_path("perplexity-api", PROMPTS[0].prompt_id).read_text())
     assert convs == [] and "archived, not parsed: too large" in rec["parse_failed"]["error"], rec["parse_failed"]
     assert (tmp_path / rec["response"]).stat().st_size > 16 * 2**20 and time.monotonic() - t0 < 60
