@@ -303,9 +303,9 @@ def collection_notes(c: dict) -> list[str]:
     if isinstance(ti, dict) and ti.get("rows_continued"):
         out.append(f"import: {ti['rows_continued']} rows continued the answer above them (more citations of the same "
                    "answer, one row per citation: added to it; an answer_id column says which rows belong together)")
-    if isinstance(c.get("imported_answers"), int) and c.get("conversations", c["imported_answers"]) < \
-            c["imported_answers"]:
-        out.append(f"sample: {c['conversations']} of the {c['imported_answers']} imported answers kept "
+    kept = c.get("imported_kept", c.get("conversations"))   # the imported ones (the run may also collect others)
+    if isinstance(c.get("imported_answers"), int) and isinstance(kept, int) and kept < c["imported_answers"]:
+        out.append(f"sample: {kept} of the {c['imported_answers']} imported answers kept "
                    "(parameter sample; 0 keeps them all)")
     if c.get("answers_not_parsed"):
         out.append(f"collection: {c['answers_not_parsed']} API answers of an unexpected shape archived but not "

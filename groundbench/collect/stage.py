@@ -132,7 +132,7 @@ def from_tables(out: Path, st: StageRecord, import_tables: list, skip_bad_rows: 
     imp = import_answer_tables(import_tables, project_root(), skip_bad_rows)
     convs = sample_by_group(imp.conversations, lambda c: c.provider, sample, seed)
     prompt_ids = {c.prompt_id for c in convs}
-    st.count(table_import=write_import(imp, out), imported_answers=len(imp.conversations))
+    st.count(table_import=write_import(imp, out), imported_answers=len(imp.conversations), imported_kept=len(convs))
     if len(convs) < len(imp.conversations):
         print(f"sample {sample}: {len(convs)} of the {len(imp.conversations)} imported answers kept "
               "(sample: 0 keeps them all)")

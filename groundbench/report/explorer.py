@@ -154,11 +154,15 @@ class ConversationData:
                              "similarity": e["scores"], "chunk": e["chunks"]})
 
     def example_conversation(self, ids: list[str] | None = None) -> str | None:
-        "A conversation worth showing in full: the first (of `ids`, default all) with judged units, else the first."
+        """A conversation worth showing in full: the first (of `ids`, default all) with a judged unit, else the first
+        with units, else the first."""
         ids = list(self.convs) if ids is None else list(ids)
         if not ids: return None
-        with_units = set(self.units_.conversation_id) if not self.units_.empty else set()
-        return next((c for c in ids if c in with_units), ids[0])
+        u = self.units_
+        with_units = set(u.conversation_id) if not u.empty else set()
+        judged = {c for c, i in zip(u.conversation_id, u.unit_id) if (i, "all") in self.judgments} if not u.empty \
+            else set()
+        return next((c for c in ids if c in judged), next((c for c in ids if c in with_units), ids[0]))
 
 
 # %% ../../nbs/85_explorer.ipynb #1c62b22e
@@ -287,7 +291,10 @@ class AnswerViews:
             out.append(
                 f"<details><summary>[{r.label}] {html.escape(r.decontextualised or r.text)} → "
                 f"<b>{html.escape(r.verdict)}</b></summary>{''.join(parts)}</details>")
-        return "".join(out) or "<p>(no judged units: the groundedness stage did not run on this conversation)</p>"
+        if out: return "".join(out)
+        if len(self.units(cid)):
+            return "<p>(units, none judged: a unit is judged when it is a Fact or Claim with evidence)</p>"
+        return "<p>(no units: the groundedness stage did not score this conversation)</p>"
 
 # %% ../../nbs/85_explorer.ipynb #ec0c3b23
 _WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by"}  # columns of sentences, never squeezed
@@ -401,6 +408,8 @@ class RunOverview:
         models = sorted({c.model for c in convs if c.model} - set(names))  # importers name the assistant by its model
         dates = sorted(c.collected_at[:10] for c in convs if c.collected_at)
         when = f"collected {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
+        if dates and len(dates) < len(convs):   # a date for some only (ExpertQA's answers carry none): said so
+            when += f" ({len(dates)} of the {len(convs)} conversations; the others without a collection date)"
         e = html.escape
         banner = (
             "<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small "
