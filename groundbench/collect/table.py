@@ -106,7 +106,8 @@ class TableMapping:
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29011
 def split_cell(v) -> list:
-    "The items of a cell holding several values: a list, a JSON list, or text separated by whitespace, `;` or `, `."
+    """The items of a cell holding several values: a list, a JSON list, or text separated by whitespace, `;` or `, `;
+    text none of whose words looks like a link (`no source`, `see above`) is one item, not one a word."""
     if v is None: return []
     if hasattr(v, "tolist"): v = v.tolist()
     if isinstance(v, list): return v
@@ -116,7 +117,8 @@ def split_cell(v) -> list:
         try: out = json.loads(s)
         except json.JSONDecodeError: out = None
         if isinstance(out, list): return out
-    return [t.rstrip(",") for t in re.split(r"\s*;\s*|,\s+|\s+", s) if t.rstrip(",")]
+    toks = [t.rstrip(",") for t in re.split(r"\s*;\s*|,\s+|\s+", s) if t.rstrip(",")]
+    return toks if len(toks) < 2 or any("." in t or "/" in t for t in toks) else [s]
 
 # %% ../../nbs/29_collect_table.ipynb #9992c2cb
 def url_items(v, url_key: str = "url", title_key: str = "title") -> list[tuple[Any, str]]:
