@@ -219,13 +219,17 @@ def within_ci(diff: pd.Series, h1: pd.Series, h2: pd.Series) -> tuple[pd.Series,
     return tol, np.where(tol.notna() & diff.notna(), (diff.abs() <= tol).map({True: "yes", False: "no"}), "n/a")
 
 # %% ../../nbs/80_report.ipynb #3ed21972
-def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None = None) -> pd.DataFrame:
+def paper_vs_run(values: pd.DataFrame, paper: pd.DataFrame, mapping: dict | None = None,
+                 by_name: set | None = None) -> pd.DataFrame:
     """Rows where the run has the paper's assistant and group: both values, difference (run - paper, points) and
-    agreement within the combined 95% interval."""
+    agreement within the combined 95% interval. A run assistant is the paper's by `mapping` (asked for:
+    `paper_assistants`), or by its name only when it is in `by_name` (None: any; the report passes those that
+    answered the paper's claims: a 2023 perplexity.ai on other questions is no replication of Perplexity)."""
     cols = ["metric", "group", "assistant", "run_assistant", "paper_pct", "paper_ci95", "run_pct", "run_ci95", "run_n",
             "diff_pp", "within_ci"]
-    v = values.assign(assistant=[paper_assistant(a, mapping)
-                                 for a in values.run_assistant]).dropna(subset=["assistant"])
+    named = lambda a: paper_assistant(a, mapping) if (mapping and a in mapping) or by_name is None or a in by_name \
+        else None
+    v = values.assign(assistant=[named(a) for a in values.run_assistant]).dropna(subset=["assistant"])
     m = paper.merge(v, on=["metric", "group", "assistant"], how="inner")
     if m.empty: return pd.DataFrame(columns=cols)
     m["diff_pp"] = m.run_pct - m.paper_pct
@@ -369,19 +373,24 @@ def report_items(o: RunOutputs, n_boot: int = 1000, paper_dir: str | Path | None
         items.append(Output("sourcecheckup", validation_caption(md, "SourceCheckup", "") if md else "SourceCheckup: "
                             "statement- and response-level support per assistant", o.sourcecheckup, smoke=sm))
     else: missing.append("SourceCheckup: no 65_sourcecheckup outputs")
-    pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping)
-    pv = pv.merge(run_assistant_labels(o.conversations), on="run_assistant", how="left")
+    labels = run_assistant_labels(o.conversations)
+    pv = paper_vs_run(run_values(cred_rates, ground_rates), load_paper_results(paper_dir), mapping,
+                      set(labels.run_assistant[labels.questions == "the paper's claims"]))
+    pv = pv.merge(labels, on="run_assistant", how="left")
     items.append(Output("paper_vs_run",
-                        "Paper vs this run: seed 000 Tables 1 and 4 against the same assistant and group here "
-                        "(percent; CR and NCR as the printed Table 1 computes them, the mean of per-conversation rates "
+                        "This run against the paper: seed 000 Tables 1 and 4 beside the same assistant and group here, "
+                        "difference run - paper (an assistant is matched by name only when it answered the paper's "
+                        "claims, otherwise when the parameter paper_assistants asks; percent; CR and NCR as the "
+                        "printed Table 1 computes them, the mean of per-conversation rates "
                         "with 1.96 SE; 95% half-widths; within_ci: difference within the combined interval; "
                         "questions and collected: what the run's assistant answered and when: other questions or "
                         "another date make it a different study, not a replication)", pv,
                         smoke=sm and bool(len(pv)) and bool(pv.metric.isin(["GS", "NCG", "CG"]).any())))
     if pv.empty:
         missing.append(
-            "Paper vs this run: no assistant of these runs is one of the paper's (GPT-4o, GPT-5, Perplexity, "
-                                "Qwen Chat in the browser), so there is nothing to compare")
+            "This run against the paper: no assistant of these runs answered the paper's claims as one of the paper's "
+            "(GPT-4o, GPT-5, Perplexity, Qwen Chat in the browser), and the parameter paper_assistants names none, so "
+            "there is nothing to compare")
     items += usage_items(o, missing)
     for k, title in AGREEMENT_ITEMS:
         if (t := o.agreement.get(name := f"agreement_{k}")) is not None:
