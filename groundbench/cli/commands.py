@@ -94,7 +94,7 @@ def duplicates_said(n: dict) -> str:
 
 # %% ../../nbs/92_cli_commands.ipynb #35df0418
 IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.parquet", "rejected_rows.csv",
-                  "import_counts.json")
+                  "import_counts.json", "sources_presupplied.parquet")
 
 @commands.command("import")
 def import_cmd(source: Path = typer.Argument(
@@ -120,6 +120,7 @@ def import_cmd(source: Path = typer.Argument(
         write_table(imp.prompts, out / "prompts.parquet")
         write_import(imp, out)
         write_json(imp.counts, out / "import_counts.json")
+        if len(imp.sources): write_table(imp.sources, out / "sources_presupplied.parquet")   # the pages it brought
     except (RecordError, OSError, ValueError) as e: fail(e)
     rules = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["segment_rules"].items()))
     found = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["markers_found"].items())) or "none"
@@ -129,7 +130,8 @@ def import_cmd(source: Path = typer.Argument(
                + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
                   f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
                + (f"; {duplicates_said(n)}" if n["duplicate_answers"] or n.get("rows_continued") else "")
-               + f" -> {out}")
+               + ("; page texts brought: " + ", ".join(f"{v} {k}" for k, v in sorted(n["page_texts"].items()))
+                  if n.get("page_texts") else "") + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 @commands.command("compare")

@@ -27,8 +27,8 @@ from ..sources.fetch import FetchSettings
 from ..stages import CLAIMS, COLLECT, StageOutput
 
 # %% auto #0
-__all__ = ['api_limits', 'make_collector', 'worker_of', 'sample_by_group', 'conversation_counts', 'from_expertqa', 'from_tables',
-           'from_assistant', 'from_api_assistants', 'run']
+__all__ = ['PRESUPPLIED', 'api_limits', 'make_collector', 'worker_of', 'sample_by_group', 'conversation_counts',
+           'add_presupplied', 'from_expertqa', 'from_tables', 'from_assistant', 'from_api_assistants', 'run']
 
 # %% ../../nbs/20_collect.ipynb #639cc5ba
 def api_limits(settings: dict) -> dict:
@@ -111,6 +111,16 @@ def conversation_counts(convs: list[Conversation]) -> pd.DataFrame:
     df["avg_words"] = (df.pop("words") / df.conversations).round(1)
     return df.reset_index()
 
+# %% ../../nbs/20_collect.ipynb #a8d221b5
+PRESUPPLIED = "sources_presupplied.parquet"   # the cited pages' texts the answers came with (the sources stage's)
+
+def add_presupplied(out: Path, rows: pd.DataFrame) -> None:
+    """Add page texts an import brought (ExpertQA's passages, a table's archived pages or evidence) to this execution's
+    `sources_presupplied.parquet`, beside those another source of the same run brought."""
+    path = out / PRESUPPLIED
+    if path.exists(): rows = pd.concat([pd.read_parquet(path), rows], ignore_index=True)
+    write_table(rows.drop_duplicates(["conversation_id", "url"], keep="last"), path)
+
 # %% ../../nbs/20_collect.ipynb #9e4dbaac
 def from_expertqa(out: Path, st: StageRecord, settings: dict, expertqa_path: str | None, systems: list | None,
                   sample: int, seed: int) -> tuple[list[Conversation], list[Prompt]]:
@@ -119,7 +129,8 @@ def from_expertqa(out: Path, st: StageRecord, settings: dict, expertqa_path: str
     eqa = import_expertqa(expertqa_path or resolve_path(settings, settings["paths"]["expertqa"]), systems)
     convs = sample_by_group(eqa.conversations, lambda c: c.model, sample, seed)
     keep, prompt_ids = {c.conversation_id for c in convs}, {c.prompt_id for c in convs}
-    write_table(eqa.sources[eqa.sources.conversation_id.isin(keep)], out / "sources_presupplied.parquet")
+    add_presupplied(out, eqa.sources[eqa.sources.conversation_id.isin(keep)].assign(
+        text_origin="ExpertQA's evidence passages"))
     write_table(eqa.claims[eqa.claims.conversation_id.isin(keep)], out / "expert_claims.parquet")
     st.count(expertqa=eqa.counts)
     return convs, [p for p in eqa.prompts if p.prompt_id in prompt_ids]
@@ -133,6 +144,8 @@ def from_tables(out: Path, st: StageRecord, import_tables: list, skip_bad_rows: 
     convs = sample_by_group(imp.conversations, lambda c: c.provider, sample, seed)
     prompt_ids = {c.prompt_id for c in convs}
     st.count(table_import=write_import(imp, out), imported_answers=len(imp.conversations), imported_kept=len(convs))
+    if len(imp.sources): add_presupplied(out, imp.sources[imp.sources.conversation_id.isin(
+        {c.conversation_id for c in convs})])
     if len(convs) < len(imp.conversations):
         print(f"sample {sample}: {len(convs)} of the {len(imp.conversations)} imported answers kept "
               "(sample: 0 keeps them all)")
@@ -223,6 +236,7 @@ def run(run_dir: str | Path, source: str | list = "expertqa", provider: str = ""
         raise ValueError(f"workers {workers}: only browser and api collection is split")
     with r.record_stage(COLLECT, parameters=params) as st:
         convs, prompts = [], []
+        if workers == 1: (out / PRESUPPLIED).unlink(missing_ok=True)   # this execution's sources add theirs afresh
         for kind in sources:
             if kind == "expertqa":
                 c, p = from_expertqa(out, st, settings, expertqa_path, expertqa_systems, sample, sample_seed)

@@ -12,13 +12,15 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pandas as pd
 import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
-                                      mark, repeat_of, segment_blocks, text_blocks)
+                                      mark, repeat_of, segment_blocks, span_segments, text_blocks)
+from .pagetext import (ITEM_KEYS, cited_spans, item_fields, page_folder_index, presupplied_sources,
+                                          warc_index)
 from .pills import publisher_lines
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
@@ -79,6 +81,12 @@ class TableMapping:
     bad_urls: str = "reject_answer"  # a cited item that is not an http(s) URL: reject_answer | drop_url | repair
     collected_on: str = ""           # one collection date for every answer (YYYY-MM or YYYY-MM-DD), without a column
     duplicates: str = "keep"         # a row repeating an earlier answer (assistant, model, question): keep | merge
+    text_key: str = ""               # a cited item's field: the page's archived text or HTML (notebook 29b)
+    evidence_key: str = ""           # a cited item's field: the evidence an annotator copied from the page
+    start_key: str = ""              # a cited item's fields: the character span of the answer it supports
+    end_key: str = ""
+    page_folder: str = ""            # a folder of archived pages with index.csv (url, file), beside the table
+    page_warc: str = ""              # a WARC file (.warc, .warc.gz) of the cited pages, beside the table
 
     def __post_init__(self): check_mapping(self)
 
@@ -121,12 +129,13 @@ def split_cell(v) -> list:
     return toks if len(toks) < 2 or any("." in t or "/" in t for t in toks) else [s]
 
 # %% ../../nbs/29_collect_table.ipynb #9992c2cb
-def url_items(v, url_key: str = "url", title_key: str = "title") -> list[tuple[Any, str]]:
-    "(url, title) of each item of a cell of cited URLs."
+def url_items(v, url_key: str = "url", title_key: str = "title", keys: dict | None = None) -> list[tuple]:
+    """(url, title) of each item of a cell of cited URLs; with `keys` (the mapping's item fields), (url, title, the
+    item's text, evidence and span: `pagetext.item_fields`)."""
     out = []
     for it in split_cell(v):
-        if isinstance(it, dict): out.append((it.get(url_key), str(it.get(title_key) or "")))
-        else: out.append((it, ""))
+        u, t = (it.get(url_key), str(it.get(title_key) or "")) if isinstance(it, dict) else (it, "")
+        out.append((u, t) if keys is None else (u, t, item_fields(it, keys)))
     return out
 
 # %% ../../nbs/29_collect_table.ipynb #daa9c95e
@@ -224,6 +233,7 @@ class TableImport:
     rejected: pd.DataFrame
     counts: dict
     url_changes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=URL_CHANGE_COLUMNS))
+    sources: pd.DataFrame = field(default_factory=pd.DataFrame)   # the page texts the answers brought (notebook 29b)
 
 # %% ../../nbs/29_collect_table.ipynb #c1799407
 @dataclass
@@ -239,13 +249,15 @@ class _Answer:
 
 # %% ../../nbs/29_collect_table.ipynb #9535f24d
 def _row_urls(path: Path, rowno: int, row, col: dict, m: TableMapping) -> tuple[list, list, list[dict]]:
-    """A row's cited and panel URLs (url, title), each one that is not an absolute http(s) URL repaired, dropped or the
+    """A row's cited and panel URLs (url, title, the item's text, evidence and span), each one that is not an absolute
+    http(s) URL repaired, dropped or the
     row rejected (`BadRow`) as `m.bad_urls` says, and one change row for each repaired or dropped."""
     cites, panel, changes = [], [], []
     for fieldname, dest in (("urls", cites), ("panel_urls", panel)):
         if fieldname not in col: continue
         titles = split_cell(cell_value(row, col["titles"])) if fieldname == "urls" and "titles" in col else []
-        for k, (u, t) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key)):
+        keys = {k: getattr(m, k) for k in ITEM_KEYS if getattr(m, k)}
+        for k, (u, t, x) in enumerate(url_items(cell_value(row, col[fieldname]), m.url_key, m.title_key, keys)):
             if not citable_url(u):
                 if fieldname == "panel_urls": continue
                 fixed = repair_url(u) if m.bad_urls == "repair" else None
@@ -257,7 +269,7 @@ def _row_urls(path: Path, rowno: int, row, col: dict, m: TableMapping) -> tuple[
                                 "value": str(u), "action": "repaired" if fixed else "dropped", "url": fixed or ""})
                 if fixed is None: continue
                 u = fixed
-            dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else "")))
+            dest.append((str(u).strip(), t or (str(titles[k]) if k < len(titles) else ""), x))
     return cites, panel, changes
 
 # %% ../../nbs/29_collect_table.ipynb #2367679a
@@ -322,21 +334,25 @@ def _dropped(line: str, patterns: Sequence[str]) -> bool:
     return False
 
 # %% ../../nbs/29_collect_table.ipynb #da2087c6
-def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> tuple[Prompt, Conversation, dict]:
+def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> tuple[Prompt, Conversation, dict,
+                                                                                  list]:
     cl = CitationList()
-    for u, t in a.cites: cl.add(u, t)
+    for u, t, _ in a.cites: cl.add(u, t)
     cits = tuple(cl.items)
-    text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n") if not _dropped(l.strip(), m.drop_lines))
+    cited = [(clean_url(u), x) for u, _, x in a.cites]       # each cited item's text, evidence and span (29b)
     found: Counter = Counter()
-    if "publisher_lines" in m.markers: text = publisher_lines(text, cits, found)
-    paras = [l.strip() for l in text.split("\n") if l.strip()] if m.paragraphs == "lines" else text_blocks(text)
-    blocks = [read_markers(b, len(cits), m.markers, found) for b in paras]
-    body, segs = segment_blocks(blocks, len(cits))
-    marked = any(not s.uncited for s in segs)
-    rule = "markers" if marked else ("all_citations" if cits else "no_citations")
+    if spans := cited_spans(a.answer, cited, {c.url: c.index for c in cits}):   # the dataset's spans: exact segments
+        body, segs, rule = a.answer, span_segments(a.answer, spans, len(cits)), "spans"
+    else:
+        text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n")
+                         if not _dropped(l.strip(), m.drop_lines))
+        if "publisher_lines" in m.markers: text = publisher_lines(text, cits, found)
+        paras = [l.strip() for l in text.split("\n") if l.strip()] if m.paragraphs == "lines" else text_blocks(text)
+        blocks = [read_markers(b, len(cits), m.markers, found) for b in paras]
+        body, segs = segment_blocks(blocks, len(cits))
+        rule = "markers" if any(not s.uncited for s in segs) else ("all_citations" if cits else "no_citations")
     counts.update({f"marker_{k}": v for k, v in found.items() if k != "unresolved_pills" and v})
-    cited = {c.url for c in cits}
-    shown = dict.fromkeys((clean_url(u), t) for u, t in a.panel if clean_url(u) not in cited)
+    shown = dict.fromkeys((clean_url(u), t) for u, t, _ in a.panel if clean_url(u) not in {c.url for c in cits})
     panel = tuple(Citation(i, u, t) for i, (u, t) in enumerate(shown, 1))
     e = a.extra
     pr = Prompt(e["claim_id"] or f"IMP-{stable_id(a.question or a.answer, n=10)}", e["topic"], e["role"], 0, a.question)
@@ -352,7 +368,7 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
             "ambiguous_markers": found["ambiguous"], "unresolved_pills": found["unresolved_pills"],
             **{f"meta_{k}": v for k,
                v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")}}
-    return pr, conv, meta
+    return pr, conv, meta, cited
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29020
 def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: bool = False) -> TableImport:
@@ -362,16 +378,19 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     rejected: list[dict] = []
     changes: list[dict] = []
     counts: Counter = Counter()
-    prompts, convs, meta, seen = {}, [], [], {}
+    prompts, convs, meta, seen, srcs = {}, [], [], {}, []
+    folder = {**(warc_index(path.parent / m.page_warc) if m.page_warc else {}),     # a folder's file wins over a WARC
+              **(page_folder_index(path.parent / m.page_folder) if m.page_folder else {})}
     for a in _gather(path, m, skip_bad_rows, rejected, changes, counts):
-        try: pr, conv, row = _conversation(a, m, path.name, counts)
-        except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: {e}") from None
+        try: pr, conv, row, cited = _conversation(a, m, path.name, counts)
+        except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: column {m.urls!r} (urls): {e}") from None
         if conv.conversation_id in seen:
             counts["duplicate_answers"] += 1
             if m.duplicates == "merge": counts["duplicates_merged"] += 1; continue
             pr, conv, row = repeat_of(pr, conv, row, a.rows[0])
         seen[conv.conversation_id] = True
         prompts.setdefault(pr.prompt_id, pr); convs.append(conv); meta.append(row)
+        srcs += presupplied_sources(conv.conversation_id, cited, folder)
     answers = pd.DataFrame(meta)
     c = {"file": path.name, "answers": len(convs), "rows_rejected": len(rejected), "questions": len(prompts),
          "assistants": dict(Counter(f"{c.provider} {c.model}".strip() for c in convs)),
@@ -384,10 +403,11 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "unresolved_pills": sum(c.unresolved_pills for c in convs), "duplicate_answers": counts["duplicate_answers"],
          "duplicates_merged": counts["duplicates_merged"], "rows_continued": counts["rows_continued"],
          "urls_repaired": sum(x["action"] == "repaired" for x in changes),
-         "urls_dropped": sum(x["action"] == "dropped" for x in changes)}
+         "urls_dropped": sum(x["action"] == "dropped" for x in changes),
+         "page_texts": dict(Counter(s["text_origin"].split(":")[0] for s in srcs))}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
     return TableImport(list(prompts.values()), convs, answers, rej, c,
-                       pd.DataFrame(changes, columns=URL_CHANGE_COLUMNS))
+                       pd.DataFrame(changes, columns=URL_CHANGE_COLUMNS), pd.DataFrame(srcs))
 
 # %% ../../nbs/29_collect_table.ipynb #72fd7582
 def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: bool = False) -> TableImport:
@@ -416,8 +436,10 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                        "urls_dropped": sum(t.counts["urls_dropped"] for t in parts),
                        "duplicate_answers": sum(t.counts["duplicate_answers"] for t in parts),
                        "duplicates_merged": sum(t.counts["duplicates_merged"] for t in parts),
-                       "rows_continued": sum(t.counts.get("rows_continued", 0) for t in parts)},
-                       pd.concat([t.url_changes for t in parts], ignore_index=True))
+                       "rows_continued": sum(t.counts.get("rows_continued", 0) for t in parts),
+                       "page_texts": dict(sum((Counter(t.counts.get("page_texts", {})) for t in parts), Counter()))},
+                       pd.concat([t.url_changes for t in parts], ignore_index=True),
+                       pd.concat([t.sources for t in parts], ignore_index=True))
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29023
 def write_import(imp: TableImport, out: str | Path) -> dict:

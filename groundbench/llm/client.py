@@ -27,13 +27,15 @@ from .context import (PER_MESSAGE, REPAIR_ECHO_BYTES, REPAIR_ERROR_CHARS, REPAIR
 from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain,
                               write_json)
 from ..runfolder import StepStats, cache_dir
+# the prompt files have a module of their own (llm.prompts); the steps import them from here as before
+from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
 
 # %% auto #0
-__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'PROMPTS_DIR', 'ChatRequest', 'Completion', 'Backend',
+__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
            'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'schema_json',
            'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings',
-           'request', 'PromptTemplate', 'models_dir', 'load_prompt']
+           'request', 'models_dir']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -460,45 +462,8 @@ def request(llm: LLM, messages: str | Sequence[dict], schema: dict | None = None
     if d.get("seed") == "": d["seed"] = None
     return ChatRequest.of(messages, schema, **d)
 
-# %% ../../nbs/11_llm_client.ipynb #f43d7f74
-PROMPTS_DIR = package_dir("prompts")
-_BLOCK = re.compile(r"^### (system|user|assistant)\s*$", re.M)
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    "A versioned chat prompt: messages with {placeholders}."
-    name: str
-    version: int
-    messages: tuple[tuple[str, str], ...]
-    sha: str
-
-    def render(self, **values) -> list[dict]:
-        "The messages with `values` filled in (only `{name}` placeholders are touched, JSON braces are left alone)."
-        def fill(text):
-            return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
-        missing = {m for _, c in self.messages for m in re.findall(r"\{(\w+)\}", c)} - set(values)
-        missing = {m for m in missing if any(f"{{{m}}}" in c for r, c in self.messages[-1:])}
-        if missing: raise KeyError(f"prompt {self.name} v{self.version}: missing values for {sorted(missing)}")
-        return [{"role": r, "content": fill(c)} for r, c in self.messages]
-
 # %% ../../nbs/11_llm_client.ipynb #f126e703
 def models_dir(settings: dict | None = None) -> Path:
     "Where converted models live: `models/` in the settings' cache folder (shared by all runs, as the answer cache)."
     s = settings or load_settings()
     return cache_dir(s) / "models"
-
-# %% ../../nbs/11_llm_client.ipynb #d81ae457
-def load_prompt(name: str, version: int | None = None, folder: Path | None = None) -> PromptTemplate:
-    "The prompt `name` at `version` (default: the highest version present)."
-    folder = Path(folder or PROMPTS_DIR)
-    found = {int(m.group(1)): p for p in folder.glob(f"{name}.v*.txt")
-             if (m := re.fullmatch(rf"{re.escape(name)}\.v(\d+)\.txt", p.name))}
-    if not found: raise FileNotFoundError(f"no prompt file {name}.v<N>.txt in {folder}")
-    v = version if version is not None else max(found)
-    if v not in found: raise FileNotFoundError(f"prompt {name}: no version {v} in {folder} (have {sorted(found)})")
-    text = found[v].read_text(encoding="utf-8")
-    parts = _BLOCK.split(text)
-    msgs = tuple((parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2))
-    if not msgs or msgs[-1][0] != "user":
-        raise ValueError(f"{found[v]}: a prompt file must end with a '### user' block")
-    return PromptTemplate(name, v, msgs, stable_id(text))

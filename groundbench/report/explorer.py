@@ -160,8 +160,7 @@ class ConversationData:
         if not ids: return None
         u = self.units_
         with_units = set(u.conversation_id) if not u.empty else set()
-        judged = {c for c, i in zip(u.conversation_id, u.unit_id) if (i, "all") in self.judgments} if not u.empty \
-            else set()
+        judged = {c for c, i in zip(u.get("conversation_id", []), u.get("unit_id", [])) if (i, "all") in self.judgments}
         return next((c for c in ids if c in judged), next((c for c in ids if c in with_units), ids[0]))
 
 
@@ -411,11 +410,8 @@ class RunOverview:
         if dates and len(dates) < len(convs):   # a date for some only (ExpertQA's answers carry none): said so
             when += f" ({len(dates)} of the {len(convs)} conversations; the others without a collection date)"
         e = html.escape
-        banner = (
-            "<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled small "
-            "models; "
-            "they "
-                  "exercise the code path and are not real results.</p>") if self.smoke else ""
+        banner = ("<p style='background:#fff3cd;padding:6px'><b>SMOKE RUN</b>: the judgments come from the bundled "
+                  "small models; they exercise the code path and are not real results.</p>") if self.smoke else ""
         return HTML(f"<h1>Run {e(str(m.get('run_id') or self.dir.resolve().name))}</h1>{banner}"
                     f"<p>{len(convs)} conversations from {e(', '.join(names))}"
                     + (f"; models: {e(', '.join(models))}" if models else "")

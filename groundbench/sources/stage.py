@@ -172,9 +172,13 @@ def source_rows(convs: Sequence[Conversation], pre: pd.DataFrame, docs: dict, re
             why = ""
             if (cv.conversation_id, c.url) in pre_by:
                 p = pre_by[(cv.conversation_id, c.url)]
-                d = SourceDoc(c.url, c.url, 200, "text/plain", p.text, valid=bool(p.text.strip()),
-                              substantive=len(p.text) >= SUBSTANTIVE_CHARS, presupplied=True,
-                              text_sourcebench=p.text, text_sourcecheckup=p.text, first_status=200)
+                kept = {k: v for k in ("content_type", "title", "author", "published", "updated", "site_name",
+                                       "text_sourcebench", "text_sourcecheckup")   # an archived page's, as read (29b)
+                        if isinstance(v := getattr(p, k, ""), str) and v}
+                d = SourceDoc(c.url, c.url, 200, **{"content_type": "text/plain", "text_sourcebench": p.text,
+                                                    "text_sourcecheckup": p.text, **kept}, text=p.text,
+                              valid=bool(p.text.strip()), substantive=len(p.text) >= SUBSTANTIVE_CHARS,
+                              presupplied=True, first_status=200)
                 why = "" if d.valid else "no_text"
             elif c.url in docs: d, why = docs[c.url], reasons[c.url]
             else:
@@ -182,10 +186,12 @@ def source_rows(convs: Sequence[Conversation], pre: pd.DataFrame, docs: dict, re
                     c.url, error="not fetched (fetch disabled or beyond max_urls)" if c.url not in pre_urls
                               else "pre-supplied for another conversation only")
                 why = "not_fetched"
+            origin = str(getattr(pre_by.get((cv.conversation_id, c.url)), "text_origin", "") or
+                         ("pre-supplied" if d.presupplied else "fetched" if d.valid else ""))
             rows.append({"conversation_id": cv.conversation_id, "assistant": assistant_name(cv),
-                         "citation_index": c.index, **dataclasses.asdict(d), "reason": why})
+                         "citation_index": c.index, **dataclasses.asdict(d), "reason": why, "text_origin": origin})
     return pd.DataFrame(rows, columns=["conversation_id", "assistant", "citation_index",
-                                       *SourceDoc.__dataclass_fields__, "reason"])
+                                       *SourceDoc.__dataclass_fields__, "reason", "text_origin"])
 
 # %% ../../nbs/30_sources.ipynb #45f68246
 def validity_tables(sources: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
