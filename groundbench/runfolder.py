@@ -32,7 +32,7 @@ from .stages import COLLECT
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
            'environment_info', 'cache_dir', 'with_runs_dir', 'run_file_bytes', 'read_manifest', 'own_folder',
            'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
-           'model_record', 'stage_usage', 'cut_outputs']
+           'model_record', 'shown_status', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -208,7 +208,8 @@ def stage_execution(run: Run, name: str, parameters: dict | None = None):
     started = now_iso(); t0 = time.perf_counter()
     def begin(m):
         st = m.setdefault("stages", {}).setdefault(name, {"history": []})
-        st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state())
+        st.update(status="running", started_at=started, parameters=to_plain(parameters or {}), git=git_state(),
+                  pid=os.getpid(), host=platform.node())   # `status` tells a killed stage from a running one
     run.update_manifest(begin)
     status, error, budget = "done", None, None
     try: yield rec
@@ -326,6 +327,17 @@ def model_record(manifest: dict, role: str) -> dict:
     m = models.get(role) if isinstance(models, dict) else None
     return m if isinstance(m, dict) else {}
 
+# %% ../nbs/01_runfolder.ipynb #26cba6c8
+def shown_status(st: dict) -> str:
+    """A stage's status as people should read it: 'running' only while the process that records it lives (on this
+    machine; elsewhere it cannot be told); a stage whose process is gone (killed) is 'stopped'."""
+    s = str(st.get("status", "?"))
+    if s != "running" or st.get("host") != platform.node() or not isinstance(st.get("pid"), int): return s
+    try: os.kill(st["pid"], 0)
+    except ProcessLookupError: return "stopped"
+    except (PermissionError, OverflowError, ValueError): pass   # another user's live process
+    return s
+
 # %% ../nbs/01_runfolder.ipynb #c2b00429
 def stage_usage(manifest: dict) -> list[dict]:
     """Per stage of a manifest, its last execution: status, seconds, LLM calls, cache hits, prompt and completion
@@ -339,7 +351,7 @@ def stage_usage(manifest: dict) -> list[dict]:
     for name, st in stages.items():
         if not isinstance(st, dict): raise RecordError(f"manifest: field 'stages.{name}': not a mapping")
         steps = StageExecution.of(manifest, name).steps.values()
-        rows.append(dict(stage=str(name), status=str(st.get("status", "?")), seconds=float(num(st.get("seconds", 0.0))),
+        rows.append(dict(stage=str(name), status=shown_status(st), seconds=float(num(st.get("seconds", 0.0))),
                          **{
             out: total(steps, k) for out, k in (("llm_calls", "calls"), ("cache_hits", "cache_hits"),
                                                                     ("prompt_tokens", "prompt_tokens"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -29,9 +30,9 @@ from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS',
+__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS', 'KINDS',
            'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
-           'LayoutScores', 'Variant', 'read_scores_official', 'fit_pages', 'score_pages', 'system_scores',
+           'LayoutScores', 'Variant', 'read_scores_official', 'ask_kinds', 'fit_pages', 'score_pages', 'system_scores',
            'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
@@ -141,6 +142,19 @@ def _ask(llm: LLM, reqs: list, model: type[pydantic.BaseModel], step: str, reade
     return complete_retried(llm, with_schema(reqs, model), lambda t: read_scores_official(t, fields), step, 2,
                             progress=progress)
 
+# %% ../nbs/60_sourcebench.ipynb #031cf663
+KINDS = (("content", ContentScores), ("metadata", MetadataScores), ("layout", LayoutScores))
+
+def ask_kinds(llm: LLM, reqs: dict[str, list], reader: str, progress: bool = True) -> dict[str, list]:
+    """The three calls' answers, each kind its own step. Independent of each other, they are sent together where the
+    backend takes requests in parallel (a server: vLLM's, any OpenAI-compatible one, up to its `llm.concurrency`), one
+    kind after another where it does not (llama.cpp in process)."""
+    jobs = {c: (lambda c=c, m=m: _ask(llm, reqs[c], m, f"sourcebench_{c}", reader, progress)) for c, m in KINDS}
+    if getattr(llm.backend, "parallel_requests", 1) <= 1: return {c: f() for c, f in jobs.items()}
+    with ThreadPoolExecutor(len(jobs)) as ex:
+        futures = {c: ex.submit(f) for c, f in jobs.items()}
+        return {c: f.result() for c, f in futures.items()}
+
 # %% ../nbs/60_sourcebench.ipynb #9dda35a8
 def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], shown: list[str],
                    today: str) -> dict[str, list]:
@@ -198,8 +212,7 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
             e in zip(pages.text.fillna(""), failed, errs)]
     t, page_cut, window = fit_pages(llm, pages, judged, text, today, text_chars, context_tokens, reader)
     reqs = _page_requests(llm, pages, judged, text, t, today)
-    res = {call: _ask(llm, reqs[call], model, f"sourcebench_{call}", reader, progress) for call, model in
-           (("content", ContentScores), ("metadata", MetadataScores), ("layout", LayoutScores))}
+    res = ask_kinds(llm, reqs, reader, progress)
     out = pages.drop(columns=["text"]).copy()
     for call, rs in res.items():
         st = ["not scored"] * len(pages)

@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/tables.html.md"""
 # %% ../nbs/04_tables.ipynb #a0c3e1b3
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,9 @@ from .core import RecordError, atomic_path, regular_file, spreadsheet_safe_frame
 from .redaction import redact_frame
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells', 'markdown_table', 'html_table',
-           'tex_caption', 'write_table_files', 'figure_layout_problems', 'plotting', 'save_figure', 'write_output',
-           'pm', 'read_scores']
+__all__ = ['SMOKE_NOTE', 'WRAP_CHARS', 'WIDE_CHARS', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells',
+           'markdown_table', 'html_table', 'readable_table', 'tex_caption', 'write_table_files',
+           'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm', 'read_scores']
 
 # %% ../nbs/04_tables.ipynb #a0c3e1b6
 SMOKE_NOTE = "SMOKE RUN: made with the bundled small models; not real results"
@@ -45,7 +46,8 @@ def number_text(v: float) -> str:
     return f"{v:.3g}"
 
 # %% ../nbs/04_tables.ipynb #f7759f9f
-_NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?)?\s*$")
+_NUMERIC = re.compile(r"^\s*(-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?( ± [\d.]+)?"
+                      r"|[\d,]+ of [\d,]+( \(\d+%\))?)?\s*$")   # a number, a rate ± its half-width, k of n (p%)
 
 def shown_cells(df: pd.DataFrame, index: bool = False) -> tuple[pd.DataFrame, list[str]]:
     """The cells as a table shows them (floats to 3 significant digits, strings as written) and each column's alignment
@@ -64,17 +66,50 @@ def markdown_table(df: pd.DataFrame, index: bool = False) -> str:
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align) if len(shown.columns) else ""
 
 # %% ../nbs/04_tables.ipynb #99b71058
+WRAP_CHARS = 60   # a column with a longer cell wraps in HTML (a column of prose, not of numbers)
+
 def html_table(df: pd.DataFrame, index: bool = False, caption: str = "", row_classes: list[str] | None = None) -> str:
     """An HTML table with the same cells as the Markdown one: caption above, numbers right-aligned, inside a box that
     scrolls sideways."""
     import html as _h
     shown, align = shown_cells(df, index)
+    # a column of sentences wraps (class wrap) so that the columns beside it stay on the screen
+    align = [a + (" wrap" if shown[c].astype(str).str.len().max() > WRAP_CHARS else "") if len(shown) else a
+             for c, a in zip(shown.columns, align)]
     head = "".join(f"<th class='{a}'>{_h.escape(str(c))}</th>" for c, a in zip(shown.columns, align))
     rows = "".join(f"<tr{(' class=' + repr(row_classes[i])) if row_classes and row_classes[i] else ''}>"
                    + "".join(f"<td class='{a}'>{_h.escape(v) if v else '-'}</td>" for v, a in zip(r, align)) + "</tr>"
                    for i, r in enumerate(shown.itertuples(index=False)))
     cap = f"<caption>{_h.escape(caption)}</caption>" if caption else ""
     return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+
+# %% ../nbs/04_tables.ipynb #cdd75c31
+# columns of sentences: wide enough to read, shown after the short ones (labels, verdicts), a very long cell cut
+_WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by", "evidence", "page", "answer",
+         "justification", "statement"}
+WIDE_CHARS = 320   # a sentence cell longer than this is cut in a table (the Evidence section shows it whole)
+
+def readable_table(df: pd.DataFrame) -> str:
+    """A plain HTML table people can read in a saved notebook: every cell escaped, left-aligned at the top, http(s)
+    URLs as links, empty for missing values (never NaN), the sentence columns after the others, wide enough to read
+    and cut at `WIDE_CHARS` (the whole text as the cell's tooltip)."""
+    df = df[[c for c in df.columns if c not in _WIDE] + [c for c in df.columns if c in _WIDE]]
+    top = "text-align:left;vertical-align:top"
+    def cell(col, v):
+        if v is None or (isinstance(v, float) and v != v):
+            return f"<td style='{top}'>{'' if col in _WIDE else '–'}</td>"
+        s, tip = html.escape(str(v)), ""
+        if col == "url" and str(v).startswith(("http://", "https://")):
+            s = f"<a href='{s}' target='_blank' rel='noopener noreferrer'>{s}</a>"
+        elif col in _WIDE and len(str(v)) > WIDE_CHARS:
+            s, tip = html.escape(str(v)[:WIDE_CHARS].rstrip()) + " …", f" title='{s}'"
+        wide = ";min-width:18em;max-width:34em;white-space:normal" if col in _WIDE else ";white-space:nowrap"
+        return f"<td style='{top}{wide}'{tip}>{s}</td>"
+    head = "".join(f"<th style='text-align:left'>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join("<tr>" + "".join(cell(c, v) for c, v in zip(df.columns, r)) + "</tr>"
+                   for r in df.itertuples(index=False, name=None))
+    return (f"<table class='gb' style='border-collapse:collapse;text-align:left'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
 
 # %% ../nbs/04_tables.ipynb #7c7672f1
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",

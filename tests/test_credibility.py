@@ -257,8 +257,11 @@ def test_seed_parameter_files_rate_as_the_paper_s_code_and_show_our_rules_beside
     spec["stages"] = ["20_collect", "40_credibility", "80_report"]
     (tmp_path / "asb.yaml").write_text(yaml.safe_dump(spec))
     out = groundbench("run", tmp_path / "asb.yaml", "--runs-dir", tmp_path / "runs", check=True).stdout
-    assert "ChatGPT Search: paper CR 61.27 NCR 2.45 | full CR 68.75 NCR 0.00" in out
-    assert "Perplexity: paper CR 61.77 NCR 1.01 | full CR 63.79 NCR 0.25" in out and "this run's rules: paper" in out
+    # the figure to quote first (Table 1, per conversation), then pooled, then the base: how many citations were rated
+    line = next(x for x in out.splitlines() if "ChatGPT Search: per conversation (Table 1) paper CR" in x)
+    assert "; pooled paper CR 61.27 NCR 2.45 | full CR 68.75 NCR 0.00; rated " in line and " of 385 citations" in line
+    assert "Perplexity: per conversation (Table 1) paper CR" in out and "this run's rules: paper" in out
+    assert "pooled paper CR 61.77 NCR 1.01 | full CR 63.79 NCR 0.25" in out
     run = tmp_path / "runs" / "ai-search-benchmark"
     rates = pd.read_csv(run / "40_credibility" / "rates.csv").query("breakdown == 'overall'").set_index("assistant")
     assert round(100 * rates.cr["ChatGPT Search"], 2) == 61.27 and round(100 * rates.ncr["Perplexity"], 2) == 1.01

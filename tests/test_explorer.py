@@ -18,12 +18,15 @@ SHOTS = ROOT / "_screenshots"
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
-    "Collection (ExpertQA sample), sources, credibility, the report and the explorer: no model, about a minute."
+    """Collection (ExpertQA sample), sources, credibility, groundedness of the shortest answer (our method only, on
+    ExpertQA's passages: the bundled model), the report and the explorer."""
     tmp = tmp_path_factory.mktemp("explore")
     spec = tmp / "x.yaml"
-    stages = ["20_collect", "30_sources", "40_credibility", "80_report", "85_explorer"]
+    stages = ["20_collect", "30_sources", "40_credibility", "50_groundedness", "80_report", "85_explorer"]
     spec.write_text(yaml.safe_dump({"run_id": "explore-test", "stages": stages,
-                                    "parameters": {"source": "expertqa", "sample": 6}}))
+                                    "parameters": {"source": "expertqa", "sample": 6, "methods": ["ours"],
+                                                   "compare_variants": [], "max_conversations": 1,
+                                                   "pick": "shortest"}}))
     groundbench("run", spec, "--runs-dir", tmp / "runs", check=True, timeout=900)
     return tmp / "runs" / "explore-test"
 
@@ -71,7 +74,7 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
     driver = None
     with jupyterlab(root, tmp_path / "lab-settings") as (base, token):
         try:
-            driver = make_driver(None, headless=True, window=(1400, 1000))
+            driver = make_driver(None, headless=True, window=(1366, 1000))
             driver.get(f"{base}/lab/tree/explore-test/explore.ipynb?{token}")
             deadline, found = time.time() + 90, False
             while time.time() < deadline and not found:
@@ -88,6 +91,24 @@ def test_explorer_opens_in_jupyterlab(small_run, tmp_path):
             errors = [l for l in driver.get_log("browser")
                       if l.get("level") == "SEVERE" and "favicon" not in l.get("message", "")]
             assert (SHOTS / "explorer-jupyterlab.png").stat().st_size > 20_000, errors
+            # issue 54: the units table at 1366 px reads left to right, the verdict on the screen, rows not towering
+            units = driver.execute_script("""
+                const t = [...document.querySelectorAll('.jp-OutputArea-output table')].find(e => {
+                    const hs = [...e.querySelectorAll('th')].map(h => h.textContent);
+                    return hs.includes('unit_index') && hs.includes('verdict'); });   // the conversation's units
+                if (!t) return null;
+                t.scrollIntoView();
+                const heads = [...t.querySelectorAll('th')].map(e => e.textContent);
+                const v = t.querySelectorAll('th')[heads.indexOf('verdict')].getBoundingClientRect();
+                const tds = [...t.querySelectorAll('tbody td')];
+                return {heads, verdictRight: v.right, tallest: Math.max(...[...t.querySelectorAll('tbody tr')].map(
+                        r => r.getBoundingClientRect().height)),
+                        aligns: [...new Set(tds.map(d => getComputedStyle(d).textAlign))], rows: tds.length};""")
+            assert units and units["rows"], units
+            assert units["heads"].index("verdict") < units["heads"].index("text"), units["heads"]
+            assert units["verdictRight"] <= 1366 and units["tallest"] < 260 and units["aligns"] == ["left"], units
+            time.sleep(0.5)
+            driver.save_screenshot(str(SHOTS / "explorer-units-1366.png"))
         finally:
             if driver is not None: driver.quit()
 
@@ -189,6 +210,14 @@ def test_report_reads_well_in_chromium(small_run):
             main = driver.execute_script("return document.querySelector('main').getBoundingClientRect().width")
             assert main >= width - 420, (width, main)       # the contents column and margins take the rest
             assert driver.execute_script("return document.documentElement.scrollWidth") <= width
+            # issue 54: the first table's key column (estimator) is on the screen without scrolling sideways
+            est = driver.execute_script("""
+                const t = document.querySelector('#credibility_figures table');
+                const i = [...t.querySelectorAll('th')].findIndex(h => h.textContent === 'estimator');
+                const r = t.querySelectorAll('th')[i].getBoundingClientRect();
+                const box = t.parentElement.getBoundingClientRect();
+                return [i, r.left, r.right, box.right, t.parentElement.scrollWidth - t.parentElement.clientWidth];""")
+            assert est[0] >= 0 and est[2] <= est[3] and est[4] <= 0, (width, est)
             driver.save_screenshot(str(SHOTS / f"report-{width}.png"))
     finally:
         driver.quit()

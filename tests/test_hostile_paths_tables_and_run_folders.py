@@ -247,10 +247,13 @@ def test_compare_reads_a_run_whose_estimate_is_malformed(tmp_path):
     groundbench("run", spec, "--runs-dir", tmp_path / "runs", "--no-estimate", check=True, timeout=600)
     run = tmp_path / "runs" / "r"
     (run / "estimate.csv").write_text('stage,step\n"unclosed,x\n')
-    p = groundbench("compare", run, "--a", "BotA", "--b", "BotB", "--n-boot", "50")
+    p = groundbench("compare", run, "--a", "BotA", "--b", "BotB", "--n-boot", "50", "--out", tmp_path / "ab.csv")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert "estimate.csv left out" in p.stderr, p.stderr
     assert "CR" in p.stdout and "BotB" in p.stdout, p.stdout
+    # issue 54: the comparison's forest plot beside its table, named on the screen
+    assert (tmp_path / "ab.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "ab.pdf").read_bytes()[:4] == b"%PDF"
+    assert f"{tmp_path / 'ab.png'}" in p.stdout and len(pd.read_csv(tmp_path / "ab.csv"))
     from groundbench.report.tables import load_outputs
     o = load_outputs([run])
     assert o.estimates is None and any("estimate.csv left out" in n for n in o.notes), o.notes

@@ -46,7 +46,9 @@ def test_awkward_spreadsheet_runs_through_collect_and_credibility_with_a_mapping
     t2 = pd.read_csv(run / "40_credibility" / "table_2.csv", dtype=str)
     assert list(t2.columns) == ["Measure", "Tool A", "Tool B"]
     t1 = pd.read_csv(run / "40_credibility" / "table_1.csv", dtype=str)
-    assert t1.Group.tolist() == ["Overall"]                                        # no topics or roles: no empty rows
+    assert t1.Group.tolist()[0] == "Overall" and len(t1) == 3                      # no topics or roles: no empty rows
+    base = t1.set_index("Group").loc["Rated citations, the base of CR and NCR (of all cited)"]   # what CR is of
+    assert base["Tool A CR"] == "2 of 2 (100%)" and base["Tool B CR"] == "1 of 1 (100%)"
 
 
 @pytest.mark.parametrize("ext", ["xlsx", "parquet", "jsonl"])
@@ -133,7 +135,8 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
         assert _readme_row("citations (conversations)")[k] == cites
         assert _readme_row("fact-checker citations, %")[k] == t2.loc["Overall FC citations (%)", a]
         assert _readme_row("social media citations, %")[k] == t2.loc["Social media citations (%)", a]
-        top = ", ".join(f"{d} {n}" for d, n in t11[[f"{a} Domain", f"{a} Count"]].head(3).itertuples(index=False))
+        top = ", ".join(f"{o if isinstance(o, str) and o else d} {n}" for o, d, n in    # the name, else the domain
+                        t11[[f"{a} Outlet", f"{a} Domain", f"{a} Count"]].head(3).itertuples(index=False))
         assert _readme_row("top cited domains")[k] == top
     c = pd.read_parquet(cred / "citations.parquet")
     readme = user_docs()

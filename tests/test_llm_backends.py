@@ -99,6 +99,8 @@ class FlakyHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if not self.path.endswith("/chat/completions"):      # no /tokenize here: the client counts without it
+            self.send_response(404); self.send_header("content-length", "0"); self.end_headers(); return
         cls = type(self)
         with cls.lock:
             cls.log.append((time.time(), body))
@@ -279,3 +281,25 @@ def test_the_judge_endpoint_has_a_total_deadline_a_size_cap_and_names_itself(kin
         assert time.monotonic() - t0 < 10 and said in str(e.value) and base in str(e.value), str(e.value)[:300]
     finally:
         srv.shutdown()
+
+
+def test_sourcebench_sends_its_three_independent_calls_together(flaky_server, tmp_path):
+    """Issue 55: a page's content, metadata and layout calls do not wait for each other on a server (they went one
+    kind after another: vLLM's log said 'Running: 1 reqs'); in flight never more than llm.concurrency. The server is
+    a local stand-in for an OpenAI-compatible one (its answers are no scores: read as parse failures, asked again)."""
+    import pandas as pd
+    from groundbench.sourcebench import score_pages
+    base, h = flaky_server
+    h.delay = 0.4
+    pages = pd.DataFrame({"query": ["q1", "q2"], "url": ["https://a.org/1", "https://b.org/2"],
+                          "text": ["Page one text. " * 40, "Page two text. " * 40], "page_date": "2025-01-01"})
+    llm = LLM(OpenAIBackend("m", base_url=base, concurrency=16, structured="none"), LLMCache(tmp_path / "c.sqlite"))
+    out = score_pages(pages, llm, today="2025-06-01", progress=False, context_tokens=8192)
+    assert h.max_inflight == 6, h.max_inflight          # 2 pages x 3 kinds at once (it was 2: one kind at a time)
+    assert {s: llm.stats[f"sourcebench_{s}"].calls for s in ("content", "metadata", "layout")} == \
+        {"content": 4, "metadata": 4, "layout": 4}      # each kind asked once more when unread, as scoring.py does
+    assert (out.content_parse_status != "ok").all()
+    h.max_inflight = 0
+    llm = LLM(OpenAIBackend("m", base_url=base, concurrency=4, structured="none"), LLMCache(tmp_path / "d.sqlite"))
+    score_pages(pages.assign(query=["q3", "q4"]), llm, today="2025-06-01", progress=False, context_tokens=8192)
+    assert h.max_inflight == 4                          # bounded by the concurrency across the kinds

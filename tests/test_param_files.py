@@ -4,6 +4,7 @@ never the bundled English embedding model behind a real judge. The shipped 70B c
 replaced (only it) by a fake on a GPU node that applies vLLM's rule: a `quantization` argument must match the
 quantization method the checkpoint's config declares (awq_marlin serves awq checkpoints; fp8 may quantise unquantised
 weights on load)."""
+import json
 import sys
 import types
 
@@ -143,3 +144,18 @@ def test_the_vllm_cpu_file_and_the_server_it_names_agree_on_the_context():
     settings = yaml.safe_load((ROOT / "papermill_params" / "vllm-cpu.yaml").read_text())["settings"]
     s = load_settings(overrides=settings)
     assert s["sourcebench"]["context_tokens"] == s["sourcecheckup"]["context_tokens"] == served == 8192
+
+
+def test_the_parameter_files_page_names_every_parameter_of_every_stage():
+    """Issue 54: the Parameter files page (papermill_params/README.md) names every parameter a stage notebook declares
+    (its cell tagged `parameters`), but for the runner's own (run_dir, settings_overrides)."""
+    import re
+    readme = (ROOT / "papermill_params" / "README.md").read_text(encoding="utf-8")
+    missing = {}
+    for nb in sorted((ROOT / "nbs").glob("[0-9]*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                names = set(re.findall(r"^(\w+)\s*=", "".join(cell["source"]), re.M))
+                names -= {"run_dir", "settings_overrides"}
+                if gone := sorted(n for n in names if f"`{n}`" not in readme): missing[nb.name] = gone
+    assert not missing, missing

@@ -103,6 +103,11 @@ def test_killed_run_resumes(tmp_path):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    # issue 54: `status` tells the killed stage from a running one (its process is gone)
+    assert manifest(runs, "k")["stages"]["10_claims"]["status"] == "running"      # as the killed process left it
+    deadline = time.time() + 30
+    while time.time() < deadline and "stopped" not in groundbench("status", runs / "k").stdout: time.sleep(0.5)
+    assert "10_claims          stopped" in groundbench("status", runs / "k").stdout
     groundbench("run", spec, "--runs-dir", runs, check=True)
     m = manifest(runs, "k")
     assert m["stages"]["10_claims"]["status"] == "done"

@@ -46,6 +46,14 @@ def test_validate_judge_with_the_smoke_judge_on_pairs_with_their_own_names(tmp_p
     # thresholds never saw these rows
     assert sorted(scored.statement) == sorted(r_[0] for r_ in ROWS if r_[3] == "test")
     assert "SMOKE RUN" in (out / "pairs_agreement.md").read_text()
+    assert (out / "pairs_agreement.png").read_bytes()[:4] == b"\x89PNG" and "figure: " in r.stdout   # issue 54
+    # --max-rows: a first look at a few rows, dev and test in their shares, said on the screen and in the summary
+    r = groundbench("validate-judge", p, "--claim-col", "generated sentence", "--evidence-col", "Retrieved passage",
+                    "--label-col", "annotator: attributable?", "--label-map", "Y=supported,N=not_supported",
+                    "--split-col", "fold", "--out", tmp_path / "few", "--n-boot", "50", "--no-judge", "--max-rows", "4",
+                    check=True)
+    assert "4 pairs (2 dev, 2 test" in r.stdout and "max_rows: 4 of the 8 pairs used" in r.stdout
+    assert json.loads((tmp_path / "few" / "pairs_validation.json").read_text())["pairs_available"] == 8
 
 
 def test_shipped_sample_baselines_and_its_build_script():

@@ -23,6 +23,7 @@ from ..collect.table import TableMapping
 from .app import GLOBAL_SETTINGS, build_app, check_out, command_family, fail, say_error
 from .tools import COMMANDS as TOOL_COMMANDS, tools
 from ..core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
+from ..tables import save_figure
 from ..runfolder import Run
 from ..core import printable
 from ..preflight import PreflightFailed
@@ -139,12 +140,13 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
                 a: Optional[str] = typer.Option(None, "--a", help="side A: an assistant, a run id, or run:assistant"),
                 b: Optional[str] = typer.Option(None, "--b", help="side B, the same way"),
                 out: Optional[Path] = typer.Option(
-                    None, "--out", help="with --a/--b: also write the table to this CSV file; without them: the "
-                                        "drift folder (default: drift/ beside the runs)"),
+                    None, "--out", help="with --a/--b: also write the table to this CSV file and its forest plot "
+                                        "beside it (.png, .pdf); without them: the drift folder (default: drift/ "
+                                        "beside the runs)"),
                 n_boot: int = typer.Option(1000, help="claim-level bootstrap resamples")):
     """Two sides tested metric by metric on the claims' design (--a and --b), or, without them, drift across the runs
     in date order: every change between consecutive runs tested (paired by claim), a figure per lens and a page."""
-    from groundbench.findings.drift import compare_sides, write_drift
+    from groundbench.findings.drift import compare_figure, compare_sides, write_drift
     from groundbench.findings.stage import observations
     from groundbench.report.tables import load_outputs
     for r in runs:
@@ -167,14 +169,17 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         o = load_outputs(runs)   # each run's files checked; one that cannot be read is said and left out
         for note in o.notes: typer.echo(f"groundbench: note: {printable(note)}", err=True)
         cmp = compare_sides(observations(runs), a, b, n_boot)
-        if out is not None: write_table(cmp, out)
+        if out is not None and len(cmp):
+            write_table(cmp, out)
+            figs = save_figure(compare_figure(cmp, a, b), out.parent, out.stem,   # marked when a bundled model judged
+                               smoke=any(Run(r).is_smoke for r in runs))
     except (RecordError, OSError, ValueError) as e: fail(e)
     if cmp.empty: fail("nothing to compare: neither side has an outcome of any lens")
     typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares); 95% claim-clustered interval; "
                "p_holm: Holm-adjusted within each metric")
     typer.echo(cmp.drop(columns=["p", "warning", "n_a", "n_b"]).round(3).to_string(index=False))
     typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
-               + (f" -> {out}" if out else ""))
+               + (f" -> {out}, {', '.join(str(p) for p in figs)}" if out else ""))
 
 # %% ../../nbs/92_cli_commands.ipynb #66976067
 @commands.command("estimate")

@@ -30,7 +30,7 @@ __all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'C
 
 # %% ../../nbs/93_cli_tools.ipynb #85a23c0c
 # what the two validate commands write into their --out folder: never over a file they read
-VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "tex")) + (
+VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "tex", "png", "pdf")) + (
     "pairs_confusion.csv", "pairs_scored.parquet", "pairs_validation.json")
 VALIDATE_SOURCEBENCH_OUTPUTS = tuple(f"sourcebench_agreement.{x}" for x in ("csv", "md", "tex")) + ("judge_scores.csv",)
 
@@ -57,6 +57,10 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
                        out: Path = typer.Option(Path("judge-validation"), "--out", help="output folder"),
                        top_k: int = typer.Option(5, help="evidence chunks the judge sees"),
                        n_boot: int = typer.Option(1000, help="bootstrap resamples for kappa's interval"),
+                       max_rows: int = typer.Option(0, "--max-rows",
+                                                    help="judge at most this many pairs (a seeded sample, dev and "
+                                                         "test in their shares; 0: all): a first look before paying "
+                                                         "for every row"),
                        no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
                        param_file: Optional[Path] = typer.Option(
                            None, help="take the judge's settings from this parameter file"),
@@ -78,25 +82,21 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
         agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
-                                               dev_fraction, top_k, n_boot)
+                                               dev_fraction, top_k, n_boot, max_rows=max_rows)
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
     smoke = " SMOKE RUN:" if summary["smoke"] else ""
-    typer.echo(
-        f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} skipped "
-        f"by the label map); "
-               f"judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
+    typer.echo(f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} "
+               f"skipped by the label map); judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
                + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
-    if smoke:
-        typer.echo(
-            f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, not a judge's "
-            f"quality.")
+    if smoke: typer.echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, "
+                         "not a judge's quality.")
     for note in summary.get("notes") or (): typer.echo(f"note: {note}")
     t = agree[agree.group == "all"].copy()
     t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
     typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)",
                   "parse_failures"]].to_string(index=False))
     if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
-    typer.echo(f"-> {out}")
+    typer.echo(f"figure: {out / 'pairs_agreement.png'}\n-> {out}")
 
 # %% ../../nbs/93_cli_tools.ipynb #03c04489
 @tools.command("validate-sourcebench")

@@ -157,11 +157,21 @@ def corrections_summary(corr: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../../nbs/44_credibility_audit.ipynb #953ce4df
 def corrections_headline(corr: pd.DataFrame, rule_set: str) -> list[str]:
-    """One line per assistant for a run's summary: pooled CR and NCR under the authors' code and under `full` (n/a,
-    said so, where no citation was rated: never "nan")."""
+    """One line per assistant for a run's summary, the figure to quote first: CR and NCR per conversation (Table 1 as
+    printed), then pooled, each under the authors' code and under `full`, and the base: how many citations were rated
+    (n/a, said so, where none was: never "nan")."""
     first, last = corr.groupby("assistant").head(1), corr.groupby("assistant").tail(1).set_index("assistant")
     f = lambda v: "n/a" if v != v else f"{v:.2f}"
-    return [f"{a}: paper CR {f(r.cr)} NCR {f(r.ncr)} | full CR {f(last.cr[a])} NCR {f(last.ncr[a])} "
-            + ("(no citation of it rated: CR and NCR undefined" if r.cr != r.cr and last.cr[a] != last.cr[a]
-               else "(pooled over classified citations") + f"; this run's rules: {rule_set})" for a,
-            r in zip(first.assistant, first.itertuples())]
+    nan, out = float("nan"), []
+    for r in first.itertuples():
+        a, z = r.assistant, last.loc[r.assistant]
+        pc, pn = getattr(r, "cr_conv", nan), getattr(r, "ncr_conv", nan)
+        conv = (f"per conversation (Table 1) paper CR {f(pc)} NCR {f(pn)}"
+                f" | full CR {f(z.get('cr_conv', nan))} NCR {f(z.get('ncr_conv', nan))}; ")
+        base = (f"rated {int(r.classified)} of {int(r.citations)} citations (paper), {int(z.classified)} (full)"
+                if "classified" in corr and "citations" in corr else "")
+        none = r.cr != r.cr and z.cr != z.cr
+        out.append(f"{a}: {conv}pooled paper CR {f(r.cr)} NCR {f(r.ncr)} | full CR {f(z.cr)} NCR {f(z.ncr)}; "
+                   + ("no citation of it rated: CR and NCR undefined; " if none else f"{base}; " if base else "")
+                   + f"this run's rules: {rule_set}")
+    return out

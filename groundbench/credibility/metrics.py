@@ -17,11 +17,12 @@ from ..tables import Output, plotting, pm
 from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
-__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'CREDIBILITY_FIGURES', 'TABLE_2_ROWS',
-           'TABLE_2_SOURCES_MISSING', 'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER', 'citation_table',
-           'conversation_table', 'agresti_coull', 'bootstrap_ratio', 'mean_ci95', 'credibility_rates',
-           'rate_breakdowns', 'wide_rates', 'table_1', 'table_2_values', 'table_2', 'table_3', 'outlet_names',
-           'top_outlets', 'wide_ranks', 'table_13', 'figure_2', 'figure_9', 'table_3_sides', 'credibility_outputs']
+__all__ = ['UNRATED_CONVERSATIONS', 'PAPER_TOPICS', 'ROLE_NAMES', 'ESTIMATORS', 'CREDIBILITY_FIGURES', 'BASE_ROWS',
+           'TABLE_2_ROWS', 'TABLE_2_SOURCES_MISSING', 'RANK_COLUMNS', 'LABEL_ORDER', 'LABEL_COLORS', 'CATEGORY_ORDER',
+           'citation_table', 'conversation_table', 'agresti_coull', 'bootstrap_ratio', 'mean_ci95', 'credibility_rates',
+           'rate_breakdowns', 'rate_bases', 'wide_rates', 'table_1', 'table_2_values', 'table_2', 'table_3',
+           'outlet_names', 'top_outlets', 'wide_ranks', 'table_13', 'figure_2', 'figure_9', 'table_3_sides',
+           'credibility_outputs']
 
 # %% ../../nbs/43_credibility_metrics.ipynb #aee8067a
 def citation_table(convs: Sequence[Conversation], prompts: Sequence[Prompt], rater) -> pd.DataFrame:
@@ -191,6 +192,23 @@ def _cell(r, m: str, estimator: str) -> str:
     v, lo, hi = getattr(r, m), getattr(r, f"{m}_ac_low"), getattr(r, f"{m}_ac_high")
     return pm(100 * v, 100 * (hi - lo) / 2)
 
+# %% ../../nbs/43_credibility_metrics.ipynb #d0267bd7
+BASE_ROWS = {"citations": "Rated citations, the base of CR and NCR (of all cited)",
+             "conversations": "Conversations in the per-conversation mean (of all)"}
+
+def rate_bases(tidy: pd.DataFrame, estimator: str, column: str, columns: list[str]) -> pd.DataFrame:
+    """The rows under a rate table that say what its rates are of, per `column` value, from its overall rows: the rated
+    citations of all cited (under both estimators) and, per conversation, the conversations averaged of all."""
+    o = tidy[tidy.breakdown == "overall"]
+    if o.empty: return pd.DataFrame(columns=columns)
+    share = lambda k, n: f"{int(k):,} of {int(n):,} ({100 * k / n:.0f}%)" if n else "0 of 0"
+    rows = []
+    for what in ("citations", "conversations")[:2 if estimator == "conversation" else 1]:
+        k, n = ("classified", "citations") if what == "citations" else ("conversations_rated", "conversations")
+        cells = {f"{r[column]} {m}": share(r[k], r[n]) for _, r in o.iterrows() for m in ("CR", "NCR")}
+        rows.append({"Group": BASE_ROWS[what], **{c: cells.get(c, "-") for c in columns[1:]}})
+    return pd.DataFrame(rows, columns=columns)
+
 # %% ../../nbs/43_credibility_metrics.ipynb #4ed120bf
 def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") -> pd.DataFrame:
     "Paper layout of rate tables: one row per group, a CR and an NCR column per `column` value (percent, two decimals)."
@@ -201,7 +219,8 @@ def wide_rates(tidy: pd.DataFrame, estimator: str, column: str = "assistant") ->
     w = t.pivot_table(index="Group", columns=column, values=["CR", "NCR"], aggfunc="first", sort=False)
     w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
     w.columns = [f"{a} {m}" for a, m in w.columns]
-    return w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
+    w = w.reindex(list(dict.fromkeys(t.Group))).reset_index().fillna("-")
+    return pd.concat([w, rate_bases(tidy, estimator, column, list(w.columns))], ignore_index=True)
 
 # %% ../../nbs/43_credibility_metrics.ipynb #1ed83ea9
 def table_1(cit: pd.DataFrame, n_boot: int = N_BOOT, unrated_conversations: str = "skip"
@@ -286,24 +305,32 @@ def outlet_names(root=None) -> dict[str, str]:
 
 # %% ../../nbs/43_credibility_metrics.ipynb #3cc7bd9a
 def top_outlets(cit: pd.DataFrame, k: int, noncredible: bool = False, names: dict | None = None) -> pd.DataFrame:
-    """Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet,
-    name, count."""
+    """Table 11 (top-k cited outlets per assistant) or Table 12 (top-k non-credible ones): rank, assistant, outlet (the
+    rated domain), name (its readable name, '' where none is known), label (the label most of its citations got,
+    'unrated' where none was rated), count."""
     c = cit[cit.classified & (cit.score < 0)] if noncredible else cit
-    c = c[c.outlet.astype(str) != ""]
+    c = c[c.outlet.astype(str) != ""].assign(outlet=lambda x: x.outlet.astype(str),
+                                             label=lambda x: np.where(x.classified, x.label.astype(str), "unrated"))
     t = c.groupby(["assistant", "outlet"], observed=True).size().rename("count").reset_index()
-    t["outlet"] = t.outlet.astype(str)
     t = t.sort_values(["assistant", "count", "outlet"], ascending=[True, False, True]).groupby("assistant").head(k)
     t["rank"] = t.groupby("assistant").cumcount() + 1
-    t["name"] = [(names or {}).get(o, o) for o in t.outlet]
-    return t[["assistant", "rank", "outlet", "name", "count"]].reset_index(drop=True)
+    t["name"] = [(names or {}).get(o, "") for o in t.outlet]
+    rated = c[c.label != "unrated"].groupby(["assistant", "outlet"]).label.agg(lambda s: s.value_counts().index[0])
+    t["label"] = [rated.get((a, o), "unrated") for a, o in zip(t.assistant, t.outlet)]
+    return t[["assistant", "rank", "outlet", "name", "label", "count"]].reset_index(drop=True)
 
 # %% ../../nbs/43_credibility_metrics.ipynb #9f64c7ba
-def wide_ranks(t: pd.DataFrame, site: str = "name") -> pd.DataFrame:
-    "Paper layout of Tables 11 and 12: one row per rank, a domain and a count column per assistant."
+RANK_COLUMNS = {"name": "Outlet", "outlet": "Domain", "label": "Label", "count": "Count"}
+
+def wide_ranks(t: pd.DataFrame, names: bool = True) -> pd.DataFrame:
+    """Paper layout of Tables 11 and 12: one row per rank and per assistant its outlet's readable name (`names`), its
+    rated domain, its label and its count: a name where one is known, the domain always, never one for the other."""
     if t.empty: return pd.DataFrame(columns=["Rank"])
-    w = t.pivot(index="rank", columns="assistant", values=[site, "count"])
+    cols = [c for c in RANK_COLUMNS if names or c != "name"]
+    w = t.pivot(index="rank", columns="assistant", values=cols)
     w = w.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
-    w.columns = [f"{a} {'Domain' if m == site else 'Count'}" for a, m in w.columns]
+    w = w[[(a, m) for a in dict.fromkeys(w.columns.get_level_values(0)) for m in cols]]
+    w.columns = [f"{a} {RANK_COLUMNS[m]}" for a, m in w.columns]
     for col in w.columns:
         if col.endswith("Count"): w[col] = w[col].map(lambda v: "" if v != v else f"{int(v)}")
     return w.fillna("").reset_index().rename(columns={"rank": "Rank"})
@@ -400,7 +427,7 @@ def credibility_outputs(cit: pd.DataFrame, conv: pd.DataFrame, n_boot: int = N_B
             Output("table_11", "Table 11: top 10 cited outlets per assistant, with citation counts" + rs,
                    wide_ranks(top_outlets(cit, 10, names=names))),
             Output("table_12", "Table 12: top 5 non-credible domains per assistant, with citation counts" + rs,
-                   wide_ranks(top_outlets(cit, 5, noncredible=True), site="outlet")),
+                   wide_ranks(top_outlets(cit, 5, noncredible=True), names=False)),
             Output("table_13", "Table 13: disinformation sources cited per topic" + rs, table_13(cit)),
             Output("figure_2", "Figure 2: credibility labels of cited sources per assistant" + rs, figure=f2),
             Output("figure_2_data", "Figure 2's shares (%)", f2d, formats=("csv",)),

@@ -23,8 +23,8 @@ from ..stats import N_BOOT
 from ..tables import Output, html_table, plotting, write_output
 
 # %% auto #0
-__all__ = ['LENSES', 'DRIFT_CSS', 'side_mask', 'compare_sides', 'run_date', 'run_estimates', 'drift_table', 'drift_figure',
-           'write_drift']
+__all__ = ['LENSES', 'DRIFT_CSS', 'side_mask', 'compare_sides', 'compare_figure', 'run_date', 'run_estimates', 'drift_table',
+           'drift_figure', 'write_drift']
 
 # %% ../../nbs/78_findings_drift.ipynb #f751b9f1
 def side_mask(obs: pd.DataFrame, name: str) -> pd.Series:
@@ -61,6 +61,29 @@ def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int = N_BOOT) -> pd
         t["p_holm"] = t.groupby("metric").p.transform(lambda p: pd.Series(holm(p.values), index=p.index))
         t["significant"] = t.p_holm < 0.05
     return t
+
+# %% ../../nbs/78_findings_drift.ipynb #8de844d6
+def compare_figure(cmp: pd.DataFrame, a: str, b: str):
+    """The forest plot of a two-sided comparison (`compare_sides`): a panel per metric, a row per group with B - A and
+    its claim-clustered 95% interval, red where significant after Holm."""
+    plt, _ = plotting()
+    ms = list(dict.fromkeys(cmp.metric))
+    if not ms: raise ValueError("compare: nothing to draw (no metric on both sides)")
+    sizes = [int((cmp.metric == m).sum()) for m in ms]
+    fig, axes = plt.subplots(len(ms), 1, figsize=(8, 0.42 * sum(sizes) + 1.1 * len(ms)), squeeze=False,
+                             gridspec_kw={"height_ratios": sizes})
+    for ax, m in zip(axes[:, 0], ms):
+        d = cmp[cmp.metric == m].reset_index(drop=True)
+        for i, r in enumerate(d.itertuples()):
+            ok = r.high == r.high
+            ax.errorbar(r.diff, i, xerr=[[r.diff - r.low], [r.high - r.diff]] if ok else None, fmt="o", capsize=3,
+                        color="#c0392b" if r.significant else "#555555")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(d)), d.group.tolist()); ax.invert_yaxis()
+        ax.set_xlabel(f"{m}: {b} - {a} ({'percentage points' if METRICS[m][3] == 'points' else 'score'})")
+    fig.suptitle(f"{b} - {a}: 95% claim-clustered intervals; red: significant after Holm", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 # %% ../../nbs/78_findings_drift.ipynb #32401c70
 def run_date(run_dir: Path) -> str:

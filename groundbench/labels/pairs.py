@@ -19,12 +19,14 @@ import pandas as pd
 from ..rows import cell_text, cell_value, find_column, read_rows
 from ..core import RecordError, Unit
 from ..stats import N_BOOT, bootstrap_ci
+from ..tables import plotting
 
 
 # %% auto #0
 __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREEMENT_COLUMNS', 'parse_label_map', 'PairColumns',
            'load_pairs', 'cohen_kappa', 'agreement', 'confusion', 'binary_agreement', 'confusion_table', 'word_overlap',
-           'embedding_cosine', 'dev_threshold', 'judge_pairs_labels', 'validate_pairs', 'write_pair_validation']
+           'embedding_cosine', 'dev_threshold', 'judge_pairs_labels', 'validate_pairs', 'limit_pairs',
+           'agreement_figure', 'write_pair_validation']
 
 # %% ../../nbs/71_labels_pairs.ipynb #b71c0006
 POS, NEG = "supported", "not_supported"
@@ -242,18 +244,57 @@ def validate_pairs(pairs: pd.DataFrame, llm, embedder, top_k: int = 5, n_boot: i
         conf[m] = confusion_table(ok.gold, ok[f"pred_{m}"])
     return test, pd.DataFrame(rows), conf, thresholds
 
+# %% ../../nbs/71_labels_pairs.ipynb #2a39c6d9
+def limit_pairs(pairs: pd.DataFrame, counts: dict, max_rows: int, seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """At most `max_rows` pairs (0: all): a seeded sample with dev and test in their shares (at least one of each), in
+    file order, and the counts saying how many of how many were used."""
+    if not max_rows or len(pairs) <= max_rows: return pairs, counts
+    if max_rows < 2: raise ValueError(f"max_rows {max_rows}: give at least 2 (a dev and a test row) or 0 for all")
+    share = (pairs.split == "dev").mean()
+    n_dev = min(max(1, round(max_rows * share)), max_rows - 1)
+    keep = pd.concat([pairs[pairs.split == "dev"].sample(n=min(n_dev, int((pairs.split == "dev").sum())),
+                                                         random_state=seed),
+                      pairs[pairs.split == "test"].sample(n=min(max_rows - n_dev, int((pairs.split == "test").sum())),
+                                                          random_state=seed)]).sort_index()
+    c = {**counts, "pairs_available": len(pairs), "pairs": len(keep), "dev": int((keep.split == "dev").sum()),
+         "test": int((keep.split == "test").sum())}
+    c["notes"] = list(counts.get("notes") or []) + [f"max_rows: {len(keep)} of the {len(pairs)} pairs used (a seeded "
+                                                    "sample, dev and test in their shares)"]
+    return keep, c
+
+# %% ../../nbs/71_labels_pairs.ipynb #dac1135e
+def agreement_figure(agree: pd.DataFrame, title: str):
+    """Each method's agreement with the human labels (rows of group `all`): Cohen's kappa with its 95% bootstrap
+    interval and the balanced accuracy, one row per method."""
+    plt, _ = plotting()
+    d = agree[agree.group == "all"].reset_index(drop=True)
+    if d.empty: raise ValueError("agreement: no method to draw")
+    fig, (ak, ab) = plt.subplots(1, 2, figsize=(9, 0.5 * len(d) + 1.6), sharey=True)
+    for i, r in enumerate(d.itertuples()):
+        if r.kappa == r.kappa:
+            ak.errorbar(r.kappa, i, xerr=[[r.kappa - r.kappa_low], [r.kappa_high - r.kappa]], fmt="o", capsize=3,
+                        color="#24509a")
+        else: ak.annotate("undefined", (0, i), fontsize=8, va="center", color="#777")
+        ab.barh(i, r.balanced_accuracy if r.balanced_accuracy == r.balanced_accuracy else 0, color="#66bd63")
+    ak.axvline(0, color="black", lw=0.8); ak.set_xlim(-1, 1)
+    ak.set_yticks(range(len(d)), [f"{m} (n={n})" for m, n in zip(d.method, d.n)]); ak.invert_yaxis()
+    ak.set_xlabel("Cohen's kappa, 95% bootstrap interval"); ab.set_xlabel("balanced accuracy"); ab.set_xlim(0, 1)
+    ab.axvline(0.5, color="#999", lw=0.8, ls="--")
+    fig.suptitle(title, fontsize=10); fig.tight_layout()
+    return fig
+
 # %% ../../nbs/71_labels_pairs.ipynb #b71c0023
 AGREEMENT_COLUMNS = ["method", "group", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa", "kappa_low",
                      "kappa_high", "parse_failures", "threshold", "gold_supported_share"]
 
 def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, embedder=None, label_map=None,
                           dev_fraction: float = 0.5, top_k: int = 5, n_boot: int = N_BOOT, seed: int = 0,
-                          progress: bool = True) -> tuple[pd.DataFrame, dict]:
-    """Load, judge (when `llm`), score the baselines and write the outputs into `out`; returns (agreement table,
-    summary)."""
+                          progress: bool = True, max_rows: int = 0) -> tuple[pd.DataFrame, dict]:
+    """Load (at most `max_rows` pairs), judge (when `llm`), score the baselines and write the outputs into `out`, the
+    agreement as a table and a figure; returns (agreement table, summary)."""
     from groundbench.core import write_json, write_table
-    from groundbench.tables import write_table_files
-    pairs, counts = load_pairs(path, cols, label_map, dev_fraction, seed)
+    from groundbench.tables import save_figure, write_table_files
+    pairs, counts = limit_pairs(*load_pairs(path, cols, label_map, dev_fraction, seed), max_rows, seed)
     scored, agree, conf, thr = validate_pairs(pairs, llm, embedder, top_k, n_boot, seed, progress)
     out = Path(out)
     smoke = bool(llm is not None and llm.smoke)
@@ -263,6 +304,8 @@ def write_pair_validation(path, cols: PairColumns, out: str | Path, llm=None, em
                       f"Judge ({model or 'none'}) and two baselines vs human labels of {Path(path).name} "
                       "(test rows; baseline thresholds chosen on the dev rows)", smoke)
     write_table(pd.concat(conf, names=["method"]).reset_index(), out / "pairs_confusion.csv")
+    save_figure(agreement_figure(agree, f"Judge ({model or 'none'}) and baselines vs human labels of "
+                                        f"{Path(path).name}, test rows"), out, "pairs_agreement", smoke)
     write_table(scored, out / "pairs_scored.parquet")
     summary = {**counts, "judge_model": model, "smoke": smoke, "thresholds": thr, "top_k": top_k, "n_boot": n_boot,
                "seed": seed, "judge_collapse": JUDGE_TO_LABEL,

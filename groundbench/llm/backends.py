@@ -29,7 +29,7 @@ from .client import Backend, ChatRequest, Completion
 __all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'JUDGE_MAX_BYTES', 'bundled_gguf', 'file_revision',
            'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
            'ExchangeLimit', 'UndecodableAnswer', 'bounded_post', 'post_with_retries', 'completion_of',
-           'ServerTokenized', 'OpenAIBackend']
+           'ServerTokenized', 'openai_payload', 'OpenAIBackend']
 
 # %% ../../nbs/12_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -293,6 +293,21 @@ class ServerTokenized:
         if self.tokenizer.kind is None: self.tokenizer.ids("a probe")
         return self.tokenizer.context
 
+# %% ../../nbs/12_llm_backends.ipynb #0d57bf82
+def openai_payload(model: str, r: ChatRequest, mode: str, grammar_field: str = "") -> dict:
+    """The chat-completions body of request `r`: its schema as `mode` says (json_schema, json_object, or none), else its
+    grammar in the server's own field (`GRAMMAR_FIELDS`)."""
+    p = {"model": model, "messages": r.message_dicts(), "max_tokens": r.max_tokens, "temperature": r.temperature}
+    if r.seed is not None: p["seed"] = r.seed
+    if r.schema and mode == "json_schema":
+        p["response_format"] = {"type": "json_schema",
+                                "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
+    elif r.schema and mode == "json_object":
+        p["response_format"] = {"type": "json_object", "schema": r.schema_dict()}
+    elif r.grammar and grammar_field:
+        p.update(GRAMMAR_FIELDS[grammar_field](r.grammar))
+    return p
+
 # %% ../../nbs/12_llm_backends.ipynb #69b4646d
 class OpenAIBackend(ServerTokenized, Backend):
     "Chat completions against any OpenAI-compatible base URL."
@@ -313,6 +328,7 @@ class OpenAIBackend(ServerTokenized, Backend):
         self._headers = {"Authorization": f"Bearer {k}"} if (k := secret_env(api_key_env)) else {}
         self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
         self._lock, self.timeout_s = threading.Lock(), timeout_s
+        self._slots = threading.BoundedSemaphore(max(1, concurrency))   # in flight at most, whatever sends them
         self.tokenizer = ServerTokenizer(self.base_url, model, self.client, self._headers, min(30.0, timeout_s))
 
     def describe(self):
@@ -321,19 +337,11 @@ class OpenAIBackend(ServerTokenized, Backend):
 
     @property
     def preferred_batch(self) -> int: return max(1, 4 * self.concurrency)
+    @property
+    def parallel_requests(self) -> int: return max(1, self.concurrency)
 
     def _payload(self, r: ChatRequest, mode: str) -> dict:
-        p = {"model": self.model, "messages": r.message_dicts(), "max_tokens": r.max_tokens,
-             "temperature": r.temperature}
-        if r.seed is not None: p["seed"] = r.seed
-        if r.schema and mode == "json_schema":
-            p["response_format"] = {"type": "json_schema",
-                                    "json_schema": {"name": "answer", "schema": r.schema_dict(), "strict": True}}
-        elif r.schema and mode == "json_object":
-            p["response_format"] = {"type": "json_object", "schema": r.schema_dict()}
-        elif r.grammar and self.grammar_field:
-            p.update(GRAMMAR_FIELDS[self.grammar_field](r.grammar))
-        return p
+        return openai_payload(self.model, r, mode, self.grammar_field)
 
     def _one(self, r: ChatRequest) -> Completion:
         probing = self.structured == "auto" and bool(r.schema)
@@ -349,5 +357,8 @@ class OpenAIBackend(ServerTokenized, Backend):
         except httpx.HTTPError as e: raise LLMHTTPError(f"{url}: {type(e).__name__}: {e}") from None
         return completion_of(url, resp)
 
+    def _slot(self, r: ChatRequest) -> Completion:
+        with self._slots: return self._one(r)
+
     def generate(self, requests):
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._one, requests))
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._slot, requests))

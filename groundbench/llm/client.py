@@ -12,6 +12,7 @@ import importlib.util
 import json
 import re
 import sqlite3
+import threading
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ class Backend:
     def context_window(self) -> int | None:
         "The context, in tokens, the engine or server itself says it has; None when it says nothing."
         return None
+    parallel_requests = 1   # batches `generate` may be given at once from several threads (a server: its concurrency)
 
 # %% ../../nbs/11_llm_client.ipynb #813e0ad8
 BACKENDS: dict[str, str | Callable[..., Backend]] = {}
@@ -181,10 +183,13 @@ class LLMCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.db = open_cache(self.path, "completions", check_same_thread=False)
+        self.lock = threading.Lock()   # one connection, shared by the steps a stage sends at once
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         "Cached completions for those `keys` that are cached."
         out = {}
         keys = list(set(keys))
+        with self.lock: return self._get(keys, out)
+    def _get(self, keys: list, out: dict) -> dict:
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
             q = (f"SELECT key, text, prompt_tokens, completion_tokens, finish_reason FROM completions WHERE key IN "
@@ -193,6 +198,8 @@ class LLMCache:
         return out
     def put_many(self, items: Sequence[tuple[str, dict, Completion]]):
         "Store (key, backend description, completion) triples."
+        with self.lock: self._put(items)
+    def _put(self, items):
         self.db.executemany("INSERT OR REPLACE INTO completions VALUES (?,?,?,?,?,?,?,?)",
                             [(k, d["backend"], d["model"], c.text, c.prompt_tokens, c.completion_tokens,
                               c.finish_reason, now_iso()) for k, d, c in items])
@@ -229,6 +236,7 @@ class LLM:
         self.budget = budget
         self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
         self.window: Window | None = None       # the judge's context, when a stage knows it: repairs are cut to it
+        self.lock = threading.Lock()            # steps sent at once from threads (`parallel_requests`) share it
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -248,7 +256,7 @@ class LLM:
             part = slots[i:i + self.chunk_size]
             stop = None
             if self.budget is not None:
-                n, stop = self.budget.admit([todo[s] for s in part])
+                with self.lock: n, stop = self.budget.admit([todo[s] for s in part])
                 if stop: part = part[:n]
             if not part: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i)
             t0 = time.perf_counter()
@@ -260,7 +268,8 @@ class LLM:
             result.update(zip(part, outs))
             if self.cache is not None:
                 self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
-            if self.budget is not None: self.budget.spend(outs)
+            if self.budget is not None:
+                with self.lock: self.budget.spend(outs)
             bar.update(len(part))
             report_progress(self.progress_file, step, i + len(part), len(slots), hits, t0)
             if stop: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i - len(part))

@@ -17,7 +17,7 @@ import pandas as pd
 from ..collect.base import citable_url
 from ..core import (Conversation, Prompt, RecordError, package_dir, read_records, read_table,
                               write_text)
-from ..tables import read_scores
+from ..tables import read_scores, readable_table
 from ..runfolder import Run
 from ..core import assistant_name
 from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, SOURCES,
@@ -25,8 +25,7 @@ from ..stages import (COLLECT, CREDIBILITY, EXPLORER, GROUNDEDNESS, SOURCEBENCH,
 
 # %% auto #0
 __all__ = ['SCOPE_NAMES', 'UNIT_COLUMNS', 'COLOURS', 'ALL', 'credible_counts', 'RunTables', 'ConversationData', 'UnitSearch',
-           'AnswerViews', 'readable_table', 'NotebookViews', 'explore_template', 'RunOverview', 'RunExplorer',
-           'write_explorer', 'run']
+           'AnswerViews', 'NotebookViews', 'explore_template', 'RunOverview', 'RunExplorer', 'write_explorer', 'run']
 
 # %% ../../nbs/85_explorer.ipynb #b1046fc5
 def _opt(path: Path) -> pd.DataFrame | None:
@@ -295,25 +294,7 @@ class AnswerViews:
             return "<p>(units, none judged: a unit is judged when it is a Fact or Claim with evidence)</p>"
         return "<p>(no units: the groundedness stage did not score this conversation)</p>"
 
-# %% ../../nbs/85_explorer.ipynb #ec0c3b23
-_WIDE = {"text", "decontextualised", "chunk", "title", "prompt", "decided_by"}  # columns of sentences, never squeezed
-
-def readable_table(df: pd.DataFrame) -> str:
-    """A plain HTML table people can read in a saved notebook: every cell escaped, http(s) URLs as links, empty for
-    missing values (never NaN), sentence columns wide enough to read."""
-    def cell(col, v):
-        if v is None or (isinstance(v, float) and v != v): return "<td>–</td>" if col not in _WIDE else "<td></td>"
-        s = html.escape(str(v))
-        if col == "url" and str(v).startswith(("http://", "https://")):
-            s = f"<a href='{s}' target='_blank' rel='noopener noreferrer'>{s}</a>"
-        style = " style='min-width:22em;white-space:normal'" if col in _WIDE else ""
-        return f"<td{style}>{s}</td>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    rows = "".join("<tr>" + "".join(cell(c, v) for c, v in zip(df.columns, r)) + "</tr>"
-                   for r in df.itertuples(index=False, name=None))
-    return (f"<table class='gb' style='border-collapse:collapse;text-align:left'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
-
+# %% ../../nbs/85_explorer.ipynb #29b97fd3
 def _table(df: pd.DataFrame, interactive: bool = True):
     """An interactive table (itables, offline) where available and wanted, else a plain HTML table (which a saved,
     untrusted notebook shows)."""

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..credibility.metrics import BASE_ROWS
 from ..runfolder import StageExecution, cut_outputs, stage_usage
 from ..stages import REPORT
 from ..tables import Output, html_table
 
 # %% auto #0
 __all__ = ['TERMS', 'SOURCEBENCH_TERMS', 'SMOKE_BANNER', 'REPORT_CSS', 'LONG_TABLE', 'SHOWN_ROWS', 'CHANGES', 'SCALES',
-           'table_terms', 'usage_table', 'estimate_vs_actual', 'usage_items', 'short', 'toc_line', 'page_head',
-           'table_html', 'off_scale', 'shown_table', 'section_html', 'render_html']
+           'BASE_SHOWN', 'table_terms', 'usage_table', 'estimate_vs_actual', 'usage_items', 'short', 'toc_line',
+           'page_head', 'table_html', 'off_scale', 'shown_table', 'section_html', 'render_html']
 
 # %% ../../nbs/81_report_page.ipynb #d7a6810f
 TERMS = {  # what a table's abbreviations and names mean, said under each table that uses them
@@ -127,6 +128,7 @@ main{margin-left:270px;padding:1em 2em;max-width:1650px;box-sizing:border-box}
 .scroll{overflow-x:auto;max-width:100%;margin:.3em 0 .5em}
 table{border-collapse:collapse;font-size:12px} caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;white-space:nowrap} th{background:#f0f0f0}
+td.wrap,th.wrap{white-space:normal;min-width:16em;max-width:34em;vertical-align:top}
 .right{text-align:right;font-variant-numeric:tabular-nums} .left{text-align:left}
 .scroll td:first-child,.scroll th:first-child{position:sticky;left:0;z-index:1;background:#fff;box-shadow:1px 0 0 #ccc}
 .scroll th:first-child{background:#f0f0f0} .scroll tr.outside td:first-child{background:#fde0dc}
@@ -211,6 +213,8 @@ def off_scale(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         t["weighted_ci95"] = t.weighted_ci95.astype(object).where(t.weighted.ne("off-scale"), "")
     return t, n
 
+BASE_SHOWN = {"citations": "rated citations (of all)", "conversations": "conversations averaged (of all)"}
+
 def shown_table(name: str, table: pd.DataFrame) -> tuple[pd.DataFrame, int | None, str]:
     """A table as the page shows it (its files keep the paper's layout): the rows, how many show above the fold
     (None: the usual), and a note saying what differs. A table of one group with a column pair per assistant
@@ -229,11 +233,16 @@ def shown_table(name: str, table: pd.DataFrame) -> tuple[pd.DataFrame, int | Non
                                      f"{int(moves.sum())} that do" if (~moves).any() else "")
     key = table.columns[0]
     pairs = [str(c).rsplit(" ", 1) for c in table.columns[1:]]
-    if len(table) == 1 and key == "Group" and pairs and all(len(p) == 2 for p in pairs):
+    bases = {v: BASE_SHOWN[k] for k, v in BASE_ROWS.items()}      # a rate table's last rows: what its rates are of
+    body = table[~table[key].isin(list(bases))] if key == "Group" else table
+    if len(body) == 1 and key == "Group" and pairs and all(len(p) == 2 for p in pairs):
         rows = {}
-        for (a, m), c in zip(pairs, table.columns[1:]): rows.setdefault(a, {})[m] = table[c].iloc[0]
+        for (a, m), c in zip(pairs, table.columns[1:]):
+            rows.setdefault(a, {})[m] = body[c].iloc[0]
+            for b, name in bases.items():                         # the base once per assistant, beside its CR
+                if m == "CR" and (b == table[key]).any(): rows[a][name] = table.loc[table[key] == b, c].iloc[0]
         t = pd.DataFrame([{"Assistant": a, **v} for a, v in rows.items()])
-        return t, None, f"one group ({table[key].iloc[0]}): one row per assistant"
+        return t, None, f"one group ({body[key].iloc[0]}): one row per assistant"
     return table, None, ""
 
 # %% ../../nbs/81_report_page.ipynb #04c9ab1a
