@@ -53,7 +53,8 @@ AT_MOST = {("llm", "temperature"): 2, ("groundedness", "retry_temperature"): 2, 
            ("groundedness", "hallucination_alpha"): 1, ("estimate", "verified_share"): 1,
            ("estimate", "completion_share"): 1}
 WORDS = {("llm", "structured"): ("auto", "json_schema", "json_object", "none"),
-         ("llm", "dtype"): ("auto", "half", "float16", "bfloat16", "float", "float32")}
+         ("llm", "dtype"): ("auto", "half", "float16", "bfloat16", "float", "float32"),
+         ("gpu", "weights"): ("", "fp8", "int4", "bf16")}
 
 # %% ../nbs/00c_settings_schema.ipynb #4ef6b498
 def _number_rule(section: str, key: str) -> str:

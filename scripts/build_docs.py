@@ -224,6 +224,8 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     (src / "guide.md").write_text(guide_text(), encoding="utf-8")
     if (ROOT / "docs" / "images").exists(): shutil.copytree(ROOT / "docs" / "images", src / "docs" / "images")
     (src / "study_guide.md").write_text(study_guide(), encoding="utf-8")
+    from cli_reference import cli_reference
+    (src / "cli.md").write_text(cli_reference(), encoding="utf-8")   # every command with its flags as typed
     for target, page in README_PAGES.items():    # the files the README links, as pages (the specification, ...)
         if target.endswith(".md"): shutil.copy2(ROOT / target, src / page)
     (src / "assets" / "iframe-worker").mkdir(parents=True)
@@ -261,6 +263,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
                                    "pymdownx.superfences", {"pymdownx.highlight": {"use_pygments": True}}],
            "nav": [{"Home": "index.md"}, {"User guide": "guide.md"}, {"Study guide": "study_guide.md"},
                    {"Specification": "method.md"}, {"Parameter files": "parameter_files.md"},
+                   {"Command line": "cli.md"},
                    {"Benchmarks": "benchmarks.md"}, *[{k: v} for k, v in nav.items() if v]]}
     import yaml
     # beside the sources: MkDocs wants docs_dir to be a sibling of its config
@@ -273,7 +276,7 @@ def build(out: Path, figures_from: Path | None, src: Path) -> dict:
     if r.returncode: raise SystemExit(f"mkdocs build failed:\n{r.stdout}\n{r.stderr}")
     # a server's error page with absolute asset paths: nothing links it in a local folder
     (out / "404.html").unlink(missing_ok=True)
-    info = {"pages": 2 + len(nbs), "notebooks": len(nbs), "figures": figs, "links_unlinked": dropped,
+    info = {"pages": 3 + len(nbs), "notebooks": len(nbs), "figures": figs, "links_unlinked": dropped,
             "symbol_links": links,
             "seconds": round(time.time() - t0, 1), "site": str(out),
             "warnings": [l for l in r.stderr.splitlines() if "WARNING" in l]}

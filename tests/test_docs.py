@@ -167,6 +167,14 @@ def test_cli_pages_show_each_options_help_and_default_and_the_specification_is_o
             "setting"][3], by["setting"]
         assert "--runs-dir" in by["runs_dir"][3] and "earlier runs" in by["runs_dir"][3], by["runs_dir"]
         driver.save_screenshot(str(shots / "cli-page.png"))
+        # issue 54: a command-line reference with the flags as typed, every command, read from the program
+        driver.get((site / "cli.html").as_uri())
+        text = driver.find_element("tag name", "body").text
+        assert "groundbench validate-judge PAIRS [OPTIONS]" in text and "--claim-col CLAIM_COL" in text, text[:500]
+        assert "--max-rows MAX_ROWS" in text and "groundbench cache merge" in text and "claim_col:" not in text
+        from groundbench.cli.commands import EXAMPLES
+        missing = [e for e in EXAMPLES.values() if "Example: " + " ".join(e.split()) not in " ".join(text.split())]
+        assert not missing, missing
         driver.get((site / "method.html").as_uri())
         assert "What groundbench computes" in driver.find_element("tag name", "h1").text
         nav = (site / "index.html").read_text()

@@ -169,3 +169,16 @@ def test_the_estimates_high_bound_holds_against_a_judge_that_never_answers_reada
     over = {k: (n, est.loc[k, "calls_high"]) for k, n in made.items() if k in est.index
             and not n <= est.loc[k, "calls_high"]}
     assert not over, over       # NaN (no bound) would also be listed: every step here has a finite bound
+
+
+def test_gpu_hours_are_for_the_card_and_weights_the_settings_name():
+    """Issue 54: the GPU-hours were for an H200 at FP8 whatever gpu.yaml named (AWQ INT4 on an 80 GB card). They are
+    now scaled to gpu.card and the weights llm.quantization gives, the basis printed; an unknown card is refused."""
+    out = groundbench("estimate", ROOT / "papermill_params" / "gpu.yaml", check=True).stdout
+    assert "on H100, int4 weights: scaled from 5,000 / 3,000 tokens/s assumed for H200 FP8" in out, out[-1500:]
+    h100 = float(re.search(r"GPU-hours ([\d.]+) \(", out).group(1))
+    out = groundbench("estimate", ROOT / "papermill_params" / "gpu.yaml", "--setting", "gpu.card=A100-80G",
+                      "--setting", "gpu.weights=bf16", check=True).stdout
+    assert "on A100-80G, bf16 weights" in out and float(re.search(r"GPU-hours ([\d.]+) \(", out).group(1)) > h100
+    p = groundbench("estimate", ROOT / "papermill_params" / "gpu.yaml", "--setting", "gpu.card=B300")
+    assert p.returncode != 0 and "gpu.card 'B300': not in data/gpu_cards.csv" in p.stderr

@@ -159,3 +159,14 @@ def test_the_parameter_files_page_names_every_parameter_of_every_stage():
                 names -= {"run_dir", "settings_overrides"}
                 if gone := sorted(n for n in names if f"`{n}`" not in readme): missing[nb.name] = gone
     assert not missing, missing
+
+
+def test_collect_here_judge_there_is_gpu_yaml_split_in_two():
+    """Issue 54: one pair of parameter files for "collect here, judge on the GPU node": the same run_id as gpu.yaml, its
+    stages split between them in order, its parameters kept, its settings on the judging side only."""
+    load = lambda n: yaml.safe_load((ROOT / "papermill_params" / f"{n}.yaml").read_text())
+    whole, here, there = load("gpu"), load("gpu-collect"), load("gpu-judge")
+    assert whole["run_id"] == here["run_id"] == there["run_id"]
+    assert here["stages"] + there["stages"] == whole["stages"]
+    assert {**here["parameters"], **there["parameters"]} == whole["parameters"]
+    assert there["settings"] == whole["settings"] and not here["settings"]

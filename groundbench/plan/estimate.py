@@ -14,7 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..core import RecordError
+from ..core import RecordError, load_settings, resolve_path
 from ..llm.budget import model_price, prices_from_settings
 from .collect import api_assistants_of, collection_costs
 from ..preflight import run_preflight
@@ -23,8 +23,9 @@ from .steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs,
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
-__all__ = ['Estimate', 'add_costs', 'merge_same_steps', 'smoke_warning', 'design_power', 'estimate_run', 'collection_lines',
-           'grand_total', 'preflight_lines', 'totals', 'format_estimate', 'write_estimate']
+__all__ = ['WEIGHT_BYTES', 'QUANT_WEIGHTS', 'REFERENCE', 'Estimate', 'gpu_rates', 'add_costs', 'merge_same_steps',
+           'smoke_warning', 'design_power', 'estimate_run', 'collection_lines', 'grand_total', 'preflight_lines',
+           'totals', 'format_estimate', 'write_estimate']
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10013
 @dataclass
@@ -50,6 +51,37 @@ def _shares(text: str) -> dict:
         if sep: out[k.strip()] = float(v)
     return out
 
+# %% ../../nbs/89_plan_estimate.ipynb #6039cc2d
+WEIGHT_BYTES = {"int4": 0.5, "fp8": 1.0, "bf16": 2.0}
+QUANT_WEIGHTS = {"awq": "int4", "gptq": "int4", "awq_marlin": "int4", "gptq_marlin": "int4", "bitsandbytes": "int4",
+                 "fp8": "fp8", "": "bf16", "none": "bf16"}
+REFERENCE = ("H200", "fp8")   # the card and weights settings.ini [gpu]'s two rates assume
+
+def gpu_rates(gpu: dict, llm: dict, cards: pd.DataFrame) -> tuple[float, float, str]:
+    """(prefill, decode) tokens/s for the card and weights the settings name, and how they were made: [gpu]'s rates as
+    given (`scale = false`), else scaled from the reference (H200, FP8) by `cards` (data/gpu_cards.csv): prefill by the
+    dense tensor TFLOPS the weights compute at, decode by memory bandwidth over bytes per weight. A card or
+    quantisation the table does not know is a ValueError naming the setting."""
+    pre, dec = float(gpu.get("prefill_tokens_per_s", 5000)), float(gpu.get("decode_tokens_per_s", 3000))
+    card, q = str(gpu.get("card") or REFERENCE[0]), str(llm.get("quantization") or "").lower()
+    weights = str(gpu.get("weights") or QUANT_WEIGHTS.get(q, ""))
+    if not weights: raise ValueError(f"llm.quantization {q!r}: say gpu.weights (fp8, int4 or bf16) for the estimate")
+    if str(gpu.get("scale", True)).lower() in ("false", "no", "off", "0"):
+        return pre, dec, f"{card}, {weights} weights: the rates of settings [gpu] as given"
+    by = cards.set_index("card")
+    for c in (card, REFERENCE[0]):
+        if c not in by.index:
+            raise ValueError(f"gpu.card {c!r}: not in data/gpu_cards.csv ({', '.join(by.index)}); add a row or give "
+                             "your card's own rates with gpu.scale = false")
+    tflops = lambda c, w: by.at[c, "fp8_dense_tflops"] if w == "fp8" and by.at[c, "fp8_dense_tflops"] > 0 \
+        else by.at[c, "bf16_dense_tflops"]
+    r, w0 = by.loc[REFERENCE[0]], REFERENCE[1]
+    p = pre * tflops(card, weights) / tflops(REFERENCE[0], w0)
+    d = dec * (by.at[card, "memory_tb_s"] / r.memory_tb_s) * (WEIGHT_BYTES[w0] / WEIGHT_BYTES[weights])
+    return float(p), float(d), (f"{card}, {weights} weights: scaled from {pre:,.0f} / {dec:,.0f} tokens/s assumed for "
+                  f"{REFERENCE[0]} {w0.upper()} (settings [gpu]) by data/gpu_cards.csv (prefill: dense TFLOPS; decode: "
+                  "memory bandwidth and bytes per weight)")
+
 # %% ../../nbs/89_plan_estimate.ipynb #3d0c3ba4
 def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     "Cost columns (USD or GPU-hours) for the backend, and a note saying how they were made."
@@ -59,19 +91,16 @@ def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     if name == "llamacpp": return t, f"{ctx.model} runs locally with llama.cpp (CPU): no money per token"
     if name == "vllm":
         g = ctx.settings.get("gpu") or {}
-        pre, dec = float(g.get("prefill_tokens_per_s", 5000)), float(g.get("decode_tokens_per_s", 3000))
+        cards = pd.read_csv(resolve_path(ctx.settings, g.get("cards") or "data/gpu_cards.csv"))
+        pre, dec, how = gpu_rates(g, ctx.settings.get("llm") or {}, cards)
         share = _shares(g.get("new_prompt_share"))
         new = t.prompt_tokens * t.step.map(lambda s: share.get(s, 1.0))
         t = t.assign(gpu_hours_low=(new * share_low / pre + t.completion_low / dec) / 3600,
                      gpu_hours=(new / pre + t.completion_expected / dec) / 3600,
                      gpu_hours_high=(t.prompt_tokens_high / pre + t.completion_high / dec) / 3600)
-        return t, (
-            f"GPU-hours on {g.get('name', 'the configured GPU')}: prefill {pre:,.0f} and decode {dec:,.0f} tokens/s "
-            f"(settings [gpu], "
-                   "assumptions), new prompt share per step " + ", ".join(f"{k} {v}" for k,
-                                                                          v in share.items()) + "; the seed paper "
-                   "spent "
-                   "about 1,100 H100 GPU-hours on its groundedness evaluations (with FActScore and VERIFY)")
+        return t, (f"GPU-hours: prefill {pre:,.0f} and decode {dec:,.0f} tokens/s on {how}; new prompt share per step "
+                   + ", ".join(f"{k} {v}" for k, v in share.items()) + "; the seed paper spent about 1,100 H100 "
+                   "GPU-hours on its groundedness evaluations (with FActScore and VERIFY)")
     prices, path = prices_from_settings(ctx.settings)
     row = model_price(prices, ctx.model)
     if row is None: return t, f"{ctx.model}: no price in {path}: tokens only (add a row to price it)"
