@@ -137,19 +137,21 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
             reqs = [_request(ctx.llm, atomic_fact_prompt(s, demos),
                              max_tokens=output_tokens("factscore_facts", ctx.llm),
                              grammar=FACT_GRAMMAR) for s in jobs]
-            facts = sum(len(s.split()) for s in jobs) * per_word
+            r_f = ctx.history.ratio((stg, "factscore_verify"), (stg, "factscore_facts"))   # facts a sentence, measured
+            facts = len(jobs) * r_f if r_f is not None else sum(len(s.split()) for s in jobs) * per_word
             rows.append(ctx.built_step(stg, "factscore_facts", reqs, None, f"{len(jobs)} sentences"))
             high = 2 * rows[-1].requests * rows[-1].max_tokens
         else:
-            facts = segs * a["words_per_segment"] * per_word
+            r_f, facts = None, segs * a["words_per_segment"] * per_word
             rows.append(ctx.estimated_step(stg, "factscore_facts", "ratio", segs, None, "one request a sentence",
                                            len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
         evid = evidence_chars(ctx.settings, p.get("top_k"))
         high = high if sel is not None else None
-        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, high,
-                                       f"{per_word:.2f} atomic facts a word (FActScore's "
-                                       "own demonstrations), one True/False request a fact" + (bound if high else ""),
-                                       (evid + 200) / 4))
+        basis = (f"{r_f:.2f} atomic facts a sentence (measured on earlier runs of {ctx.model})"
+                 if sel is not None and r_f is not None else f"{per_word:.2f} atomic facts a word (FActScore's own "
+                 "demonstrations)")
+        rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, high, basis + ", one True/False "
+                                       "request a fact" + (bound if high else ""), (evid + 200) / 4))
     return rows
 
 # %% ../../nbs/87_plan_planners.ipynb #ef4990d9

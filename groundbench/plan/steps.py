@@ -200,6 +200,15 @@ class History:
     def runs(self, stage: str, step: str) -> int:
         v = self.h.get((stage, step))
         return int(v["runs"]) if v else 0
+    def ask_rate(self, stage: str, step: str) -> float | None:
+        "Requests per first-round request: the repair rounds and the cut answers asked again with twice the budget."
+        v = self._find(stage, step)
+        return v["requests"] / self.first_round(v) if v and self.first_round(v) else None
+    def unique_share(self, stage: str, step: str) -> float | None:
+        """Of the requests the cache did not hold, the share sent (the rest asked twice in a batch, sent once): a
+        model that writes the same unit twice is asked once."""
+        v = self._find(stage, step)
+        return v["calls"] / (v["calls"] + v["deduplicated"]) if v and v["calls"] + v["deduplicated"] else None
 
 # %% ../../nbs/86_plan_steps.ipynb #4e304906
 def cut_retries(row: StepEstimate, cache, desc: dict, cut: Sequence[ChatRequest], step: str) -> int:
@@ -259,7 +268,7 @@ class Context:
                            completion_high=k[1] * high * mt if high is not None else NAN, max_tokens=mt, note=note)
         measured = self.history.per_call(stage, step, "prompt_tokens")
         expect(self.history, stage, step, requests, row, measured if measured is not None else prompt_per_call,
-               assumed_share=self.assume.get("completion_share"))
+               assumed_share=self.assume.get("completion_share"), deduplicate=True)
         if measured is None and prompt_per_call is not None:
             row.note += "; prompt tokens approximated from the prompt and its input size"
         return row
@@ -280,12 +289,15 @@ class Context:
 
 # %% ../../nbs/86_plan_steps.ipynb #7250a63f
 def expect(history: History, stage: str, step: str, n_calls_first: float, row: StepEstimate,
-           prompt_per_call: float | None, cached_completion: float | None = None, assumed_share: float | None = None):
-    """Fill `row`'s expected calls and tokens from `history` (the repair rate and tokens per call of earlier runs of
-    the model), else from the first round alone, and say which in its note. With no measured completion length, a call
-    is expected to fill `assumed_share` of its output budget (settings [estimate] completion_share), said so."""
-    rate = history.repair_rate(stage, step)
-    row.calls_expected = n_calls_first * (1 + (rate or 0.0))
+           prompt_per_call: float | None, cached_completion: float | None = None, assumed_share: float | None = None,
+           deduplicate: bool = False):
+    """Fill `row`'s expected calls and tokens from `history` (the requests per first-round request: repairs and cut
+    answers asked again, and, for an expected count of requests (`deduplicate`), the share of them not asked twice;
+    tokens per call), else from the first round alone, and say which in its note. With no measured completion length,
+    a call is expected to fill `assumed_share` of its output budget (settings [estimate] completion_share), said so."""
+    rate, ask = history.repair_rate(stage, step), history.ask_rate(stage, step)
+    uniq = history.unique_share(stage, step) if deduplicate else None
+    row.calls_expected = n_calls_first * (ask if ask is not None else 1 + (rate or 0.0)) * (uniq or 1.0)
     pc = history.per_call(stage, step, "prompt_tokens") if prompt_per_call is None else prompt_per_call
     if math.isnan(row.prompt_tokens) and pc is not None: row.prompt_tokens = row.calls_expected * pc
     cc = history.per_call(stage, step, "completion_tokens")
@@ -296,8 +308,9 @@ def expect(history: History, stage: str, step: str, n_calls_first: float, row: S
     if pc is not None and math.isnan(row.prompt_tokens_high) and not math.isnan(row.calls_high):
         row.prompt_tokens_high = row.calls_high * pc
     n = history.runs(stage, step)
-    said = (f"repair rate {rate:.2f} and tokens per call from {n} earlier run(s) of {history.model}" if rate is not None
-            and n else
+    said = (f"{ask if ask is not None else 1 + rate:.2f} requests a first-round request"
+            + (f", {uniq:.2f} of them not asked twice" if uniq is not None else "")
+            + f", tokens per call from {n} earlier run(s) of {history.model}" if rate is not None and n else
             "no earlier run of this model: first round only" + (
                 f", completion assumed at {assumed_share:.0%} of the output budget a call" if assumed
                 else ", completion length of the cached answers of this step" if cc is not None
