@@ -23,12 +23,15 @@ PIP=("$VENV/bin/python" -m pip)   # an array: a path with a space stays one word
 # llama-cpp-python first, compiled from source without -march=native and never from pip's
 # wheel cache (the cache ignores CMAKE_ARGS, so a wheel built natively elsewhere would be reused).
 if ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
+  # said before it starts: pip is quiet while it compiles (4-5 minutes on an idle 2-core machine, far longer on a busy one)
+  echo "setup: compiling llama-cpp-python from source (4-5 minutes on 2 idle cores; longer on a busy machine) ..."
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
     "${PIP[@]}" install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
 fi
 
 # torch pinned in the same call: 2.13.0 is the CPU build available here; an unpinned torch
 # pulls a multi-GB CUDA build.
+echo "setup: installing groundbench and its dependencies (CPU torch, JupyterLab, ...) ..."
 "${PIP[@]}" install -q "torch==2.13.0" -e ".[dev,server,docs]"
 
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name groundbench --display-name "groundbench" >/dev/null

@@ -1,4 +1,4 @@
-"""The records every stage shares, the study settings, atomic writers and validating readers (the run folder and its manifest: notebook 11_runfolder).
+"""The records every stage shares, the study settings, atomic writers and validating readers (the run folder and its manifest: notebook 01_runfolder).
 
 Docs: https://groundbench.github.io/groundbench/core.html.md"""
 

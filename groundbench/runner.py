@@ -29,7 +29,7 @@ from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'setting_lines', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed',
-           'say', 'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'run_study',
+           'say', 'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'recorded_path', 'run_study',
            'collection_notes', 'credibility_notes', 'RunSummary', 'run_summary', 'parse_worker', 'parse_params',
            'run_file']
 
@@ -136,6 +136,7 @@ class StageProgress:
         self.every_s, self.quiet, self.poll_s = every_s, quiet, poll_s
         self.lines: list[str] = []
         self._last, self._said_at, self._stop, self._thread = None, 0.0, threading.Event(), None
+        self._began = time.monotonic()
     def __enter__(self):
         self.file.unlink(missing_ok=True)  # an earlier stage's
         if not self.quiet:
@@ -153,10 +154,17 @@ class StageProgress:
         try: p = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError): return
         key = (p.get("step"), p.get("done"), p.get("total"))
-        new_step = self._last is None or key[0] != self._last[0]
-        if key == self._last or not (new_step or final or time.monotonic() - self._said_at >= self.every_s): return
+        new_step, quiet_for = self._last is None or key[0] != self._last[0], time.monotonic() - self._said_at
         done, total, secs = int(p.get("done", 0)), int(p.get("total", 0)), float(p.get("seconds", 0))
-        left = f", about {secs / done * (total - done):.0f} s left" if 0 < done < total else ""
+        if new_step: self._began = time.monotonic() - secs
+        if key == self._last and not final and self.every_s and quiet_for >= 4 * self.every_s and done < total:
+            line = (f"[{self.label}] {key[0]}: {done}/{total} model calls, still working "   # a long call: alive
+                    f"({time.monotonic() - self._began:.0f} s in this step)")
+            self.lines.append(line); say(line); self._said_at = time.monotonic(); return
+        if key == self._last or not (new_step or final or quiet_for >= self.every_s): return
+        # a time left only once enough calls have ended to say it (the first call may be a short or a cached one)
+        left = (f", about {secs / done * (total - done):.0f} s left" if 0 < done < total and done >= max(3, total / 5)
+                else "")
         line = (f"[{self.label}] {p.get('step')}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
                 f"{secs:.0f} s{left}")
         self.lines.append(line); say(line)
@@ -258,6 +266,16 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
                                  f"({type(e).__name__}: {e}) (executed notebook: {out})")) from None
     say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
 
+# %% ../nbs/90_runner.ipynb #f4384a1c
+def recorded_path(p: str | Path) -> str:
+    """A parameter file's path as a run's manifest keeps it: relative to the project (or the working folder) where it is
+    inside, under `~` where it is in the home folder, else as given; a copied run folder names no one's folders."""
+    p = Path(p).expanduser()
+    for base, shown in ((project_root(), ""), (Path.cwd(), ""), (Path.home(), "~/")):
+        try: return shown + str(p.resolve().relative_to(base.resolve()))
+        except ValueError: continue
+    return str(p)
+
 # %% ../nbs/90_runner.ipynb #968d9499
 def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | None = None, log_output: bool = False,
               estimate: bool = True, fresh_kernels: bool = False, quiet: bool = False) -> Run:
@@ -274,7 +292,7 @@ def run_study(spec: RunSpec, runs_dir: str | Path | None = None, kernel: str | N
         raise PreflightFailed(f"run {spec.run_id} cannot succeed; no stage was run:\n"
                               + "\n".join(f"  {p}" for p in problems))
     run = Run.open(spec.run_id, runs_dir,
-                   parameters={"file": str(spec.path) if spec.path else None, "stages": spec.stages,
+                   parameters={"file": recorded_path(spec.path) if spec.path else None, "stages": spec.stages,
                                                        "parameters": spec.parameters, "settings": given,
                                                        "description": spec.description})
     kernel = kernel or default_kernel()
