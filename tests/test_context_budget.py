@@ -120,3 +120,27 @@ def test_an_openai_compatible_server_counts_with_its_own_tokenizer(llama_server,
     bound = Window(hosted, 4096)
     cut = fit(bound, PAGES["chinese"], 3000)[0]                          # one token a byte: 3 a Chinese character
     assert not bound.exact and 2996 < len(cut.encode()) <= 3000 and len(cut) < 1100 and PAGES["chinese"].startswith(cut)
+
+
+def test_a_long_chinese_answer_fits_the_context_in_every_groundedness_extraction(judge):
+    """Issue 53: groundedness gave an answer 12,000 characters (3,000 tokens at 4 characters a token) to its extraction,
+    decontextualisation and VERIFY's extraction: a Chinese answer is about a token a character, 12,000 tokens, over
+    the 8,192 context. Each request now holds at most about 3,000 of the model's own tokens of the answer, counted by
+    llama.cpp's own chat handler, with the cut counted; an English answer of the same length is given as before."""
+    from groundbench.core import Conversation, Segment
+    from groundbench.groundedness.methods import verify_requests
+    from groundbench.groundedness.units import decontext_requests, extract_requests
+    for lang, text, cut_expected in (("chinese", PAGES["chinese"][:14000], True),
+                                     ("english", PAGES["english"][:11000], False)):
+        seg = Segment(text[:200], (1,), 0, 200)
+        conv = Conversation("p", "m", "p1", "q", text, (), (seg,), conversation_id=f"c-{lang}")
+        stats: dict = {}
+        _, ext = extract_requests([conv], judge, 12000, stats=stats)
+        unit = Unit(conv.conversation_id, 0, text[:60], "Fact", segment_index=0, citation_indices=(1,))
+        _, dec = decontext_requests([unit], [conv], judge, 12000, stats=stats)
+        ver = verify_requests([conv], judge, 12000, stats=stats)
+        for r in (*ext, *dec, *ver):
+            n = engine_prompt_tokens(judge.backend, r)
+            assert n + r.max_tokens <= 8192, (lang, n, r.max_tokens)
+        said = stats.get("extract_context_truncated", 0) + stats.get("verify_context_truncated", 0)
+        assert bool(said) == cut_expected, (lang, stats)

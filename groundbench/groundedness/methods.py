@@ -24,6 +24,7 @@ from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VARIANTS, VERIFIED, Varian
                                             decontextualise,
                                             parse_unit_lines, read_verify_units, trim_units, unit_grammar)
 from ..llm.client import LLM, complete_retried, load_prompt, request
+from ..llm.context import Window, chars_for_tokens
 
 # %% auto #0
 __all__ = ['VERIFY_LABELS', 'OUTPUT_TOKENS', 'FACTSCORE_INSTRUCTION', 'FACTSCORE_FIRST', 'FACTSCORE_BM25', 'FACT_GRAMMAR',
@@ -48,12 +49,14 @@ def output_tokens(step: str, llm: LLM, variant: Variant | None = None) -> int:
 # %% ../../nbs/54_groundedness_methods.ipynb #3cfa25ca
 def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     stats: dict | None = None, variant: Variant = PAPER) -> list:
-    "VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, counted)."
-    pt, g, reqs = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), []
+    """VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, fewer where the
+    model's tokenizer counts more than one token in 4 characters; counted)."""
+    pt, g, reqs, win = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), [], Window(llm, context_chars // 4)
     for c in convs:
-        if stats is not None and len(c.answer_text) > context_chars:
+        n = chars_for_tokens(win, c.answer_text, context_chars)
+        if stats is not None and len(c.answer_text) > n:
             stats["verify_context_truncated"] = stats.get("verify_context_truncated", 0) + 1
-        reqs.append(request(llm, pt.render(response=c.answer_text[:context_chars]),
+        reqs.append(request(llm, pt.render(response=c.answer_text[:n]),
                             max_tokens=output_tokens("verify_extract", llm, variant), grammar=g))
     return reqs
 

@@ -17,6 +17,7 @@ import pydantic
 from ..core import Conversation, Unit
 from ..llm.client import (LLM, complete_json, complete_parsed, complete_retried, load_prompt, request,
                                     with_schema)
+from ..llm.context import Window, chars_for_tokens
 
 # %% auto #0
 __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'UNIT_COUNTS', 'EXTRACT_TOKENS',
@@ -214,9 +215,9 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
     pt = load_prompt("extract_units", prompt_version)
     jobs = [(c, i, s) for c in convs for i, s in enumerate(c.segments)]
     grammar = unit_grammar() if pt.version >= 2 else ""
-    reqs = []
-    for c, i, s in jobs:
-        ctx, cut = answer_context(c, i, context_chars)
+    reqs, win = [], Window(llm, context_chars // 4)
+    for c, i, s in jobs:     # the budget in the model's own tokens where it can count them (a Chinese answer: fewer)
+        ctx, cut = answer_context(c, i, chars_for_tokens(win, c.answer_text, context_chars))
         _count(stats, "extract_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, sentence=s.text),
                             max_tokens=extract_tokens(llm, variant) if grammar else EXTRACT_TOKENS,
@@ -285,9 +286,10 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
     lines = pt.version >= 2   # VERIFY's text formats (a grammar holds the model to them), else JSON
-    reqs = []
+    reqs, win = [], Window(llm, context_chars // 4)
     for u in todo:
-        ctx, cut = answer_context(by[u.conversation_id], u.segment_index, context_chars)
+        c = by[u.conversation_id]
+        ctx, cut = answer_context(c, u.segment_index, chars_for_tokens(win, c.answer_text, context_chars))
         _count(stats, "decontext_context_truncated", cut)
         grammar = "" if not lines else DECONTEXT_GRAMMAR_LONG if len(u.text) > MAX_UNIT_CHARS else DECONTEXT_GRAMMAR
         reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or DECONTEXT_TOKENS,

@@ -15,7 +15,7 @@ import httpx
 
 # %% auto #0
 __all__ = ['MARGIN', 'PER_MESSAGE', 'REPAIR_JSON', 'REPAIR_ERROR_CHARS', 'REPAIR_ECHO_BYTES', 'REPAIR_ECHO_MIN', 'Window',
-           'byte_prefix', 'fit', 'ServerTokenizer']
+           'byte_prefix', 'fit', 'chars_for_tokens', 'ServerTokenizer']
 
 # %% ../../nbs/15_llm_context.ipynb #cf134080
 MARGIN = 48        # tokens kept free for the chat template's role markers and special tokens
@@ -83,6 +83,16 @@ def fit(window: Window, text: str, room: int) -> tuple[str, bool]:
         return text[:lo], True
     while cut and (over := window.count(cut) - room) > 0: cut = cut[:max(0, len(cut) - 2 * over - 1)]
     return cut, True
+
+# %% ../../nbs/15_llm_context.ipynb #297e78a0
+def chars_for_tokens(window: Window, text: str, chars: int) -> int:
+    """How many characters of `text` to give where `chars` characters stand for `chars / 4` tokens (the groundedness
+    context's stated 4 characters a token): `chars` where the text is that sparse or no tokenizer counts, else fewer,
+    in proportion to the text's own tokens a character (a Chinese or digit-heavy answer has about one a character)."""
+    if not window.exact or not text or chars <= 0: return chars
+    given, tokens = text[:chars], max(1, chars // 4)
+    n = window.count(given)
+    return chars if n <= tokens else max(1, int(len(given) * tokens / n))
 
 # %% ../../nbs/15_llm_context.ipynb #64d876a9
 _SERVER_TOKENIZERS = (   # (tokenize path, its body, detokenize path, its body, the text field it answers)
