@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -65,7 +66,7 @@ def bundled_embedding_path() -> Path:
 class EmbeddingCache:
     "Vectors on disk in SQLite, keyed by (model, text hash)."
     def __init__(self, path: str | Path):
-        self.db = open_cache(path, "vectors")
+        self.db = open_cache(path, "vectors", check_same_thread=False)   # one lock in Embedder guards its use
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out, hs = {}, list(set(hashes))
         for i in range(0, len(hs), 500):
@@ -94,6 +95,7 @@ class Embedder:
         else: self._path, self._kw = model, {"trust_remote_code": True}
         self._st, self._dim = None, None
         self.stats = {"texts": 0, "encoded": 0, "cache_hits": 0}
+        self.lock = threading.RLock()   # methods run at once on a server share one model and one cache
 
     @property
     def st(self):
@@ -109,6 +111,9 @@ class Embedder:
     @property
     def dim(self) -> int:
         "The vectors' length: of a cached vector of this model when there is one, else the loaded model's."
+        with self.lock: return self._dimension()
+
+    def _dimension(self) -> int:
         if self._dim is None:
             self._dim = self.cache.dim(self.model_name) if self.cache is not None else None
             if self._dim is None:
@@ -118,7 +123,9 @@ class Embedder:
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         "Normalised embeddings of `texts` (n x dim, float32), from cache where possible."
-        texts = list(texts)
+        with self.lock: return self._encode(list(texts), progress)
+
+    def _encode(self, texts: list[str], progress: bool) -> np.ndarray:
         hashes = [stable_id(t, n=32) for t in texts]
         have = self.cache.get_many(self.model_name, hashes) if self.cache is not None else {}
         todo = list(dict.fromkeys(h for h in hashes if h not in have))
@@ -134,9 +141,7 @@ class Embedder:
             have = {**have, **new}
         return np.stack([have[h] for h in hashes]) if texts else np.zeros((0, self.dim), np.float32)
 
-    def describe(self) -> dict:
-        "Model name and local path, for the manifest."
-        return {"model": self.model_name, "dim": self.dim}
+    def describe(self) -> dict: return {"model": self.model_name, "dim": self.dim}   # for the manifest
 
 # %% ../nbs/07_embed.ipynb #745cc3e4
 def _truthy(v) -> bool: return str(v).strip().lower() in ("1", "true", "yes", "on")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -22,8 +21,8 @@ import pydantic
 from .core import Conversation, Prompt, RecordError, compared_variants, load_settings, read_records
 from .core import write_table
 from .core import assistant_name
-from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings, load_prompt, request,
-                                    schema_json, with_schema)
+from .llm.client import (LLM, complete_json, complete_retried, concurrently, llm_from_settings,
+                                    load_prompt, request, schema_json, with_schema)
 from .llm.context import Window, fit
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
@@ -149,11 +148,8 @@ def ask_kinds(llm: LLM, reqs: dict[str, list], reader: str, progress: bool = Tru
     """The three calls' answers, each kind its own step. Independent of each other, they are sent together where the
     backend takes requests in parallel (a server: vLLM's, any OpenAI-compatible one, up to its `llm.concurrency`), one
     kind after another where it does not (llama.cpp in process)."""
-    jobs = {c: (lambda c=c, m=m: _ask(llm, reqs[c], m, f"sourcebench_{c}", reader, progress)) for c, m in KINDS}
-    if getattr(llm.backend, "parallel_requests", 1) <= 1: return {c: f() for c, f in jobs.items()}
-    with ThreadPoolExecutor(len(jobs)) as ex:
-        futures = {c: ex.submit(f) for c, f in jobs.items()}
-        return {c: f.result() for c, f in futures.items()}
+    return concurrently(llm, {c: (lambda c=c, m=m: _ask(llm, reqs[c], m, f"sourcebench_{c}", reader, progress))
+                              for c, m in KINDS})
 
 # %% ../nbs/60_sourcebench.ipynb #9dda35a8
 def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], shown: list[str],

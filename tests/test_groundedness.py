@@ -56,3 +56,46 @@ def test_batching_dedup_and_units_without_citations(tmp_path):
     assert first["gs"] == 1.0 and first["cg"] == 1.0 and first["ncg"] == 0.0
     # one Unverifiable: 0.5 / sqrt(1)
     assert r.loc[cs[2].conversation_id, "gs"] == 0.0 and r.loc[cs[2].conversation_id, "hs"] == 0.5
+
+
+def test_methods_run_at_once_on_a_server_and_give_the_same_results(tmp_path):
+    """Issue 55: ours, VERIFY and FActScore ask independent requests; on a backend that takes requests in parallel (a
+    server) the three pipelines now run at once (ours' and VERIFY's first requests arrive together), one after
+    another in process (llama.cpp); units, labels and counts are the same either way. The backends are mocks standing
+    in for a server (a real one is tested with SourceBench in tests/test_llm_backends.py)."""
+    import threading
+    import time
+    from groundbench.groundedness.stage import run_methods
+    from groundbench.groundedness.units import PAPER
+
+    def runs(parallel: int):
+        started, lock = [], threading.Lock()
+
+        class Timed(MockBackend):
+            parallel_requests = parallel
+            def generate(self, requests):
+                with lock: started.append((time.monotonic(), requests[0].messages[0][1][:40]))
+                time.sleep(0.3)
+                return super().generate(requests)
+        llm = LLM(Timed("m", respond), LLMCache(tmp_path / f"c{parallel}.sqlite"), chunk_size=1)
+        cs = convs()
+        sources = pd.DataFrame({"conversation_id": [cs[0].conversation_id, cs[1].conversation_id],
+                                "citation_index": [1, 1], "score": [1.0, -1.0],
+                                "text": ["Vaccines do not change human DNA, experts say. " * 5, "DNA facts. " * 9]})
+        caps: dict = {}
+        (units, _, judgments, _), other = run_methods(
+            ["ours", "verify", "factscore"], cs, source_chunks(sources), llm,
+            Embedder(cache=EmbeddingCache(tmp_path / "e.sqlite")), {c.conversation_id: "q" for c in cs}, 5, 12000, 1500,
+            caps, PAPER)
+        t0 = min(t for t, _ in started)
+        first = {}
+        for t, what in started: first.setdefault(what, t - t0)
+        labels = sorted((j.unit_id, j.scope, j.label) for j in judgments)
+        return first, labels, {m: sorted(str(x) for x in u) for m, (u, _) in other.items()}, caps
+
+    at_once, labels_a, other_a, caps_a = runs(4)
+    in_turn, labels_b, other_b, caps_b = runs(1)
+    assert (labels_a, other_a, caps_a) == (labels_b, other_b, caps_b)
+    verify = next(k for k in at_once if k.startswith("You break a chat assistant's whole"))   # VERIFY's extraction
+    assert at_once[verify] < 0.25, at_once             # begins with ours (FActScore's first waits for the embedder)
+    assert in_turn[verify] >= 0.6, in_turn             # one after another: after ours has ended

@@ -22,15 +22,15 @@ from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
 from .units import (UNIT_COUNTS, VERIFIED, Variant, decontextualise, extract_units,
                                             variant_from_settings)
-from ..llm.client import LLM, llm_from_settings
+from ..llm.client import LLM, concurrently, llm_from_settings
 from ..runfolder import Run
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
 from ..tables import write_output, write_table_files
 
 # %% auto #0
-__all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs',
-           'comparison_methods', 'run_ours', 'variant_table', 'variant_scores', 'variant_counts', 'unit_label_shares',
-           'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run_variants', 'run']
+__all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs', 'add_counts',
+           'comparison_methods', 'run_ours', 'run_methods', 'variant_table', 'variant_scores', 'variant_counts',
+           'unit_label_shares', 'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run_variants', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -74,6 +74,16 @@ def groundedness_inputs(run_dir: Path) -> tuple[list[Conversation], list[Prompt]
     return (read_records(d20 / "conversations.jsonl", Conversation), read_records(d20 / "prompts.parquet", Prompt),
             sources)
 
+# %% ../../nbs/50_groundedness.ipynb #dd1eae6e
+def add_counts(into: dict, *parts: dict) -> dict:
+    "Add the counts of `parts` (each a pipeline's, kept apart while they ran at once) into `into`; other values kept."
+    for p in parts:
+        for k, v in p.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(into.get(k, 0), (int, float)):
+                into[k] = into.get(k, 0) + v
+            else: into.setdefault(k, v)
+    return into
+
 # %% ../../nbs/50_groundedness.ipynb #9643c06a
 METHOD_STEPS = {"verify": ("verify_extract", "verify_decontextualise", "verify_judge"),
                 "factscore": ("factscore_facts", "factscore_verify")}
@@ -84,12 +94,15 @@ def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd
     """The paper's comparison methods asked for, each its own pipeline over the same conversations and sources:
     {method: (units, judgments)}; VERIFY asks and reads as `variant` does, and both keep units and facts as it does
     (FActScore's readers are its own code's)."""
-    other, variant = {}, variant or variant_from_settings()
+    variant, jobs, counts = variant or variant_from_settings(), {}, {m: {} for m in methods}
     if "verify" in methods:
-        other["verify"] = run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, stats=caps,
-                                     variant=variant)
+        jobs["verify"] = lambda: run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars,
+                                            stats=counts["verify"], variant=variant)
     if "factscore" in methods:
-        other["factscore"] = run_factscore(convs, chunks, llm, emb, topics, top_k, stats=caps, variant=variant)
+        jobs["factscore"] = lambda: run_factscore(convs, chunks, llm, emb, topics, top_k, stats=counts["factscore"],
+                                                  variant=variant)
+    other = concurrently(llm, jobs)     # each counts apart: the counts are added after, never raced
+    add_counts(caps, *counts.values())
     return other
 
 # %% ../../nbs/50_groundedness.ipynb #07af92cc
@@ -103,6 +116,21 @@ def run_ours(convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Emb
     ev = retrieve(ours, chunks, emb, top_k, SCOPES)
     return units, dstatus, judge_units(ours, ev, llm, SCOPES, reasoning_chars=reasoning_chars, variant=variant,
                                        stats=caps), ev
+
+# %% ../../nbs/50_groundedness.ipynb #f6259243
+def run_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
+                topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict,
+                variant: Variant) -> tuple[tuple, dict]:
+    """Ours and the comparison methods asked for, at once where the judge is a server (`concurrently`: their requests
+    are independent), else one after another: ((units, decontextualisation statuses, judgments, evidence),
+    {method: (units, judgments)}); what each counts is added into `caps` when all have ended."""
+    mine: dict = {}
+    r = concurrently(llm, {
+        "ours": lambda: run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, mine, variant),
+        "other": lambda: comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars,
+                                            reasoning_chars, caps, variant)})
+    add_counts(caps, mine)
+    return r["ours"], r["other"]
 
 # %% ../../nbs/50_groundedness.ipynb #0fb86f84
 def variant_table(resp: dict[str, dict[str, pd.DataFrame]], meta: pd.DataFrame) -> pd.DataFrame:
@@ -130,11 +158,10 @@ def variant_scores(x: Variant, methods: list, convs: list[Conversation], chunks:
     trimmed as `x` does: {method: response scores}; what `x` counts goes into `caps`. Requests both variants make
     alike come from the cache."""
     caps = {} if caps is None else caps
-    xu, _, xj, _ = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps, x)
+    (xu, _, xj, _), other = run_methods([m for m in methods if m != "ours"], convs, chunks, llm, emb, topics, top_k,
+                                        context_chars, reasoning_chars, caps, x)
     out = {"ours": response_scores(xu, xj, "ours", alpha)}
-    for m, (mu, mj) in comparison_methods([m for m in methods if m != "ours"], convs, chunks, llm, emb, topics, top_k,
-                                          context_chars, reasoning_chars, caps, x).items():
-        out[m] = response_scores(mu, mj, m, alpha)
+    for m, (mu, mj) in other.items(): out[m] = response_scores(mu, mj, m, alpha)
     return out
 
 # %% ../../nbs/50_groundedness.ipynb #105f080b
@@ -254,12 +281,10 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         caps, pr = {}, {p.prompt_id: p for p in prompts}
         chunks = source_chunks(sources[sources.conversation_id.isin({c.conversation_id for c in convs})],
                                emb.chunk_chars)
-        units, dstatus, judgments, ev = run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, caps,
-                                                 v)
-        ours = [u for u in units if u.label in VERIFIED]
         topics = {c.conversation_id: c.prompt_text for c in convs}   # FactBench's FActScore: the user prompt
-        other = comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars, reasoning_chars,
-                                   caps, v)
+        (units, dstatus, judgments, ev), other = run_methods(methods, convs, chunks, llm, emb, topics, top_k,
+                                                             context_chars, reasoning_chars, caps, v)
+        ours = [u for u in units if u.label in VERIFIED]
         write_units_and_judgments(out, units, dstatus, judgments, ev, other)
         meta = pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
                               "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",

@@ -35,8 +35,8 @@ from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
            'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'schema_json',
-           'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings',
-           'request', 'models_dir']
+           'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'concurrently', 'smoke_models',
+           'llm_from_settings', 'request', 'models_dir']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
 @dataclass(frozen=True)
@@ -424,6 +424,17 @@ def complete_retried(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[
         setattr(st, f"parse_{status}", getattr(st, f"parse_{status}") + 1)
         res.append(Structured(v, status, o.text, "" if v is not None else f"{err} (after {n} calls)", o.cut))
     return res
+
+# %% ../../nbs/11_llm_client.ipynb #2a05a261
+def concurrently(llm: LLM, jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """{name: job()} of independent jobs that ask `llm` (SourceBench's three calls, groundedness's methods): run at once
+    where the backend takes requests in parallel (a server, up to its `llm.concurrency` in flight across them), one
+    after another where it does not (llama.cpp or vLLM's engine in process); an error of any job is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+    if getattr(llm.backend, "parallel_requests", 1) <= 1 or len(jobs) < 2: return {k: f() for k, f in jobs.items()}
+    with ThreadPoolExecutor(len(jobs)) as ex:
+        futures = {k: ex.submit(f) for k, f in jobs.items()}
+        return {k: f.result() for k, f in futures.items()}
 
 # %% ../../nbs/11_llm_client.ipynb #7bf80685
 def smoke_models(settings: dict) -> set[str]:
