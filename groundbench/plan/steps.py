@@ -310,7 +310,8 @@ def expect(history: History, stage: str, step: str, n_calls_first: float, row: S
     n = history.runs(stage, step)
     said = (f"{ask if ask is not None else 1 + rate:.2f} requests a first-round request"
             + (f", {uniq:.2f} of them not asked twice" if uniq is not None else "")
-            + f", tokens per call from {n} earlier run(s) of {history.model}" if rate is not None and n else
+            + f", tokens per call from {n} earlier run(s) of {history.model}" if (rate is not None or ask is not None)
+            and n else
             "no earlier run of this model: first round only" + (
                 f", completion assumed at {assumed_share:.0%} of the output budget a call" if assumed
                 else ", completion length of the cached answers of this step" if cc is not None
