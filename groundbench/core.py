@@ -30,11 +30,12 @@ from .settings_schema import check_setting, coerce
 from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
 
 # %% auto #0
-__all__ = ['RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation', 'Segment', 'Conversation',
-           'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError', 'regular_file',
-           'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame', 'write_table',
-           'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root', 'package_dirs',
-           'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path', 'compared_variants', 'now_iso']
+__all__ = ['SUBSTANTIVE_CHARS', 'RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation',
+           'Segment', 'Conversation', 'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError',
+           'regular_file', 'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame',
+           'write_table', 'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root',
+           'package_dirs', 'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path',
+           'compared_variants', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -137,6 +138,8 @@ def assistant_name(c: Conversation) -> str:
     return f"{c.provider} {c.model}".strip() if c.model and c.model.lower() not in c.provider.lower() else c.provider
 
 # %% ../nbs/00_core.ipynb #a0544302
+SUBSTANTIVE_CHARS = 500   # a page with at least this much text is substantive (the sources stage, every importer)
+
 @dataclass(frozen=True)
 class SourceDoc:
     """A cited page as fetched and extracted; `presupplied` when an importer carried its text. `text` is our main text;

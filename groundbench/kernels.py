@@ -11,6 +11,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from .runfolder import pid_alive
+
 # %% auto #0
 __all__ = ['default_kernel', 'private_kernel', 'quiet_jsonschema', 'import_papermill', 'execute_notebook']
 
@@ -28,9 +30,7 @@ def _remove_orphaned_kernel_folders():
     for d in Path(tempfile.gettempdir()).glob("gbk-*-*"):
         try: pid = int(d.name.split("-")[1])
         except (IndexError, ValueError): continue
-        try: os.kill(pid, 0)
-        except ProcessLookupError: shutil.rmtree(d, ignore_errors=True)
-        except PermissionError: pass  # another user's live process
+        if not pid_alive(pid): shutil.rmtree(d, ignore_errors=True)
 
 # %% ../nbs/09_kernels.ipynb #fdb9b01d
 @contextmanager

@@ -32,7 +32,7 @@ from .stages import COLLECT
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
            'environment_info', 'cache_dir', 'with_runs_dir', 'run_file_bytes', 'read_manifest', 'own_folder',
            'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
-           'model_record', 'shown_status', 'stage_usage', 'cut_outputs']
+           'model_record', 'pid_alive', 'shown_status', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -327,16 +327,22 @@ def model_record(manifest: dict, role: str) -> dict:
     m = models.get(role) if isinstance(models, dict) else None
     return m if isinstance(m, dict) else {}
 
+# %% ../nbs/01_runfolder.ipynb #34c448d0
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine: False only when the system says there is none (another user's
+    process, or a number no process can have, counts as running: nothing of a live process is ever removed)."""
+    try: os.kill(int(pid), 0)
+    except ProcessLookupError: return False
+    except (PermissionError, OverflowError, ValueError): pass
+    return True
+
 # %% ../nbs/01_runfolder.ipynb #26cba6c8
 def shown_status(st: dict) -> str:
     """A stage's status as people should read it: 'running' only while the process that records it lives (on this
     machine; elsewhere it cannot be told); a stage whose process is gone (killed) is 'stopped'."""
     s = str(st.get("status", "?"))
     if s != "running" or st.get("host") != platform.node() or not isinstance(st.get("pid"), int): return s
-    try: os.kill(st["pid"], 0)
-    except ProcessLookupError: return "stopped"
-    except (PermissionError, OverflowError, ValueError): pass   # another user's live process
-    return s
+    return s if pid_alive(st["pid"]) else "stopped"
 
 # %% ../nbs/01_runfolder.ipynb #c2b00429
 def stage_usage(manifest: dict) -> list[dict]:

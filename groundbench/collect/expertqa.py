@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from .base import bracket_markers, segment_blocks, text_blocks
-from ..core import (Citation, Conversation, Prompt, RecordError, SourceDoc, load_settings, resolve_path,
-                              stable_id)
+from ..core import (SUBSTANTIVE_CHARS, Citation, Conversation, Prompt, RecordError, SourceDoc,
+                              load_settings, resolve_path, stable_id)
 
 # %% auto #0
 __all__ = ['EXPERTQA_FILES', 'ExpertQAImport', 'import_expertqa']
@@ -89,7 +89,7 @@ def _claims_and_passages(conv: Conversation, system: str, ans: dict) -> tuple[li
         text_ = "\n\n".join(ps)
         src_rows.append({"conversation_id": conv.conversation_id,
                          **SourceDoc(url, url, 200, "text/plain", text_, valid=bool(text_),
-                                     substantive=len(text_) >= 500, presupplied=True).__dict__})
+                                     substantive=len(text_) >= SUBSTANTIVE_CHARS, presupplied=True).__dict__})
     return claim_rows, src_rows
 
 # %% ../../nbs/27_collect_expertqa.ipynb #6c1502f5

@@ -12,7 +12,7 @@ import mimetypes
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from ..core import RecordError, SourceDoc
+from ..core import SUBSTANTIVE_CHARS, RecordError, SourceDoc
 from .base import clean_url
 from ..sources.extract import Extracted, extract
 
@@ -124,7 +124,7 @@ def _row(conversation_id: str, url: str, doc: Extracted, origin: str, content_ty
     body = doc.text
     return {"conversation_id": conversation_id, **SourceDoc(
         url, url, 200, content_type, body, doc.title, doc.author, doc.published, doc.updated, doc.site_name,
-        valid=bool(body.strip()), substantive=len(body) >= 500, presupplied=True, first_status=200,
+        valid=bool(body.strip()), substantive=len(body) >= SUBSTANTIVE_CHARS, presupplied=True, first_status=200,
         text_sourcebench=doc.text_sourcebench or body, text_sourcecheckup=doc.text_sourcecheckup or body).__dict__,
         "text_origin": origin}
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from .backends import SMOLLM2, bundled_gguf, file_revision
 from .client import Backend, ChatRequest, Completion, models_dir
 from .context import byte_prefix
+from ..runfolder import pid_alive
 
 # %% auto #0
 __all__ = ['MODEL_MARKER', 'CPU_KV_CACHE_GIB', 'SET_BY_GROUNDBENCH', 'model_marker', 'clear_stale_conversions',
@@ -44,9 +45,7 @@ def clear_stale_conversions(out: Path) -> list[Path]:
     for old in out.parent.glob(f".{out.name}.*"):
         pid = old.name[len(out.name) + 2:].split(".")[0]
         if not pid.isdigit(): continue
-        try: os.kill(int(pid), 0); continue            # its process still runs: a conversion in progress
-        except ProcessLookupError: pass
-        except PermissionError: continue               # another user's live process
+        if pid_alive(int(pid)): continue               # its process still runs: a conversion in progress
         shutil.rmtree(old, ignore_errors=True); gone.append(old)
     return gone
 

@@ -19,7 +19,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..collect.base import Archive
-from ..core import Conversation, SourceDoc, load_settings, now_iso, read_records, write_json, write_table
+from ..core import (SUBSTANTIVE_CHARS, Conversation, SourceDoc, load_settings, now_iso, read_records,
+                              write_json, write_table)
 from ..core import assistant_name
 from ..runfolder import Run
 from ..stages import COLLECT, SOURCES, StageOutput
@@ -28,11 +29,10 @@ from .extract import ExtractLimits, ExtractWorker, Extracted, extract
 from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
 
 # %% auto #0
-__all__ = ['SUBSTANTIVE_CHARS', 'PageStore', 'record_path', 'read_extraction', 'first_status', 'source_doc', 'failure_reason',
-           'reason_counts', 'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
+__all__ = ['PageStore', 'record_path', 'read_extraction', 'first_status', 'source_doc', 'failure_reason', 'reason_counts',
+           'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
-SUBSTANTIVE_CHARS = 500
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 class PageStore:
