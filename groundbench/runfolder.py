@@ -244,7 +244,8 @@ class StepStats:
     `prompt_tokens` and `completion_tokens` of the calls, `seconds` in the model, answers parsed `parse_ok`,
     `parse_repaired` (after one repair round) and `parse_failed`, and outputs cut at their token limit:
     `cut_at_limit` (every answer the step used, cached ones too), of which asked again with twice the budget
-    (`cut_retried`) and still cut, kept and marked (`cut_kept`)."""
+    (`cut_retried`) and still cut, kept and marked (`cut_kept`); `in_flight_max`: the most of the step's requests the
+    backend had at once (`llm.flight`: 1 for a step sent one at a time; a maximum, never added up)."""
     requests: int = 0
     calls: int = 0
     cache_hits: int = 0
@@ -258,6 +259,7 @@ class StepStats:
     cut_at_limit: int = 0
     cut_retried: int = 0
     cut_kept: int = 0
+    in_flight_max: int = 0
 
     @classmethod
     def of(cls, record: dict, strict: bool = False) -> StepStats:

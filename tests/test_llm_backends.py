@@ -172,6 +172,11 @@ def test_concurrency_is_bounded_and_used(flaky_server, tmp_path):
     assert [o.text for o in outs] == [f"Q{i}" for i in range(12)]
     assert 2 <= h.max_inflight <= 4
     assert llm.stats["default"].calls == 12
+    # the step's high-water mark, counted where the requests are sent, is what the server itself saw
+    assert llm.stats["default"].in_flight_max == h.max_inflight
+    one = LLM(OpenAIBackend("m", base_url=base, concurrency=1), LLMCache(tmp_path / "d.sqlite"))
+    one.complete([ChatRequest.of(f"r{i}") for i in range(3)], step="judge", progress=False)
+    assert one.stats["judge"].in_flight_max == 1      # a step sent one at a time shows as such
 
 
 def test_json_schema_payload_forms(flaky_server):
@@ -298,6 +303,8 @@ def test_sourcebench_sends_its_three_independent_calls_together(flaky_server, tm
     assert h.max_inflight == 6, h.max_inflight          # 2 pages x 3 kinds at once (it was 2: one kind at a time)
     assert {s: llm.stats[f"sourcebench_{s}"].calls for s in ("content", "metadata", "layout")} == \
         {"content": 4, "metadata": 4, "layout": 4}      # each kind asked once more when unread, as scoring.py does
+    assert {s: llm.stats[f"sourcebench_{s}"].in_flight_max for s in ("content", "metadata", "layout")} == \
+        {"content": 2, "metadata": 2, "layout": 2}      # each step's own mark: its 2 pages at once
     assert (out.content_parse_status != "ok").all()
     h.max_inflight = 0
     llm = LLM(OpenAIBackend("m", base_url=base, concurrency=4, structured="none"), LLMCache(tmp_path / "d.sqlite"))

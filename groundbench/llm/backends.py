@@ -24,6 +24,7 @@ from ..core import package_dirs, sha256_file
 from .context import ServerTokenizer, byte_prefix
 from ..redaction import secret_env, url_secrets
 from .client import Backend, ChatRequest, Completion
+from .flight import SENDING, counted
 
 # %% auto #0
 __all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'JUDGE_MAX_BYTES', 'bundled_gguf', 'file_revision',
@@ -357,8 +358,11 @@ class OpenAIBackend(ServerTokenized, Backend):
         except httpx.HTTPError as e: raise LLMHTTPError(f"{url}: {type(e).__name__}: {e}") from None
         return completion_of(url, resp)
 
-    def _slot(self, r: ChatRequest) -> Completion:
-        with self._slots: return self._one(r)
+    counts_in_flight = True   # each request counted in flight for its step while it holds a slot (`llm.flight`)
+    def _slot(self, r: ChatRequest, at: tuple | None = None) -> Completion:
+        with self._slots, counted(at): return self._one(r)
 
     def generate(self, requests):
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex: return list(ex.map(self._slot, requests))
+        at = SENDING.get()          # the step the client named; its worker threads are given it, they do not inherit it
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as ex:
+            return list(ex.map(lambda r: self._slot(r, at), requests))

@@ -30,6 +30,7 @@ from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_pa
 from ..runfolder import StepStats, cache_dir
 # the prompt files have a module of their own (llm.prompts); the steps import them from here as before
 from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
+from .flight import InFlight, batch_in_flight, sending
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
@@ -237,6 +238,7 @@ class LLM:
         self.progress_file: Path | None = None  # where `complete` reports its step's progress (the runner reads it)
         self.window: Window | None = None       # the judge's context, when a stage knows it: repairs are cut to it
         self.lock = threading.Lock()            # steps sent at once from threads (`parallel_requests`) share it
+        self.flight = InFlight()                # each step's requests in flight, counted where they are sent
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -260,7 +262,8 @@ class LLM:
                 if stop: part = part[:n]
             if not part: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i)
             t0 = time.perf_counter()
-            outs = self.backend.generate([todo[s] for s in part])
+            with sending(self.flight, step), batch_in_flight(self.flight, self.backend, step, len(part)):
+                outs = self.backend.generate([todo[s] for s in part])
             st.seconds += time.perf_counter() - t0
             st.calls += len(part)
             st.prompt_tokens += sum(o.prompt_tokens for o in outs)
@@ -274,7 +277,7 @@ class LLM:
             report_progress(self.progress_file, step, i + len(part), len(slots), hits, t0)
             if stop: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i - len(part))
         bar.close()
-        st.seconds = round(st.seconds, 3)
+        st.seconds, st.in_flight_max = round(st.seconds, 3), max(st.in_flight_max, self.flight.peak[step])
         out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
         st.cut_at_limit += sum(o.cut for o in out)
         return out

@@ -65,7 +65,8 @@ def usage_table(manifests: dict) -> pd.DataFrame:
 
 # %% ../../nbs/81_report_page.ipynb #e5a10019
 def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    "Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens."
+    """Per estimated step: the ranges and expected figures beside the stage's last execution's calls and tokens, and
+    the most of its requests the model had at once (`in_flight_max`: 1 for a step sent one at a time)."""
     rows = []
     for r in est.itertuples():
         st = StageExecution.of(manifest, r.stage)
@@ -82,7 +83,8 @@ def estimate_vs_actual(est: pd.DataFrame, manifest: dict) -> pd.DataFrame:
                      "prompt_tokens": float(v.prompt_tokens) if v else float("nan"),
                      "completion_low": r.completion_low,
                      "completion_expected": r.completion_expected, "completion_high": r.completion_high,
-                     "completion_tokens": comp, "within_range": ok})
+                     "completion_tokens": comp, "within_range": ok,
+                     "in_flight_max": float(v.in_flight_max) if v else float("nan")})
     t = pd.DataFrame(rows)
     whole = lambda x: int(x) if isinstance(x, (int, float)) and not pd.isna(x) and float(x).is_integer() else x
     for c in t.columns.drop(["stage", "step", "basis", "within_range"], errors="ignore"):
