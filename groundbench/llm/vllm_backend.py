@@ -211,8 +211,7 @@ class EngineTokenized:
 class VLLMBackend(EngineTokenized, Backend):
     "vLLM's offline `LLM` with structured outputs; one `chat` call per batch (per engine with data parallelism)."
     name = "vllm"
-    # large batches keep the engine busy (answers cached after each); a batch is in flight at once (`llm.flight`)
-    preferred_batch, engine_batch = 4096, True
+    preferred_batch, engine_batch = 4096, True  # large batches keep the engine busy, each in flight at once
     def __init__(self, model: str, revision: str = "", tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  max_model_len: int | None = None, gpu_memory_utilization: float = 0.9, kv_cache_gib=None,
                  dtype: str = "auto", enforce_eager: bool = False, structured_outputs_backend: str = "guidance",
