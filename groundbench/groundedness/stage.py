@@ -18,6 +18,7 @@ from ..core import write_jsonl, write_table
 from ..core import assistant_name
 from ..embed import Embedder, embedder_from_settings, top_k_of
 from .judge import SCOPES, judge_reasoning_chars, judge_units, retrieve, source_chunks
+from .grouped import run_grouped
 from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
 from .units import (UNIT_COUNTS, VERIFIED, Variant, decontextualise, extract_units,
@@ -109,7 +110,9 @@ def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd
 def run_ours(convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder, top_k: int,
              context_chars: int, reasoning_chars: int, caps: dict, variant: Variant) -> tuple:
     """Our method as `variant` asks and reads: units of every segment, Fact and Claim decontextualised, evidence in
-    the three scopes, the judge; (units, decontextualisation statuses, judgments, evidence)."""
+    the three scopes, the judge; (units, decontextualisation statuses, judgments, evidence). A variant that groups
+    units (`grouped`) asks `variant.group` of them a call (`run_grouped`)."""
+    if variant.group > 1: return run_grouped(convs, chunks, llm, emb, top_k, context_chars, caps, variant)
     units = extract_units(convs, llm, context_chars, stats=caps, variant=variant)
     units, dstatus = decontextualise(units, convs, llm, context_chars, stats=caps, variant=variant)
     ours = [u for u in units if u.label in VERIFIED]

@@ -24,7 +24,8 @@ __all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PA
            'DECONTEXT_TOKENS', 'DECONTEXT_GRAMMAR', 'DECONTEXT_GRAMMAR_LONG', 'UnitItem', 'Variant',
            'variant_from_settings', 'UnitList', 'Decontextualised', 'answer_context', 'unit_grammar',
            'parse_unit_lines', 'read_verify_units', 'trim_units', 'extract_tokens', 'text_format', 'extract_requests',
-           'extract_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests', 'decontextualise']
+           'extract_units', 'segment_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests',
+           'decontextualise']
 
 # %% ../../nbs/51_groundedness_units.ipynb #c3fd7e0f
 LABELS8 = ("Fact", "Claim", "Reported Claim", "Instruction", "Data Format", "Meta Statement", "Question", "Other")
@@ -49,7 +50,8 @@ class Variant:
     2,048), or None for our per-step budgets. `trim`: units and facts as the released readers leave them (False: an
     empty unit or fact line is one, a long unit stays whole, a fact without passages is asked with an empty context),
     or our way (True: empty ones dropped, units cut at `MAX_UNIT_CHARS`, a fact without passages unsupported without a
-    call); both counted either way."""
+    call); both counted either way. `group`: units (segments, statements) asked in one call; 1 is VERIFY's one at a
+    time, the paper's; more (the `grouped` variant, `groundedness.grouped`) cuts calls, its agreement reported."""
     name: str
     readers: str
     judge_prompt: int
@@ -58,6 +60,7 @@ class Variant:
     attempts: int = 11
     pipeline_attempts: int = 3
     retry_temperature: float = 0.5
+    group: int = 1
 
     def ask(self, llm: LLM, requests: Sequence, step: str, readers: tuple, hint: str = "", attempts: int = 1,
             progress: bool = True, retry_cut: bool = False) -> list:
@@ -71,7 +74,8 @@ class Variant:
 
 VARIANTS = {"paper": Variant("paper", "verify", 3, 2048),                    # as the released code, throughout
             "trimmed": Variant("trimmed", "verify", 3, 2048, trim=True),       # paper, with units and facts trimmed
-            "lenient": Variant("lenient", "lenient", 2, None, trim=True)}      # ours throughout
+            "lenient": Variant("lenient", "lenient", 2, None, trim=True),      # ours throughout
+            "grouped": Variant("grouped", "lenient", 2, None, trim=True, group=8)}   # ours, 8 units a call
 PAPER = VARIANTS["paper"]
 
 # %% ../../nbs/51_groundedness_units.ipynb #46886ac4
@@ -235,6 +239,14 @@ def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 
         res = variant.ask(llm, reqs, "extract_units", (lambda t: _wrap_units(read_verify_units(t)), _unit_answer),
                           "Write one line per unit: '- <unit>: <type>'.", 1, progress, retry_cut=True)
     else: res = complete_json(llm, reqs, UnitList, step="extract_units", progress=progress)
+    return segment_units(jobs, res, variant, stats)
+
+# %% ../../nbs/51_groundedness_units.ipynb #a4e22dc5
+def segment_units(jobs: Sequence[tuple], res: Sequence, variant: Variant = PAPER,
+                  stats: dict | None = None) -> list[Unit]:
+    """Units of each extraction job (conversation, segment index, segment) from its read answer (a `Structured` of
+    {"units": [...]}, or None: the segment kept whole, unlabelled, failed), trimmed as `variant` trims, capped at
+    `MAX_UNITS`, placed in the answer; what was cut, capped or failed counted into `stats`."""
     units, counter = [], {}
     for (c, i, s), r in zip(jobs, res):
         items = trim_units(r.value["units"], variant, stats) if r.value else [{"text": s.text, "label": ""}]
