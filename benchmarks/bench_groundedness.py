@@ -1,7 +1,10 @@
 """Benchmark: the groundedness stage as built (batched, deduplicated, cached) against a paper-faithful
 sequential order (one request at a time, no reuse) on the same ExpertQA conversations and the same model
 (the bundled SmolLM2-135M in llama.cpp on CPU, temperature 0), checking that both give identical labels;
-then retrieval time per conversation with the bundled embedding model. One JSON line.
+then the `grouped` variant (8 units a call) on the same conversations: its calls per verified unit, and its
+agreement with the paper variant (its judge on the paper's own units and evidence, label for label; its units
+against the paper's; GS per answer); then retrieval time per conversation with the bundled embedding model. One
+JSON line.
 
     python benchmarks/bench_groundedness.py [--conversations 2]"""
 import argparse
@@ -110,6 +113,51 @@ u2 = extract_units(convs, llm2, progress=False); u2, _ = decontextualise(u2, con
 judge_units([u for u in u2 if u.label in VERIFIED], ev, llm2, SCOPES, progress=False)
 rerun = {"calls": sum(llm2.stats[s].calls for s in steps), "seconds": round(time.perf_counter() - t0, 2)}
 
+# -- the grouped variant: several units a call, on the same conversations (its prompts share nothing with the paper's)
+from groundbench.groundedness.grouped import decontextualise_grouped, extract_grouped, judge_grouped
+from groundbench.groundedness.metrics import response_scores
+from groundbench.groundedness.units import VARIANTS
+from groundbench.labels.pairs import cohen_kappa
+
+G = VARIANTS["grouped"]
+g_llm = llm_from_settings(settings)
+t0 = time.perf_counter()
+g_units = extract_grouped(convs, g_llm, G, progress=False)
+g_units, _ = decontextualise_grouped(g_units, convs, g_llm, G, progress=False)
+g_ours = [u for u in g_units if u.label in VERIFIED]
+g_ev = retrieve(g_ours, chunks, emb)
+g_judg = judge_grouped(g_ours, g_ev, g_llm, SCOPES, G, progress=False)
+g_stats = {k: sum(getattr(g_llm.step_stats(s), k) for s in steps) for k in ("requests", "calls", "prompt_tokens",
+                                                                             "completion_tokens")}
+g_stats["seconds"] = round(time.perf_counter() - t0, 1)
+# its judge on the paper's own units and evidence: label for label against the paper variant's judge
+gj_llm = llm_from_settings(settings)
+on_paper = judge_grouped(ours, ev, gj_llm, SCOPES, G, progress=False)
+pairs = [(a.label, b.label) for a, b in zip(judg, on_paper) if not a.skipped and a.label and b.label]
+JL = ("Supported", "Contradicted", "Unverifiable")
+key = lambda u: (u.conversation_id, u.text.strip().lower())
+paper_units = {key(u): u.label for u in units}
+same_text = [u for u in g_units if key(u) in paper_units]
+gs = lambda us, js: response_scores(us, js, "ours").set_index("conversation_id")["GS"]
+gs_p, gs_g = gs(units, judg), gs(g_units, g_judg)
+grouped = {"variant": G.name, "units_per_call": G.group, **g_stats, "units": len(g_units),
+           "verified_units": len(g_ours), "judgments": len(g_judg),
+           "judgments_failed": sum(not j.skipped and not j.label for j in g_judg),
+           "calls_per_verified_unit": round(g_stats["calls"] / max(len(g_ours), 1), 2),
+           "fewer_calls_than_sequential_x": round((seq["calls"] / max(len(ours), 1)) / max(
+               g_stats["calls"] / max(len(g_ours), 1), 1e-9), 2),
+           "judge_on_paper_units": {"calls": gj_llm.step_stats("judge").calls,
+                                    "calls_paper_as_built": llm.step_stats("judge").calls,
+                                    "pairs": len(pairs),
+                                    "agreement": round(sum(a == b for a, b in pairs) / max(len(pairs), 1), 3),
+                                    "cohen_kappa": round(cohen_kappa([a for a, _ in pairs], [b for _, b in pairs],
+                                                                     JL), 3)},
+           "units_same_text_share": round(len(same_text) / max(len(g_units), 1), 3),
+           "unit_label_agreement_same_text": round(sum(paper_units[key(u)] == u.label for u in same_text) / max(
+               len(same_text), 1), 3),
+           "mean_gs": {"paper": round(float(gs_p.mean()), 1), "grouped": round(float(gs_g.mean()), 1)},
+           "mean_abs_gs_difference": round(float((gs_p - gs_g).abs().mean()), 1)}
+
 n_v = max(len(ours), 1)
 per_call = {st: {"calls": seq_llm.step_stats(st).calls,
                  "prompt_tokens_per_call": round(seq_llm.step_stats(st).prompt_tokens / max(seq_llm.step_stats(
@@ -192,6 +240,7 @@ print(json.dumps({"benchmark": "groundedness", "model": "smollm2-135m-instruct (
                       "completion_tokens"]) / n_v),
                                                "sequential": round((seq["prompt_tokens"] + seq[
                                                    "completion_tokens"]) / n_v)},
+                  "grouped": grouped,
                   "identical_labels": identical, "identical_units": same_units, "judgments": len(judg),
                   "judgments_skipped_no_evidence": sum(j.skipped == "no evidence" for j in judg),
                   "retrieval_s_per_conversation": round(t_retrieval / len(convs), 3),
