@@ -21,7 +21,8 @@ from ..groundedness.units import MAX_UNITS, decontext_requests, extract_requests
 from ..stages import CLAIMS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, VALIDATION
 
 # %% auto #0
-__all__ = ['PLANNERS', 'plan_claims', 'plan_groundedness', 'plan_sourcebench', 'plan_sourcecheckup', 'plan_validation']
+__all__ = ['PLANNERS', 'plan_claims', 'grouped_rows', 'plan_groundedness', 'plan_sourcebench', 'plan_sourcecheckup',
+           'plan_validation']
 
 # %% ../../nbs/87_plan_planners.ipynb #e5a10011
 def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
@@ -93,12 +94,38 @@ def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate
                                judge_prompt)]
     return rows + _method_rows(ctx, p, sel, len(sel), segs, nv, judge_prompt), sel, verified
 
+# %% ../../nbs/87_plan_planners.ipynb #ba5d9c6e
+def grouped_rows(ctx: Context, p: dict, rows: list[StepEstimate], scored: list | None) -> list[StepEstimate]:
+    """Ours' rows when a variant asks `group` units a call (`grouped`): the extraction built from its own requests
+    where the conversations are known (else ours' divided), the decontextualisation and the judge ours' divided by the
+    group. The run's own variant replaces ours' rows; a compared one adds its rows (merged into the same steps). The
+    high bound stays one unit a call (a group cut short by its evidence budget)."""
+    from groundbench.groundedness.grouped import grouped_extract_requests
+    vs = ctx.variants.get(GROUNDEDNESS, [])
+    g = next((x for x in vs if x.group > 1), None)
+    if g is None: return rows
+    ours = {r.step: r for r in rows if r.step in ("extract_units", "decontextualise", "judge")}
+    note = f"{g.group} units a request (variant {g.name})"
+    new = []
+    for step, r in ours.items():
+        per = r.prompt_tokens / r.calls_expected if r.calls_expected else None
+        if step == "extract_units" and scored is not None:
+            reqs = grouped_extract_requests(scored, ctx.llm, g, 4 * context_tokens_of(ctx.settings,
+                                                                                      p.get("context_tokens")))[1]
+            new.append(ctx.built_step(GROUNDEDNESS, step, reqs, None, f"{len(scored)} conversations; {note}"))
+        else:
+            new.append(ctx.estimated_step(GROUNDEDNESS, step, r.basis, r.requests / g.group, r.calls_high,
+                                          f"{r.requests:.1f} / {g.group}: {note}", per * g.group if per else None))
+    own = vs[0].group > 1
+    return [r for r in rows if not (own and r.step in ours)] + new
+
 # %% ../../nbs/87_plan_planners.ipynb #cd03dd80
 def plan_groundedness(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     """Rows of 50_groundedness; sets `inp.scored` (the conversations it scores) and `inp.verified` (per
-    conversation its expected verified units) for 65_sourcecheckup's planner."""
+    conversation its expected verified units) for 65_sourcecheckup's planner. A variant that groups units changes
+    ours' rows (`grouped_rows`)."""
     rows, inp.scored, inp.verified = _groundedness(ctx, p, inp)
-    return rows
+    return grouped_rows(ctx, p, rows, inp.scored)
 
 # %% ../../nbs/87_plan_planners.ipynb #b9a060e2
 def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, verified: float, judge_prompt: float
