@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from groundbench.collect.expertqa import import_expertqa
 from groundbench.core import load_settings
@@ -78,14 +79,15 @@ class NoReuse(LLM):
         st, outs = self.step_stats(step), []
         for r in requests:
             self.sent.setdefault(step, []).append(r)
-            t = time.perf_counter(); o = self.backend.generate([r])[0]; st["seconds"] += time.perf_counter() - t
-            st["requests"] += 1; st["calls"] += 1; st["prompt_tokens"] += o.prompt_tokens
-            st["completion_tokens"] += o.completion_tokens
+            t = time.perf_counter(); o = self.backend.generate([r])[0]; st.seconds += time.perf_counter() - t
+            st.requests += 1; st.calls += 1; st.prompt_tokens += o.prompt_tokens
+            st.completion_tokens += o.completion_tokens
             outs.append(o)
         return outs
 
 
 seq_llm = NoReuse(llm.backend)
+seq_llm.smoke = llm.smoke      # the same output budgets as built (the smoke model's extraction: 64 tokens)
 t0 = time.perf_counter()
 seq_units = [u for c in convs for u in extract_units([c], seq_llm, progress=False)]
 seq_units = [v for u in seq_units for v in decontextualise([u], convs, seq_llm, progress=False)[0]]
@@ -138,7 +140,9 @@ JL = ("Supported", "Contradicted", "Unverifiable")
 key = lambda u: (u.conversation_id, u.text.strip().lower())
 paper_units = {key(u): u.label for u in units}
 same_text = [u for u in g_units if key(u) in paper_units]
-gs = lambda us, js: response_scores(us, js, "ours").set_index("conversation_id")["GS"]
+def gs(us, js):   # GS per answer, in %
+    d = response_scores(us, js, "ours")
+    return 100 * d.set_index("conversation_id")["gs"] if len(d) else pd.Series(dtype=float)
 gs_p, gs_g = gs(units, judg), gs(g_units, g_judg)
 grouped = {"variant": G.name, "units_per_call": G.group, **g_stats, "units": len(g_units),
            "verified_units": len(g_ours), "judgments": len(g_judg),
@@ -161,7 +165,7 @@ grouped = {"variant": G.name, "units_per_call": G.group, **g_stats, "units": len
 n_v = max(len(ours), 1)
 per_call = {st: {"calls": seq_llm.step_stats(st).calls,
                  "prompt_tokens_per_call": round(seq_llm.step_stats(st).prompt_tokens / max(seq_llm.step_stats(
-                     st)["calls"], 1)),
+                     st).calls, 1)),
                  "completion_tokens_per_call": round(seq_llm.step_stats(st).completion_tokens / max(
                      seq_llm.step_stats(st).calls, 1))} for st in steps}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -94,7 +95,8 @@ class Embedder:
             self._path, self._kw = str(bundled_embedding_path()), {}
         else: self._path, self._kw = model, {"trust_remote_code": True}
         self._st, self._dim = None, None
-        self.stats = {"texts": 0, "encoded": 0, "cache_hits": 0}
+        # seconds encoding (the model's load included, and apart as load_seconds): the embedding's share of a stage
+        self.stats = {"texts": 0, "encoded": 0, "cache_hits": 0, "seconds": 0.0, "load_seconds": 0.0}
         self.lock = threading.RLock()   # methods run at once on a server share one model and one cache
 
     @property
@@ -105,7 +107,9 @@ class Embedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
             hf_logging.disable_progress_bar()     # a local model's "Loading weights" bar says nothing to the user
+            t0 = time.perf_counter()
             self._st = SentenceTransformer(self._path, device=self.device, **self._kw)
+            self.stats["load_seconds"] = round(self.stats["load_seconds"] + time.perf_counter() - t0, 3)
         return self._st
 
     @property
@@ -132,10 +136,11 @@ class Embedder:
         self.stats["texts"] += len(texts)
         self.stats["cache_hits"] += sum(h in have for h in hashes)
         if todo:
-            first = {h: t for h, t in zip(hashes, texts)}
+            first, t0 = {h: t for h, t in zip(hashes, texts)}, time.perf_counter()
             vecs = self.st.encode([first[h] for h in todo], batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=progress).astype(np.float32)
             self.stats["encoded"] += len(todo)
+            self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t0, 3)
             new = dict(zip(todo, vecs))
             if self.cache is not None: self.cache.put_many(self.model_name, list(new.items()))
             have = {**have, **new}

@@ -176,10 +176,11 @@ def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run:
     table. An estimate never stops a run: an error is printed and kept in the manifest (`estimate_error`), and no stale
     table is kept."""
     from groundbench.plan.estimate import estimate_run, format_estimate, write_estimate
+    t0 = time.perf_counter()
     try:
         est = estimate_run(stages, spec.parameters, settings, run.dir, runs_dir)
         write_estimate(est, run.dir)
-        say(format_estimate(est))
+        say(format_estimate(est) + f"\n[{spec.run_id}] estimate made in {time.perf_counter() - t0:.1f} s")
         run.update_manifest(lambda m: m.pop("estimate_error", None))
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"

@@ -43,7 +43,7 @@ def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate
     per_seg, src_v = ctx.verified_per_segment()
     r_j = h.ratio((stg, "judge"), (stg, "decontextualise"))
     judge_per = r_j if r_j is not None else a["judge_calls_per_verified_unit"]
-    src_j = (f"measured on {h.runs(stg, 'judge')} earlier run(s) of {ctx.model}" if r_j is not None
+    src_j = (f"measured on {h.source(h.runs(stg, 'judge'))}" if r_j is not None
              else "settings [estimate]")
     evid = evidence_chars(ctx.settings, p.get("top_k"))
     judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
@@ -174,7 +174,8 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                            len(atomic_fact_prompt("x " * int(a["words_per_segment"]), demos)) / 4))
         evid = evidence_chars(ctx.settings, p.get("top_k"))
         high = high if sel is not None else None
-        basis = (f"{r_f:.2f} atomic facts a sentence (measured on earlier runs of {ctx.model})"
+        n_f = ctx.history.runs(stg, "factscore_verify")
+        basis = (f"{r_f:.2f} atomic facts a sentence (measured on {ctx.history.source(n_f)})"
                  if sel is not None and r_f is not None else f"{per_word:.2f} atomic facts a word (FActScore's own "
                  "demonstrations)")
         rows.append(ctx.estimated_step(stg, "factscore_verify", "ratio", facts, high, basis + ", one True/False "

@@ -35,8 +35,9 @@ from ..llm.client import (LLM, Backend, ChatRequest, cache_key, llm_from_setting
 
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'worst_case', 'StepEstimate',
-           'native_stderr_silenced', 'PromptCounter', 'usage_history', 'History', 'cut_retries', 'Context', 'expect',
-           'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
+           'native_stderr_silenced', 'PromptCounter', 'manifest_usage', 'usage_history', 'history_file',
+           'bundled_history', 'record_history', 'History', 'cut_retries', 'Context', 'expect', 'NotCached',
+           'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../../nbs/86_plan_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 08)
@@ -147,34 +148,84 @@ class PromptCounter:
 STAT_KEYS = ("requests", "calls", "cache_hits", "deduplicated", "prompt_tokens", "completion_tokens", "parse_ok",
              "parse_repaired", "parse_failed")
 
+def manifest_usage(m: dict, model: str) -> dict:
+    """{(stage, step): Counter of STAT_KEYS and `runs`} over the finished stages of one run's manifest `m`, if it was
+    made with `model` (else {}); a counter that is not a count is a ValueError naming the stage and step."""
+    if model_record(m, "llm").get("model") != model: return {}
+    mine: dict = {}
+    for stage, st in stage_executions(m).items():
+        if not st.done: continue
+        for step, v in st.llm.items():
+            if step == "embedding" or not isinstance(v, dict): continue
+            try: counts = StepStats.of(v, strict=True)
+            except ValueError as e: raise ValueError(f"stage {stage!r}, step {step!r}: {e}") from None
+            h = mine.setdefault((stage, step), Counter())
+            for k in STAT_KEYS: h[k] += getattr(counts, k)
+            h["runs"] += 1
+    return mine
+
 def usage_history(runs_dir: str | Path | None, model: str) -> dict:
     "{(stage, step): Counter of STAT_KEYS and `runs`} over finished stages of the runs in `runs_dir` made with `model`."
     out: dict = {}
     if not runs_dir or not Path(runs_dir).is_dir(): return out
     for mf in sorted(Path(runs_dir).glob("*/manifest.json")):
-        try:
-            m = json.loads(mf.read_text(encoding="utf-8"))
-            if model_record(m, "llm").get("model") != model: continue
-            mine: dict = {}
-            for stage, st in stage_executions(m).items():
-                if not st.done: continue
-                for step, v in st.llm.items():
-                    if step == "embedding" or not isinstance(v, dict): continue
-                    try: counts = StepStats.of(v, strict=True)
-                    except ValueError as e: raise ValueError(f"stage {stage!r}, step {step!r}: {e}") from None
-                    h = mine.setdefault((stage, step), Counter())
-                    for k in STAT_KEYS: h[k] += getattr(counts, k)
-                    h["runs"] += 1
+        try: mine = manifest_usage(json.loads(mf.read_text(encoding="utf-8")), model)
         except (OSError, ValueError, AttributeError, TypeError) as e:  # one broken earlier run never stops an estimate
             warnings.warn(f"{mf}: not used as history ({str(e)[:200]})", stacklevel=2)
             continue
         for key, h in mine.items(): out.setdefault(key, Counter()).update(h)
     return out
 
+# %% ../../nbs/86_plan_steps.ipynb #52729435
+def history_file(settings: dict, model: str) -> Path:
+    "The bundled usage record of `model`: [paths] estimate_history / <model>.json."
+    folder = resolve_path(settings, settings.get("paths", {}).get("estimate_history") or "data/estimate_history")
+    return folder / (re.sub(r"[^\w.-]+", "_", model) + ".json")
+
+def bundled_history(settings: dict, model: str) -> tuple[dict, str]:
+    """The bundled usage record of `model` as `usage_history` gives a runs folder's, and its file (relative to the
+    project where it lies inside); ({}, "") when there is none. A record that does not read is warned about, naming
+    the file and step, and not used."""
+    p = history_file(settings, model)
+    if not p.exists(): return {}, ""
+    out: dict = {}
+    try:
+        for i, r in enumerate(json.loads(p.read_text(encoding="utf-8"))["steps"]):
+            try: out[(str(r["stage"]), str(r["step"]))] = Counter({k: int(r[k]) for k in (*STAT_KEYS, "runs")})
+            except (KeyError, ValueError, TypeError) as e: raise ValueError(f"step {i}: {type(e).__name__} {e}")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(f"{p}: bundled estimate record not used ({str(e)[:200]})", stacklevel=2)
+        return {}, ""
+    try: where = p.resolve().relative_to(project_root()).as_posix()
+    except ValueError: where = str(p)
+    return out, where
+
+# %% ../../nbs/86_plan_steps.ipynb #fc125d79
+def record_history(run_dir: str | Path, settings: dict) -> Path:
+    """Write the usage of the run in `run_dir` (every finished stage's LLM steps) as the bundled record of its model,
+    which a first estimate with that model reads while the runs folder holds no run of it
+    (`scripts/record_estimate_history.py`)."""
+    from groundbench.core import now_iso, write_json
+    mf = Path(run_dir) / "manifest.json"
+    m = json.loads(mf.read_text(encoding="utf-8"))
+    model = str(model_record(m, "llm").get("model") or "")
+    usage = manifest_usage(m, model) if model else {}
+    if not usage: raise ValueError(f"{mf}: no finished stage with an LLM step to record")
+    p = history_file(settings, model)
+    write_json({"model": model, "run_id": m.get("run_id", ""), "recorded_at": now_iso(),
+                "groundbench_version": m.get("groundbench_version", ""),
+                "steps": [{"stage": s, "step": t, **{k: int(c[k]) for k in (*STAT_KEYS, "runs")}}
+                          for (s, t), c in sorted(usage.items())]}, p)
+    return p
+
 # %% ../../nbs/86_plan_steps.ipynb #6ac5fbbf
 class History:
-    "Per-call figures and ratios measured on earlier runs of one model (None where nothing was measured)."
-    def __init__(self, hist: dict, model: str): self.h, self.model = hist, model
+    """Per-call figures and ratios measured on earlier runs of one model (None where nothing was measured); `where`:
+    the bundled record they come from, when the runs folder held no run of the model (`bundled_history`)."""
+    def __init__(self, hist: dict, model: str, where: str = ""): self.h, self.model, self.where = hist, model, where
+    def source(self, n: int) -> str:
+        "Where the figures come from, for a note: `n` earlier runs of the model, or of its bundled record."
+        return f"{n} earlier run(s) of {self.model}" + (f" (the bundled record {self.where})" if self.where else "")
     def _find(self, stage, step):
         if (stage, step) in self.h: return self.h[(stage, step)]
         same = [v for (s, t), v in self.h.items() if t == step]
@@ -233,7 +284,9 @@ class Context:
         self.settings, self.llm = settings, llm_from_settings(settings, load=False)
         self.desc, self.model = self.llm.backend.describe(), str(self.llm.backend.model)
         self.counter = PromptCounter(self.llm)
-        self.history = History(usage_history(runs_dir, self.model), self.model)
+        hist, where = usage_history(runs_dir, self.model), ""
+        if not hist: hist, where = bundled_history(settings, self.model)   # a first run of a model we measured
+        self.history = History(hist, self.model, where)
         self.assume = {k: float(v) for k, v in (settings.get("estimate") or {}).items()}
         self.variants: dict[str, list] = {}   # per stage, the groundedness variants it asks under (default: paper)
 
@@ -278,7 +331,7 @@ class Context:
         stg, a = GROUNDEDNESS, self.assume
         r = self.history.ratio((stg, "decontextualise"), (stg, "extract_units"))
         runs = self.history.runs(stg, "decontextualise")
-        if r is not None: return (lambda words: r), f"measured on {runs} earlier run(s) of {self.model}"
+        if r is not None: return (lambda words: r), f"measured on {self.history.source(runs)}"
         return (lambda words: words / a["words_per_unit"] * a["verified_share"]), "settings [estimate]"
 
     def template_tokens(self, step: str, **values) -> int:
@@ -310,7 +363,7 @@ def expect(history: History, stage: str, step: str, n_calls_first: float, row: S
     n = history.runs(stage, step)
     said = (f"{ask if ask is not None else 1 + rate:.2f} requests a first-round request"
             + (f", {uniq:.2f} of them not asked twice" if uniq is not None else "")
-            + f", tokens per call from {n} earlier run(s) of {history.model}" if (rate is not None or ask is not None)
+            + f", tokens per call from {history.source(n)}" if (rate is not None or ask is not None)
             and n else
             "no earlier run of this model: first round only" + (
                 f", completion assumed at {assumed_share:.0%} of the output budget a call" if assumed
