@@ -57,8 +57,9 @@ for name, st in m["stages"].items():
 # start, the parameter checks, the kernel's start)
 other_s = {k: round(stages[k] - model_s[k], 1) for k in stages}
 import re
-runner_s = {n: float(x) for n, x in re.findall(r"\] (\w+) done in ([\d.]+) s", p.stdout)}
-est = re.search(r"estimate made in ([\d.]+) s", p.stdout)
+said = p.stdout + p.stderr
+runner_s = {n: float(x) for n, x in re.findall(r"\] (\w+) done in ([\d.]+) s", said)}
+est = re.search(r"estimate made in ([\d.]+) s", said)
 emb_s = round(sum((st.get("llm") or {}).get("embedding", {}).get("seconds", 0) for st in m["stages"].values()), 1)
 parts = {"estimate_s": float(est.group(1)) if est else None,
          "papermill_around_stages_s": round(sum(runner_s.get(k, stages[k]) - stages[k] for k in stages), 1),

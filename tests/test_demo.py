@@ -274,3 +274,15 @@ def test_the_estimate_of_a_second_demo_is_within_a_quarter_of_the_first_demo_s_c
     actual = model_calls(json.loads((runs / "a" / "manifest.json").read_text()))
     assert abs(expected - actual) <= 0.25 * actual, (expected, actual, out[-3000:])
     assert "not asked twice" in out                     # the calibration is said, step by step
+
+
+def test_a_first_demo_s_estimate_is_within_a_quarter_of_its_calls(small_demo):
+    """Issue 55: a first demo in an empty runs folder has no earlier run to calibrate on; its estimate reads the
+    bundled record of the smoke model (data/estimate_history, a demo run's usage) and is within 25% of the calls the
+    run then makes (it was 177 expected against 86 made before any calibration)."""
+    runs, _, _ = small_demo
+    est = pd.read_csv(runs / "a" / "estimate.csv")
+    expected = float(est.calls_expected.sum())
+    actual = model_calls(json.loads((runs / "a" / "manifest.json").read_text()))
+    assert abs(expected - actual) <= 0.25 * actual, (expected, actual, est[["step", "calls_expected"]].to_string())
+    assert est.note.str.contains("the bundled record data/estimate_history/smollm2-135m-instruct.json").any()

@@ -99,3 +99,39 @@ def test_methods_run_at_once_on_a_server_and_give_the_same_results(tmp_path):
     verify = next(k for k in at_once if k.startswith("You break a chat assistant's whole"))   # VERIFY's extraction
     assert at_once[verify] < 0.25, at_once             # begins with ours (FActScore's first waits for the embedder)
     assert in_turn[verify] >= 0.6, in_turn             # one after another: after ours has ended
+
+
+def grouped_respond(r):
+    "A model that answers the grouped variant's numbered formats as `respond` answers the paper's, item by item."
+    last = r.messages[-1][1]
+    items = lambda head: [line.split(" ", 1) for line in last.split(head)[1].splitlines() if line.startswith("[")]
+    if "Sentences:\n" in last: return "".join(f"{k}\n- {s.rstrip('.')}: Fact\n" for k, s in items("Sentences:\n"))
+    if "Units:\n" in last: return "".join(f"{k} {s}\n" for k, s in items("Units:\n"))
+    return "".join(f"{k} [Supported]\n" for k, _ in items("STATEMENTS:\n"))
+
+
+def test_the_grouped_variant_runs_in_the_stage_with_the_same_units_and_fewer_calls(tmp_path):
+    """Issue 55: `variant = grouped` runs our method several units a call through the stage's own entry (run_ours):
+    with a model that answers each item as the paper variant's model answers it, the units, decontextualisations and
+    labels are the paper variant's, in fewer calls (the mock stands in for the model: the formats are what is tested;
+    its agreement with a real model is measured in benchmarks/bench_groundedness.py)."""
+    from groundbench.groundedness.stage import run_ours
+    from groundbench.groundedness.units import PAPER, VARIANTS
+    cs = [convs()[0], Conversation("x", "m", "p4", "q", "Vaccines are tested. They are safe.",
+                                   (Citation(1, "https://c.org"),),
+                                   (Segment("Vaccines are tested.", (1,), 0, 20),
+                                    Segment("They are safe.", (1,), 21, 35)))]
+    sources = pd.DataFrame({"conversation_id": [c.conversation_id for c in cs], "citation_index": [1, 1],
+                            "score": [1.0, 1.0], "text": ["Vaccines do not change human DNA, experts say. " * 5,
+                                                          "Vaccines are tested in trials and are safe. " * 5]})
+    emb = Embedder(cache=EmbeddingCache(tmp_path / "e.sqlite"))
+    out = {}
+    for v, resp in ((PAPER, respond), (VARIANTS["grouped"], grouped_respond)):
+        llm = LLM(MockBackend("m", resp), LLMCache(tmp_path / f"{v.name}.sqlite"))
+        units, status, judgments, _ = run_ours(cs, source_chunks(sources), llm, emb, 5, 12000, 1500, {}, v)
+        out[v.name] = ([(u.text, u.label, u.decontextualised) for u in units], set(status.values()),
+                       [(j.scope, j.label) for j in judgments], sum(s.calls for s in llm.stats.values()))
+    (pu, ps, pj, pcalls), (gu, gs, gj, gcalls) = out["paper"], out["grouped"]
+    assert (gu, gs, gj) == (pu, ps, pj) and len(gu) == 3 and ps == {"ok"}
+    assert {lab for _, lab in gj} == {"Supported", "Unverifiable"}
+    assert gcalls < pcalls, (gcalls, pcalls)
