@@ -63,6 +63,8 @@ est = re.search(r"estimate made in ([\d.]+) s", said)
 emb_s = round(sum((st.get("llm") or {}).get("embedding", {}).get("seconds", 0) for st in m["stages"].values()), 1)
 parts = {"estimate_s": float(est.group(1)) if est else None,
          "papermill_around_stages_s": round(sum(runner_s.get(k, stages[k]) - stages[k] for k in stages), 1),
+         # per stage: the notebook's own cells before and after its run (imports first of all), papermill's writing
+         "around_stage_s": {k: round(runner_s[k] - stages[k], 1) for k in stages if k in runner_s},
          "embedding_s": emb_s,
          "runner_rest_s": round(wall - sum(runner_s.values()) - (float(est.group(1)) if est else 0), 1)}
 print(json.dumps({
