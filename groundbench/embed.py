@@ -86,7 +86,7 @@ class EmbeddingCache:
 
 # %% ../nbs/07_embed.ipynb #af24b5c2
 class Embedder:
-    "A sentence-transformers model with a disk cache; `encode` returns normalised float32 vectors."
+    "A sentence-transformers model with a disk cache; `encode` returns normalised float32 vectors; `stats` counts."
     def __init__(self, model: str = BUNDLED_EMBEDDING, cache: EmbeddingCache | None = None, batch_size: int = 64,
                  device: str = "cpu"):
         self.model_name, self.cache, self.batch_size, self.device = model, cache, batch_size, device
@@ -94,10 +94,8 @@ class Embedder:
             os.environ["HF_HUB_OFFLINE"] = "1"
             self._path, self._kw = str(bundled_embedding_path()), {}
         else: self._path, self._kw = model, {"trust_remote_code": True}
-        self._st, self._dim = None, None
-        # seconds encoding (the model's load included, and apart as load_seconds): the embedding's share of a stage
         self.stats = {"texts": 0, "encoded": 0, "cache_hits": 0, "seconds": 0.0, "load_seconds": 0.0}
-        self.lock = threading.RLock()   # methods run at once on a server share one model and one cache
+        self._st, self._dim, self.lock = None, None, threading.RLock()   # one model for methods run at once
 
     @property
     def st(self):
@@ -107,8 +105,7 @@ class Embedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
             hf_logging.disable_progress_bar()     # a local model's "Loading weights" bar says nothing to the user
-            t0 = time.perf_counter()
-            self._st = SentenceTransformer(self._path, device=self.device, **self._kw)
+            t0, self._st = time.perf_counter(), SentenceTransformer(self._path, device=self.device, **self._kw)
             self.stats["load_seconds"] = round(self.stats["load_seconds"] + time.perf_counter() - t0, 3)
         return self._st
 
@@ -121,8 +118,8 @@ class Embedder:
         if self._dim is None:
             self._dim = self.cache.dim(self.model_name) if self.cache is not None else None
             if self._dim is None:
-                self._dim = (getattr(self.st, "get_embedding_dimension",
-                                     None) or self.st.get_sentence_embedding_dimension)()
+                st = self.st
+                self._dim = (getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension)()
         return self._dim
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:

@@ -24,15 +24,17 @@ from .core import assistant_name
 from .llm.client import (LLM, complete_json, complete_retried, concurrently, llm_from_settings,
                                     load_prompt, request, schema_json, with_schema)
 from .llm.context import Window, fit
+from .llm.flight import absorb, view
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
-__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'VARIANTS', 'CONTEXT_TOKENS', 'KINDS',
-           'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores',
-           'LayoutScores', 'Variant', 'read_scores_official', 'ask_kinds', 'fit_pages', 'score_pages', 'system_scores',
-           'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages', 'run']
+__all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'SMOKE_TOKENS', 'VARIANTS',
+           'CONTEXT_TOKENS', 'KINDS', 'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores',
+           'MetadataScores', 'LayoutScores', 'page_tokens', 'Variant', 'read_scores_official', 'ask_kinds', 'fit_pages',
+           'score_pages', 'system_scores', 'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages',
+           'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -85,6 +87,13 @@ SCORING = {
 # the official scoring script asks every call for up to 4,096 tokens (scoring.py); the schema holds each
 # justification to 400 characters, so no answer comes near it and none loses a metric to a cut (counted if one does)
 MAX_TOKENS = {"content": 4096, "metadata": 4096, "layout": 4096}
+# the bundled smoke model repeats itself until its budget ends: 512 tokens hold the schema's answer (three
+# justifications of 400 characters) in an eighth of the time (the same code path; a real judge keeps 4,096)
+SMOKE_TOKENS = 512
+
+def page_tokens(llm, kind: str) -> int:
+    "The output budget of a page's `kind` call: the official script's, or `SMOKE_TOKENS` for the smoke model."
+    return SMOKE_TOKENS if getattr(llm, "smoke", False) else MAX_TOKENS[kind]
 class Variant(NamedTuple):
     "A named way to score: which pages, how a page without text is scored, how an answer is read, which page text."
     selection: str   # official: HTTP 200 and 500 characters, then the first k a response; cited: the first k cited
@@ -160,11 +169,11 @@ def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[
         str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
     q, u = pages["query"].tolist(), pages.url.tolist()
     return {"content": [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=shown[i]),
-                                max_tokens=MAX_TOKENS["content"]) for i in judged],
+                                max_tokens=page_tokens(llm, "content")) for i in judged],
             "metadata": [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=shown[i]),
-                                 max_tokens=MAX_TOKENS["metadata"]) for i in judged],
+                                 max_tokens=page_tokens(llm, "metadata")) for i in judged],
             "layout": [request(llm, pl.render(url=u[i], length=len(text[i]), text=shown[i]),
-                               max_tokens=MAX_TOKENS["layout"]) for i in judged]}
+                               max_tokens=page_tokens(llm, "layout")) for i in judged]}
 
 # %% ../nbs/60_sourcebench.ipynb #bf61280f
 def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], today: str,
@@ -180,7 +189,7 @@ def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str],
     cut = [len(s) < len(x) for s, x in zip(shown, text)]
     empty = _page_requests(llm, pages, judged, text, [""] * len(text), today)
     for j, i in enumerate(judged):
-        room = min(window.room(empty[k][j].message_dicts(), MAX_TOKENS[k],
+        room = min(window.room(empty[k][j].message_dicts(), page_tokens(llm, k),
                                schema_json(schemas[k]) if reader == "strict" else None) for k in empty)
         shown[i], c = fit(window, shown[i], room)
         cut[i] = cut[i] or c
@@ -444,8 +453,12 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
     with r.record_stage(SOURCEBENCH, parameters=params) as st:
         llm = llm_from_settings(settings, r)
         ctx = int(sbs.get("context_tokens", CONTEXT_TOKENS))
-        tables = [_score_variant(r, out, name, sources_per_response, max_pages, llm, ref, text_chars, ctx, st,
-                                 primary=k == 0) for k, name in enumerate(names)]
+        views = {name: view(llm) for name in names}   # the variants at once on a server, each counting apart
+        got = concurrently(llm, {name: (lambda k=k, name=name: _score_variant(
+            r, out, name, sources_per_response, max_pages, views[name], ref, text_chars, ctx, st, primary=k == 0))
+            for k, name in enumerate(names)})
+        absorb(llm, views.values())
+        tables = [got[name] for name in names]
         write_table_files(tables[0], out, "sourcebench_scores",
                           "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
                           f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "

@@ -13,7 +13,7 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 
 # %% auto #0
-__all__ = ['SENDING', 'InFlight', 'sending', 'counted', 'batch_in_flight']
+__all__ = ['SENDING', 'InFlight', 'sending', 'counted', 'batch_in_flight', 'view', 'absorb']
 
 # %% ../../nbs/11b_llm_flight.ipynb #71523522
 class InFlight:
@@ -51,3 +51,21 @@ def batch_in_flight(flight: InFlight, backend, step: str, n: int):
     vLLM in process), else one (llama.cpp answers one request at a time)."""
     if getattr(backend, "counts_in_flight", False): return nullcontext()
     return flight(step, n if getattr(backend, "engine_batch", False) else 1)
+
+# %% ../../nbs/11b_llm_flight.ipynb #8dc615b7
+def view(llm):
+    "A view of client `llm` with counters of its own (everything else shared), for a job run beside others."
+    import copy
+    v = copy.copy(llm)
+    v.stats = {}
+    return v
+
+def absorb(llm, views) -> None:
+    "Add the counters of `views` (made by `view`) into `llm`'s: counts summed, `in_flight_max` the most."
+    import dataclasses
+    for v in views:
+        for step, s in v.stats.items():
+            mine = llm.step_stats(step)
+            for f in dataclasses.fields(s):
+                a, b = getattr(mine, f.name), getattr(s, f.name)
+                setattr(mine, f.name, max(a, b) if f.name == "in_flight_max" else round(a + b, 3))

@@ -36,8 +36,8 @@ from ..llm.client import (LLM, Backend, ChatRequest, cache_key, llm_from_setting
 # %% auto #0
 __all__ = ['STAGE_STEPS', 'MAX_TOKENS', 'CUT_RETRIED', 'PROMPTS', 'UNIT_CHARS', 'NAN', 'STAT_KEYS', 'worst_case', 'StepEstimate',
            'native_stderr_silenced', 'PromptCounter', 'manifest_usage', 'usage_history', 'history_file',
-           'bundled_history', 'record_history', 'History', 'cut_retries', 'Context', 'expect', 'NotCached',
-           'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
+           'bundled_history', 'record_history', 'History', 'model_history', 'cut_retries', 'Context', 'expect',
+           'NotCached', 'CacheOnlyBackend', 'cached_units', 'Inputs', 'prompts_to_collect', 'plan_inputs']
 
 # %% ../../nbs/86_plan_steps.ipynb #e5a10006
 STAGE_STEPS = {s.name: s.llm_steps for s in STAGES.values() if s.llm_steps}  # the registry's (notebook 08)
@@ -261,6 +261,14 @@ class History:
         v = self._find(stage, step)
         return v["calls"] / (v["calls"] + v["deduplicated"]) if v and v["calls"] + v["deduplicated"] else None
 
+# %% ../../nbs/86_plan_steps.ipynb #e503e420
+def model_history(settings: dict, runs_dir: str | Path | None, model: str) -> History:
+    """What earlier runs of `model` measured: its runs in `runs_dir`, else its bundled record (a first run of a model
+    we measured), else nothing."""
+    hist, where = usage_history(runs_dir, model), ""
+    if not hist: hist, where = bundled_history(settings, model)
+    return History(hist, model, where)
+
 # %% ../../nbs/86_plan_steps.ipynb #4e304906
 def cut_retries(row: StepEstimate, cache, desc: dict, cut: Sequence[ChatRequest], step: str) -> int:
     """The retries the run will make of answers already cached but cut at their limit (`cut`: their requests): an
@@ -284,9 +292,7 @@ class Context:
         self.settings, self.llm = settings, llm_from_settings(settings, load=False)
         self.desc, self.model = self.llm.backend.describe(), str(self.llm.backend.model)
         self.counter = PromptCounter(self.llm)
-        hist, where = usage_history(runs_dir, self.model), ""
-        if not hist: hist, where = bundled_history(settings, self.model)   # a first run of a model we measured
-        self.history = History(hist, self.model, where)
+        self.history = model_history(settings, runs_dir, self.model)
         self.assume = {k: float(v) for k, v in (settings.get("estimate") or {}).items()}
         self.variants: dict[str, list] = {}   # per stage, the groundedness variants it asks under (default: paper)
 
