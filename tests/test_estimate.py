@@ -24,7 +24,6 @@ def test_estimate_of_the_whole_expertqa_file_prints_every_llm_step_in_seconds(tm
     assert "the model's own tokenizer" in p.stdout and "no money per token" in p.stdout
     # the ratios' source is printed: with no run of the model in the runs folder, the smoke model's bundled record
     assert "the bundled record data/estimate_history/smollm2-135m-instruct.json" in p.stdout
-    assert "settings [estimate]" in p.stdout    # where no measured ratio applies (FActScore's facts a word)
 
 
 def test_estimate_prices_a_hosted_model_and_says_when_it_cannot(tmp_path):
