@@ -13,8 +13,8 @@ from typing import Sequence
 
 from ..core import Conversation, Judgment, Unit
 from .judge import JUDGE_LABELS
-from .units import (LABELS8, MAX_UNIT_CHARS, VERIFIED, Variant, answer_context,
-                                            extract_tokens, parse_unit_lines, segment_units)
+from .units import (LABELS8, VERIFIED, Variant, _count, answer_context, extract_tokens,
+                                            parse_unit_lines, segment_units)
 from ..llm.client import LLM, Structured, load_prompt, request
 from ..llm.context import Window, chars_for_tokens
 
@@ -61,7 +61,7 @@ def grouped_extract_requests(convs: Sequence[Conversation], llm: LLM, variant: V
     for c in convs:
         for grp in chunks_of([(c, i, s) for i, s in enumerate(c.segments)], variant.group):
             ctx, cut = answer_context(c, grp[0][1], chars_for_tokens(win, c.answer_text, context_chars))
-            if stats is not None: stats["extract_context_truncated"] = stats.get("extract_context_truncated", 0) + cut
+            _count(stats, "extract_context_truncated", cut)
             sents = "\n".join(f"[{k}] {s.text}" for k, (_, _, s) in enumerate(grp, 1))
             jobs.append(grp)
             reqs.append(request(llm, pt.render(context=ctx, sentences=sents),
@@ -113,7 +113,7 @@ def decontextualise_grouped(units: Sequence[Unit], convs: Sequence[Conversation]
     for g in groups:
         c = by[g[0].conversation_id]
         ctx, cut = answer_context(c, g[0].segment_index, chars_for_tokens(win, c.answer_text, context_chars))
-        if stats is not None: stats["decontext_context_truncated"] = stats.get("decontext_context_truncated", 0) + cut
+        _count(stats, "decontext_context_truncated", cut)
         listed = "\n".join(f"[{k}] {u.text}" for k, u in enumerate(g, 1))
         reqs.append(request(llm, pt.render(context=ctx, units=listed), max_tokens=sum(len(u.text) // 3 + 32 for u in g),
                             grammar=numbered_grammar(len(g), "[^\\n]+")))
