@@ -13,7 +13,6 @@ import os
 import platform
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,8 +20,8 @@ import pandas as pd
 from groundbench.collect.expertqa import import_expertqa
 from groundbench.core import load_settings
 from groundbench.embed import embedder_from_settings
-from groundbench.groundedness.judge import SCOPES, Verdict, judge_units, retrieve, source_chunks
-from groundbench.groundedness.units import VERIFIED, Decontextualised, UnitList, decontextualise, extract_units
+from groundbench.groundedness.judge import SCOPES, judge_units, retrieve, source_chunks
+from groundbench.groundedness.units import VERIFIED, decontextualise, extract_units
 from groundbench.llm.client import llm_from_settings
 
 ap = argparse.ArgumentParser()

@@ -10,11 +10,9 @@ import argparse
 import json
 import os
 import platform
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 from groundbench.collect.expertqa import import_expertqa
 from groundbench.sources.extract import extract

@@ -21,10 +21,10 @@ import pydantic
 from .core import Conversation, Prompt, RecordError, compared_variants, load_settings, read_records
 from .core import write_table
 from .core import assistant_name
-from .llm.client import (LLM, complete_json, complete_retried, concurrently, llm_from_settings,
+from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings,
                                     load_prompt, request, schema_json, with_schema)
 from .llm.context import Window, fit
-from .llm.flight import absorb, view
+from .llm.flight import absorb, concurrently, view
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files

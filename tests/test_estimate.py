@@ -61,6 +61,8 @@ def test_every_parameter_file_with_every_backend_gives_ranges_that_hold_and_warn
     from groundbench.core import load_settings
     from groundbench.plan.estimate import estimate_run, format_estimate, totals
     from groundbench.runner import load_run_spec
+    from groundbench.llm.client import smoke_models
+    from groundbench.sourcebench import MAX_TOKENS as SB_TOKENS, SMOKE_TOKENS
     files = sorted((ROOT / "papermill_params").glob("*.yaml"))
     assert len(files) >= 20
     warned = set()
@@ -79,6 +81,10 @@ def test_every_parameter_file_with_every_backend_gives_ranges_that_hold_and_warn
                 tx, tl, th = totals(t, exp.replace("_expected", ""))
                 assert tl <= tx + 1e-9 or tx != tx, (where, exp, tl, tx)
                 assert th != th or tx <= th + 1e-9, (where, exp, tx, th)
+            # SourceBench's page calls at the budget the run gives this model: 512 for the smoke model, else 4,096
+            sb = t[t.step.str.startswith("sourcebench_")]
+            want = SMOKE_TOKENS if e.model in smoke_models(s) else SB_TOKENS["content"]
+            assert sb.empty or set(sb.max_tokens) == {want}, (where, set(sb.max_tokens), want)
             text = format_estimate(e)
             table = text.split("\nnotes:")[0]
             assert not re.search(r"\d--|--\)|\(-|- \(", table), where     # no "0-7,653--" or "- (0--)" of old

@@ -310,3 +310,28 @@ def test_sourcebench_sends_its_three_independent_calls_together(flaky_server, tm
     llm = LLM(OpenAIBackend("m", base_url=base, concurrency=4, structured="none"), LLMCache(tmp_path / "d.sqlite"))
     score_pages(pages.assign(query=["q3", "q4"]), llm, today="2025-06-01", progress=False, context_tokens=8192)
     assert h.max_inflight == 4                          # bounded by the concurrency across the kinds
+
+
+def test_jobs_run_at_once_on_one_client_send_an_identical_request_once(flaky_server, tmp_path):
+    """Issue 55: SourceBench's variants, scored at once on a server (each on a view of the client), judge the same pages
+    with the same prompts. Run one after another the second found the first's answers in the cache; at once neither
+    did, and vLLM ran every call twice (bench_vllm_run: 4 calls a kind for 2). A request another job is sending is now
+    waited for: the calls are those of one variant alone, whatever the timing (in flight together or cached after).
+    The server is a local stand-in for an OpenAI-compatible one."""
+    import pandas as pd
+    from groundbench.llm.flight import absorb, concurrently, view
+    from groundbench.sourcebench import score_pages
+    base, h = flaky_server
+    h.delay = 0.4
+    pages = pd.DataFrame({"query": ["q1", "q2"], "url": ["https://a.org/1", "https://b.org/2"],
+                          "text": ["Page one text. " * 40, "Page two text. " * 40], "page_date": "2025-01-01"})
+    llm = LLM(OpenAIBackend("m", base_url=base, concurrency=16, structured="none"), LLMCache(tmp_path / "c.sqlite"))
+    views = [view(llm), view(llm)]
+    outs = concurrently(llm, {k: (lambda v=v: score_pages(pages, v, today="2025-06-01", progress=False,
+                                                         context_tokens=8192)) for k, v in enumerate(views)})
+    absorb(llm, views)
+    kinds = ("content", "metadata", "layout")
+    assert {s: llm.stats[f"sourcebench_{s}"].calls for s in kinds} == {s: 4 for s in kinds}   # as one job alone
+    assert {s: llm.stats[f"sourcebench_{s}"].requests for s in kinds} == {s: 8 for s in kinds}
+    assert len(h.log) == 12 and h.max_inflight <= 6
+    assert outs[0].equals(outs[1])

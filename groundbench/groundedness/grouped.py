@@ -13,8 +13,8 @@ from typing import Sequence
 
 from ..core import Conversation, Judgment, Unit
 from .judge import JUDGE_LABELS
-from .units import (LABELS8, VERIFIED, Variant, _count, answer_context, extract_tokens,
-                                            parse_unit_lines, segment_units)
+from .units import (LABELS8, REVISED_MAX, VERIFIED, Variant, _count, answer_context,
+                                            extract_tokens, parse_unit_lines, segment_units)
 from ..llm.client import LLM, Structured, load_prompt, request
 from ..llm.context import Window, chars_for_tokens
 
@@ -123,7 +123,7 @@ def decontextualise_grouped(units: Sequence[Unit], convs: Sequence[Conversation]
     for g, r in zip(groups, res):
         items = (r.value or {}).get("items", {})
         for k, u in enumerate(g, 1):
-            ok = bool(items.get(k)) and len(items[k]) <= 600
+            ok = bool(items.get(k)) and len(items[k]) <= REVISED_MAX
             new[u.unit_id], status[u.unit_id] = (items[k] if ok else u.text), (r.parse_status if ok else "failed")
     return [dataclasses.replace(u, decontextualised=new[u.unit_id]) if u.unit_id in new else u for u in units], status
 

@@ -23,7 +23,8 @@ from .methods import run_factscore, run_verify
 from .metrics import groundedness_outputs, response_scores
 from .units import (UNIT_COUNTS, VERIFIED, Variant, decontextualise, extract_units,
                                             variant_from_settings)
-from ..llm.client import LLM, concurrently, llm_from_settings
+from ..llm.client import LLM, llm_from_settings
+from ..llm.flight import concurrently
 from ..runfolder import Run
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
 from ..tables import write_output, write_table_files

@@ -20,8 +20,8 @@ from ..llm.client import (LLM, complete_json, complete_parsed, complete_retried,
 from ..llm.context import Window, chars_for_tokens
 
 # %% auto #0
-__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'UNIT_COUNTS', 'EXTRACT_TOKENS',
-           'DECONTEXT_TOKENS', 'DECONTEXT_GRAMMAR', 'DECONTEXT_GRAMMAR_LONG', 'UnitItem', 'Variant',
+__all__ = ['LABELS8', 'VERIFIED', 'MAX_UNITS', 'MAX_UNIT_CHARS', 'VARIANTS', 'PAPER', 'REVISED_MAX', 'UNIT_COUNTS',
+           'EXTRACT_TOKENS', 'DECONTEXT_TOKENS', 'DECONTEXT_GRAMMAR', 'DECONTEXT_GRAMMAR_LONG', 'UnitItem', 'Variant',
            'variant_from_settings', 'UnitList', 'Decontextualised', 'answer_context', 'unit_grammar',
            'parse_unit_lines', 'read_verify_units', 'trim_units', 'extract_tokens', 'text_format', 'extract_requests',
            'extract_units', 'segment_units', 'parse_code_block', 'read_first_code_block', 'decontext_requests',
@@ -95,9 +95,12 @@ def variant_from_settings(settings: dict | None = None, name: str | None = None)
 class UnitList(pydantic.BaseModel):
     units: list[UnitItem] = pydantic.Field(min_length=1, max_length=64)  # a longer list is cut to MAX_UNITS, counted
 
+# %% ../../nbs/51_groundedness_units.ipynb #a80100ae
+REVISED_MAX = 600  # characters of a revised (decontextualised) unit, in every reader of one
+
 # %% ../../nbs/51_groundedness_units.ipynb #850cc8c2
 class Decontextualised(pydantic.BaseModel):
-    decontextualised: str = pydantic.Field(min_length=1, max_length=600)
+    decontextualised: str = pydantic.Field(min_length=1, max_length=REVISED_MAX)
 
 # %% ../../nbs/51_groundedness_units.ipynb #5d4c1f32
 def answer_context(c: Conversation, segment_index: int, budget_chars: int) -> tuple[str, bool]:
@@ -266,7 +269,7 @@ def segment_units(jobs: Sequence[tuple], res: Sequence, variant: Variant = PAPER
     return units
 
 # %% ../../nbs/51_groundedness_units.ipynb #9639f5a4
-DECONTEXT_GRAMMAR = 'root ::= [^`]{0,400} "```\\n" [^`\\n]{1,600} "\\n```"'
+DECONTEXT_GRAMMAR = f'root ::= [^`]{{0,400}} "```\\n" [^`\\n]{{1,{REVISED_MAX}}} "\\n```"'
 # a unit over MAX_UNIT_CHARS (kept whole by the paper readers) may need more room: the output budget bounds it
 DECONTEXT_GRAMMAR_LONG = 'root ::= [^`]{0,400} "```\\n" [^`\\n]+ "\\n```"'
 _BLOCK = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
@@ -275,7 +278,7 @@ def parse_code_block(text: str) -> tuple[dict | None, str]:
     "The revised unit of a VERIFY decontextualisation: the content of the answer's last code block."
     blocks = [b.strip() for b in _BLOCK.findall(text)]
     if not blocks or not blocks[-1]: return None, "no code block with the revised unit"
-    if len(blocks[-1]) > 600: return None, "the revised unit is over 600 characters"
+    if len(blocks[-1]) > REVISED_MAX: return None, f"the revised unit is over {REVISED_MAX} characters"
     return {"decontextualised": blocks[-1]}, ""
 
 # %% ../../nbs/51_groundedness_units.ipynb #872c12e7

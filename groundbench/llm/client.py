@@ -25,18 +25,18 @@ from tqdm.auto import tqdm
 from .budget import Budget, BudgetExceeded, budget_from_settings
 from .context import (PER_MESSAGE, REPAIR_ECHO_BYTES, REPAIR_ERROR_CHARS, REPAIR_JSON, Window,
                                      byte_prefix, fit)
-from ..core import (RecordError, load_settings, now_iso, package_dir, resolve_path, stable_id, to_plain,
+from ..core import (RecordError, load_settings, now_iso, stable_id, to_plain,
                               write_json)
 from ..runfolder import StepStats, cache_dir
 # the prompt files have a module of their own (llm.prompts); the steps import them from here as before
 from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
-from .flight import InFlight, batch_in_flight, sending
+from .flight import InFlight, Pending, batch_in_flight, sending
 
 # %% auto #0
 __all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
-           'LLM', 'report_progress', 'budget_stop', 'Structured', 'parse_json_answer', 'repair_request', 'schema_json',
-           'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'concurrently', 'smoke_models',
+           'LLM', 'report_progress', 'budget_stop', 'send_chunks', 'Structured', 'parse_json_answer', 'repair_request',
+           'schema_json', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models',
            'llm_from_settings', 'request', 'models_dir']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
@@ -239,6 +239,7 @@ class LLM:
         self.window: Window | None = None       # the judge's context, when a stage knows it: repairs are cut to it
         self.lock = threading.Lock()            # steps sent at once from threads (`parallel_requests`) share it
         self.flight = InFlight()                # each step's requests in flight, counted where they are sent
+        self.pending = Pending()                # requests being sent, by cache key: jobs run at once share them
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -248,36 +249,20 @@ class LLM:
 
     def complete(self, requests: Sequence[ChatRequest], step: str = "default",
                  progress: bool = True) -> list[Completion]:
-        "Completions for `requests` in order: deduplicated, served from cache where possible, the rest in batches."
+        """Completions for `requests` in order: deduplicated (also against the requests other jobs on this client are
+        sending), served from cache where possible, the rest in batches."""
         st, desc = self.step_stats(step), self.backend.describe()
         keys, result, todo, hits = cache_lookup(self.cache, desc, requests, st)
-        slots, t0 = list(todo), time.perf_counter()
-        report_progress(self.progress_file, step, 0, len(slots), hits, t0)
-        bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
-        for i in range(0, len(slots), self.chunk_size):
-            part = slots[i:i + self.chunk_size]
-            stop = None
-            if self.budget is not None:
-                with self.lock: n, stop = self.budget.admit([todo[s] for s in part])
-                if stop: part = part[:n]
-            if not part: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i)
-            t0 = time.perf_counter()
-            with sending(self.flight, step), batch_in_flight(self.flight, self.backend, step, len(part)):
-                outs = self.backend.generate([todo[s] for s in part])
-            st.seconds += time.perf_counter() - t0
-            st.calls += len(part)
-            st.prompt_tokens += sum(o.prompt_tokens for o in outs)
-            st.completion_tokens += sum(o.completion_tokens for o in outs)
-            result.update(zip(part, outs))
-            if self.cache is not None:
-                self.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
-            if self.budget is not None:
-                with self.lock: self.budget.spend(outs)
-            bar.update(len(part))
-            report_progress(self.progress_file, step, i + len(part), len(slots), hits, t0)
-            if stop: bar.close(); budget_stop(self.budget, self.stats, stop, step, len(slots) - i - len(part))
-        bar.close()
-        st.seconds, st.in_flight_max = round(st.seconds, 3), max(st.in_flight_max, self.flight.peak[step])
+        slots, theirs = self.pending.claim(list(todo))    # a request another job is sending: waited for, below
+        try: send_chunks(self, slots, todo, result, step, hits, progress)
+        finally: self.pending.settle(result, slots)
+        got = self.pending.wait(theirs)
+        st.deduplicated += len(got)
+        result.update(got)
+        if rest := [s for s in theirs if s not in got]:   # their sender stopped without an answer: sent from here
+            st.requests -= len(rest)
+            result.update(zip(rest, self.complete([todo[s] for s in rest], step, progress)))
+        st.in_flight_max = max(st.in_flight_max, self.flight.peak[step])
         out = [result[k if k else ("nocache", i)] for i, k in enumerate(keys)]
         st.cut_at_limit += sum(o.cut for o in out)
         return out
@@ -298,6 +283,38 @@ def budget_stop(budget: Budget, stats: dict, stop: tuple, step: str, blocked: in
     raise BudgetExceeded({"scope": scope, "budget": name, "limit": limit, "spent": spent, "step": step,
                           "blocked": blocked, "calls_made": budget.calls, "tokens_made": budget.tokens,
                           "llm": to_plain(stats)})
+
+# %% ../../nbs/11_llm_client.ipynb #7f8eeac3
+def send_chunks(llm: LLM, slots: list, todo: dict, result: dict, step: str, hits: int, progress: bool) -> None:
+    """Send `todo`'s requests of `slots` in chunks of `llm.chunk_size`, each admitted by the budget first, answers into
+    `result` and the cache as they come; the step's counters and progress file kept."""
+    st, desc, t0 = llm.step_stats(step), llm.backend.describe(), time.perf_counter()
+    report_progress(llm.progress_file, step, 0, len(slots), hits, t0)
+    bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
+    for i in range(0, len(slots), llm.chunk_size):
+        part = slots[i:i + llm.chunk_size]
+        stop = None
+        if llm.budget is not None:
+            with llm.lock: n, stop = llm.budget.admit([todo[s] for s in part])
+            if stop: part = part[:n]
+        if not part: bar.close(); budget_stop(llm.budget, llm.stats, stop, step, len(slots) - i)
+        t0 = time.perf_counter()
+        with sending(llm.flight, step), batch_in_flight(llm.flight, llm.backend, step, len(part)):
+            outs = llm.backend.generate([todo[s] for s in part])
+        st.seconds += time.perf_counter() - t0
+        st.calls += len(part)
+        st.prompt_tokens += sum(o.prompt_tokens for o in outs)
+        st.completion_tokens += sum(o.completion_tokens for o in outs)
+        result.update(zip(part, outs))
+        if llm.cache is not None:
+            llm.cache.put_many([(s, desc, o) for s, o in zip(part, outs) if isinstance(s, str)])
+        if llm.budget is not None:
+            with llm.lock: llm.budget.spend(outs)
+        bar.update(len(part))
+        report_progress(llm.progress_file, step, i + len(part), len(slots), hits, t0)
+        if stop: bar.close(); budget_stop(llm.budget, llm.stats, stop, step, len(slots) - i - len(part))
+    bar.close()
+    st.seconds = round(st.seconds, 3)
 
 # %% ../../nbs/11_llm_client.ipynb #9834bd1d
 @dataclass(frozen=True)
@@ -427,17 +444,6 @@ def complete_retried(llm: LLM, requests: Sequence[ChatRequest], parse: Callable[
         setattr(st, f"parse_{status}", getattr(st, f"parse_{status}") + 1)
         res.append(Structured(v, status, o.text, "" if v is not None else f"{err} (after {n} calls)", o.cut))
     return res
-
-# %% ../../nbs/11_llm_client.ipynb #2a05a261
-def concurrently(llm: LLM, jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
-    """{name: job()} of independent jobs that ask `llm` (SourceBench's three calls, groundedness's methods): run at once
-    where the backend takes requests in parallel (a server, up to its `llm.concurrency` in flight across them), one
-    after another where it does not (llama.cpp or vLLM's engine in process); an error of any job is raised."""
-    from concurrent.futures import ThreadPoolExecutor
-    if getattr(llm.backend, "parallel_requests", 1) <= 1 or len(jobs) < 2: return {k: f() for k, f in jobs.items()}
-    with ThreadPoolExecutor(len(jobs)) as ex:
-        futures = {k: ex.submit(f) for k, f in jobs.items()}
-        return {k: f.result() for k, f in futures.items()}
 
 # %% ../../nbs/11_llm_client.ipynb #7bf80685
 def smoke_models(settings: dict) -> set[str]:

@@ -11,9 +11,10 @@ import contextvars
 import threading
 from collections import Counter
 from contextlib import contextmanager, nullcontext
+from typing import Any, Callable
 
 # %% auto #0
-__all__ = ['SENDING', 'InFlight', 'sending', 'counted', 'batch_in_flight', 'view', 'absorb']
+__all__ = ['SENDING', 'InFlight', 'sending', 'counted', 'batch_in_flight', 'view', 'absorb', 'Pending', 'concurrently']
 
 # %% ../../nbs/11b_llm_flight.ipynb #71523522
 class InFlight:
@@ -69,3 +70,47 @@ def absorb(llm, views) -> None:
             for f in dataclasses.fields(s):
                 a, b = getattr(mine, f.name), getattr(s, f.name)
                 setattr(mine, f.name, max(a, b) if f.name == "in_flight_max" else round(a + b, 3))
+
+# %% ../../nbs/11b_llm_flight.ipynb #c4470202
+class Pending:
+    """The requests being sent, by cache key, across the jobs run at once on one client (its views share it): a
+    request another job is sending is waited for, not sent again."""
+    def __init__(self): self._lock, self._on, self.waiting = threading.Lock(), {}, 0
+
+    def claim(self, slots) -> tuple[list, dict]:
+        "Of `slots` (cache keys; any other slot is never shared): (those to send, {slot: handle} another job sends)."
+        mine, theirs = [], {}
+        with self._lock:
+            for s in slots:
+                if isinstance(s, str) and s in self._on: theirs[s] = self._on[s]
+                else:
+                    if isinstance(s, str): self._on[s] = [threading.Event(), None]
+                    mine.append(s)
+        return mine, theirs
+
+    def settle(self, results: dict, slots) -> None:
+        "Give the answers of the claimed `slots` (None where none came) to whoever waits for them, and release them."
+        with self._lock:
+            for s in slots:
+                h = self._on.pop(s, None) if isinstance(s, str) else None
+                if h is not None: h[1] = results.get(s); h[0].set()
+
+    def wait(self, theirs: dict) -> dict:
+        "{slot: answer} of the requests other jobs sent (a slot whose sender gave no answer is left out)."
+        with self._lock: self.waiting += len(theirs)
+        try:
+            for h in theirs.values(): h[0].wait()
+        finally:
+            with self._lock: self.waiting -= len(theirs)
+        return {s: h[1] for s, h in theirs.items() if h[1] is not None}
+
+# %% ../../nbs/11b_llm_flight.ipynb #4f8683ef
+def concurrently(llm, jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """{name: job()} of independent jobs that ask `llm` (SourceBench's three calls, groundedness's methods): run at once
+    where the backend takes requests in parallel (a server, up to its `llm.concurrency` in flight across them), one
+    after another where it does not (llama.cpp or vLLM's engine in process); an error of any job is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+    if getattr(llm.backend, "parallel_requests", 1) <= 1 or len(jobs) < 2: return {k: f() for k, f in jobs.items()}
+    with ThreadPoolExecutor(len(jobs)) as ex:
+        futures = {k: ex.submit(f) for k, f in jobs.items()}
+        return {k: f.result() for k, f in futures.items()}

@@ -184,11 +184,13 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
 
 # %% ../../nbs/87_plan_planners.ipynb #ef4990d9
 def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
+    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, VARIANTS as SBV, page_tokens
+    # the run's own output budget for this model (the smoke model's is shorter than the official 4,096)
+    budget = {s: page_tokens(ctx.llm, s.removeprefix("sourcebench_")) for s in STAGE_STEPS[SOURCEBENCH]}
     if inp.sources is None:
-        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None,
-                                   "cited pages not known before collection") for s in STAGE_STEPS[SOURCEBENCH]]
+        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection",
+                                   max_tokens=budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
     from groundbench.core import compared_variants
-    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, VARIANTS as SBV
     sb = ctx.settings["sourcebench"]
     names = [str(p.get("variant") or sb.get("variant", "paper"))]   # the run's variant, and those scored beside it
     names += [x for x in compared_variants(p.get("compare_variants"), ctx.settings, "sourcebench") if x not in names]
@@ -212,8 +214,8 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
             "not judged, as the official script)") + (f"; at most {per} sources a response" if per else "")
             + f"; at most {high} pages over the variants {', '.join(names)}")
-    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, high, note, ctx.template_tokens(s) + mean_chars / 4)
-            for s in STAGE_STEPS[SOURCEBENCH]]
+    return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, high, note, ctx.template_tokens(s) + mean_chars / 4,
+                               budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
 
 # %% ../../nbs/87_plan_planners.ipynb #d45ddd0b
 def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:

@@ -319,9 +319,9 @@ class Context:
         return row
 
     def estimated_step(self, stage: str, step: str, basis: str, requests: float, high: float | None, note: str,
-                       prompt_per_call: float | None = None) -> StepEstimate:
-        "A row from a counted or expected number of requests; `high` bounds the requests (None: no bound)."
-        mt = MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
+                       prompt_per_call: float | None = None, max_tokens: int | None = None) -> StepEstimate:
+        "A row from a counted or expected number of requests, `high` their bound (None: none), `max_tokens` per call."
+        mt = max_tokens or MAX_TOKENS.get(step, int(self.settings["llm"].get("max_tokens", 512)))
         k = worst_case(step, self.variants.get(stage, ()))
         row = StepEstimate(stage, step, basis, requests, calls_high=k[0] * high if high is not None else NAN,
                            completion_high=k[1] * high * mt if high is not None else NAN, max_tokens=mt, note=note)
