@@ -111,7 +111,8 @@ WHY = {
     VALIDATION: "the agreement tables (kappa, confusion) and the labels written",
     FINDINGS: "the findings' models (binomial GLM and OLS with claim-clustered errors, the claim bootstrap, the "
               "paper's conclusions checked): what the run is for",
-    REPORT: "the report's figures (PNG, PDF) and its page",
+    REPORT: "the tables recomputed over the runs the report combines (one or several: Table 1's intervals, the "
+            "credibility corrections step by step), its figures drawn as PNG and PDF, and its page",
     EXPLORER: "the explorer notebook written and executed once, so a reader opens it with outputs",
 }
 named = [{"part": f"{k}: not the model", "s": v, "why": WHY.get(k, "the stage's own work")}
