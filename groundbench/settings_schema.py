@@ -37,7 +37,8 @@ ABOVE_ZERO = {  # 0 would fail every call, cut every page to nothing or read as 
     "sourcebench": ("context_tokens",), "sourcecheckup": ("context_tokens",),
     "groundedness": ("verify_attempts", "verify_pipeline_attempts", "context_tokens", "judge_reasoning_chars",
                      "smoke_judge_reasoning_chars"),
-    "estimate": ("answer_words", "words_per_segment", "words_per_unit", "smoke_seconds_per_call"),
+    "estimate": ("answer_words", "words_per_segment", "words_per_unit", "smoke_seconds_per_call",
+                 "sources_per_answer"),
 }
 WHOLE = {  # counts: a fraction has no meaning
     "llm": ("seed", "n_ctx", "concurrency", "max_retries", "tensor_parallel_size", "pipeline_parallel_size",

@@ -34,6 +34,11 @@ def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     claims = rewrite_sample(claims, n)
     return [ctx.built_step(CLAIMS, "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
 
+# %% ../../nbs/87_plan_planners.ipynb #696d954e
+def _answers(p: dict, inp: Inputs, cap: str) -> int:
+    "The answers a stage works on before collection: those to be collected, at most its parameter `cap` (0: all)."
+    return min(inp.n_prompts, int(p.get(cap) or 0) or inp.n_prompts)
+
 # %% ../../nbs/87_plan_planners.ipynb #c1036178
 def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
@@ -48,7 +53,7 @@ def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate
     evid = evidence_chars(ctx.settings, p.get("top_k"))
     judge_prompt = ctx.template_tokens("judge") + (evid + UNIT_CHARS) / 4
     if inp.convs is None:
-        n = min(inp.n_prompts, int(p.get("max_conversations") or 0) or inp.n_prompts)
+        n = _answers(p, inp, "max_conversations")
         segs = n * a["answer_words"] / a["words_per_segment"]
         verified = segs * per_seg(a["words_per_segment"])
         rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None,
@@ -125,6 +130,7 @@ def plan_groundedness(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     conversation its expected verified units) for 65_sourcecheckup's planner. A variant that groups units changes
     ours' rows (`grouped_rows`)."""
     rows, inp.scored, inp.verified = _groundedness(ctx, p, inp)
+    inp.scored_n = len(inp.scored) if inp.convs is not None else _answers(p, inp, "max_conversations")
     return grouped_rows(ctx, p, rows, inp.scored)
 
 # %% ../../nbs/87_plan_planners.ipynb #b9a060e2
@@ -182,21 +188,46 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                        "request a fact" + (bound if high else ""), (evid + 200) / 4))
     return rows
 
+# %% ../../nbs/87_plan_planners.ipynb #a102d22c
+def _page_chars(ctx: Context, p: dict) -> int:
+    "The characters of a page SourceBench's judge sees at most: `text_chars`, else as far as the judge's context holds."
+    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT
+    d, sb = ctx.llm.backend.describe(), ctx.settings["sourcebench"]     # (the run counts with the tokenizer)
+    return int(p.get("text_chars") or 4 * int(d.get("n_ctx") or d.get("max_model_len")
+                                              or sb.get("context_tokens", SB_CONTEXT)))
+
+# %% ../../nbs/87_plan_planners.ipynb #281ccfad
+def _sourcebench_unseen(ctx: Context, p: dict, inp: Inputs, variants: int, per: int, budget: dict
+                        ) -> list[StepEstimate]:
+    """60_sourcebench before collection: each answer cites as many pages as the seed paper's assistants did on average
+    (`[estimate] sources_per_answer`, its Table 2), at most `per` a response; every page assumed fetched with text
+    that fills what the judge sees (an upper side). Bounded by `per` pages an answer under each variant."""
+    n = inp.n_prompts
+    if not n: return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection",
+                                         max_tokens=budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
+    cited = float(ctx.assume.get("sources_per_answer", 12))
+    each = min(cited, per) if per else cited
+    pages, bound, mp = n * each, n * per if per else None, int(p.get("max_pages") or 0)
+    if mp: pages, bound = min(pages, mp), min(bound, mp) if bound is not None else mp
+    note = (f"{n} answers x {each:g} cited pages (settings [estimate] sources_per_answer: the seed paper's Table 2"
+            + (f", at most {per} a response" if per else "") + "), every page assumed fetched with text")
+    return [ctx.estimated_step(SOURCEBENCH, s, "ratio", pages, variants * bound if bound is not None else None, note,
+                               ctx.template_tokens(s) + _page_chars(ctx, p) / 4, budget[s])
+            for s in STAGE_STEPS[SOURCEBENCH]]
+
 # %% ../../nbs/87_plan_planners.ipynb #ef4990d9
 def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
-    from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT, VARIANTS as SBV, page_tokens
+    from groundbench.sourcebench import VARIANTS as SBV, page_tokens
     # the run's own output budget for this model (the smoke model's is shorter than the official 4,096)
     budget = {s: page_tokens(ctx.llm, s.removeprefix("sourcebench_")) for s in STAGE_STEPS[SOURCEBENCH]}
-    if inp.sources is None:
-        return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection",
-                                   max_tokens=budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
     from groundbench.core import compared_variants
     sb = ctx.settings["sourcebench"]
     names = [str(p.get("variant") or sb.get("variant", "paper"))]   # the run's variant, and those scored beside it
     names += [x for x in compared_variants(p.get("compare_variants"), ctx.settings, "sourcebench") if x not in names]
-    src = inp.sources.drop_duplicates(["conversation_id", "url"])
     per = int(p.get("sources_per_response") if p.get("sources_per_response") is not None
               else sb.get("sources_per_response", 5))
+    if inp.sources is None: return _sourcebench_unseen(ctx, p, inp, len(names), per, budget)
+    src = inp.sources.drop_duplicates(["conversation_id", "url"])
     # any variant judges at most `per` pages a response (the official selection may reach past the first `per` cited)
     bound = int(src.groupby("conversation_id").size().clip(upper=per or None).sum())
     if per: src = src.groupby("conversation_id").head(per)
@@ -206,9 +237,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     rubric = names[0] in SBV and SBV[names[0]].scoring == "rubric"   # the script judges no page without text
     n = n_ok + (n_fail if rubric else 0) if not mp else min(n_ok, mp - 1 if mp > 1
                                                             else 1) + (min(n_fail, 1 if mp > 1 else 0) if rubric else 0)
-    d = ctx.llm.backend.describe()   # the page as far as the context holds it (the run counts with the tokenizer)
-    tc = int(p.get("text_chars") or 4 * int(d.get("n_ctx") or d.get("max_model_len") or sb.get("context_tokens",
-                                                                                                 SB_CONTEXT)))
+    tc = _page_chars(ctx, p)
     mean_chars = float(src.text.fillna("").astype(str).str.len().clip(upper=tc).mean()) if len(src) else 0.0
     high = len(names) * (min(bound, mp) if mp else bound)
     note = (f"{n} pages ({n_ok} with text, {n_fail} without: " + ("judged too, the rubric's way)" if rubric else
@@ -216,6 +245,34 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
             + f"; at most {high} pages over the variants {', '.join(names)}")
     return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, high, note, ctx.template_tokens(s) + mean_chars / 4,
                                budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
+
+# %% ../../nbs/87_plan_planners.ipynb #a01c14f6
+def _sourcecheckup_unseen(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
+    """65_sourcecheckup before collection: paper-like answers (`[estimate]`, as 50_groundedness's planner assumes them),
+    units extracted for the answers 50_groundedness does not score (`inp.scored_n`), each statement judged against each
+    cited page (`sources_per_answer` an answer, all assumed fetched with text); the pages' count has no bound."""
+    a, stg, n = ctx.assume, SOURCECHECKUP, _answers(p, inp, "sourcecheckup_conversations")
+    if not n: return [ctx.estimated_step(stg, s, "ratio", NAN, None, "answers not known before collection")
+                      for s in STAGE_STEPS[stg]]
+    scs = ctx.settings.get("sourcecheckup", {})
+    segs, (per_seg, src_v) = a["answer_words"] / a["words_per_segment"], ctx.verified_per_segment()
+    ver, todo = segs * per_seg(a["words_per_segment"]), max(n - inp.scored_n, 0)
+    cited = float(a.get("sources_per_answer", 12))
+    whole = (p.get("source_text") or scs.get("source_text", "whole")) != "chunks"
+    from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT
+    page = (4 * int(scs.get("context_tokens", SC_CONTEXT)) if whole     # a page as far as the context, or its chunks
+            else int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8))
+    ext_prompt = ctx.template_tokens("extract_units") + 6 * (a["answer_words"] + a["words_per_segment"]) / 4
+    return [ctx.estimated_step(stg, "extract_units", "ratio", todo * segs, None,
+                               f"{todo} of {n} answers not scored by 50_groundedness x {segs:.1f} segments "
+                               "(settings [estimate]: paper-like answers)", ext_prompt),
+            ctx.estimated_step(stg, "decontextualise", "ratio", todo * ver, None,
+                               f"verified units per segment ({src_v})",
+                               ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+            ctx.estimated_step(stg, "sourcecheckup", "ratio", n * ver * cited, None,
+                               f"{n} answers x {ver:.1f} statements x {cited:g} cited pages (settings [estimate] "
+                               "sources_per_answer: the seed paper's Table 2), every page assumed fetched with text",
+                               ctx.template_tokens("sourcecheckup") + page / 4)]
 
 # %% ../../nbs/87_plan_planners.ipynb #d45ddd0b
 def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
@@ -225,9 +282,7 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     from groundbench.core import compared_variants
     from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, page_view, pick_responses, response_table
     stg = SOURCECHECKUP
-    if inp.convs is None:
-        return [ctx.estimated_step(stg, s, "ratio", NAN, None,
-                                   "answers not known before collection") for s in STAGE_STEPS[stg]]
+    if inp.convs is None: return _sourcecheckup_unseen(ctx, p, inp)
     scs = ctx.settings.get("sourcecheckup", {})
     how = p.get("source_text") or scs.get("source_text", "whole")
     try: view = page_view(inp.sources, how)

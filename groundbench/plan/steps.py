@@ -409,6 +409,7 @@ class Inputs:
     expertqa: object = None
     scored: list = field(default_factory=list)    # the conversations 50_groundedness scores (its planner sets them)
     verified: dict = field(default_factory=dict)  # per conversation, its expected verified units (likewise)
+    scored_n: int = 0                # how many it scores (known before collection too)
     # 20_collect imports only some ExpertQA systems (validation then imports all)
     expertqa_systems_limited: bool = False
     notes: tuple = ()
