@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from ..core import SUBSTANTIVE_CHARS, RecordError, SourceDoc
 from .base import clean_url
-from ..sources.extract import Extracted, extract
+from ..sources.extract import Extracted, extract, looks_like_html
 
 # %% auto #0
 __all__ = ['ITEM_KEYS', 'MAX_ARCHIVED_BYTES', 'item_fields', 'Archived', 'page_folder_index', 'warc_index', 'page_doc',
@@ -107,15 +107,13 @@ def warc_index(path: str | Path) -> dict[str, Archived]:
     return out
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #3cbaea4e
-_HTML_START = (b"<!doctype html", b"<html", b"<head", b"<body", b"<div", b"<p", b"<article", b"<section")
-
 def page_doc(body: bytes | str, content_type: str = "", name: str = "") -> Extracted:
     """An archived page read as the sources stage reads a fetched one (`extract`: our main text and metadata, and the
     texts SourceBench's and SourceCheckup's released collectors would read of the same body); its type from
     `content_type`, else its file `name`, else its first bytes (HTML), else plain text."""
     body = body.encode("utf-8") if isinstance(body, str) else body
     ct = content_type or mimetypes.guess_type(name)[0] or ""
-    if not ct: ct = "text/html" if body[:512].lstrip().lower().startswith(_HTML_START) else "text/plain; charset=utf-8"
+    if not ct: ct = "text/html" if looks_like_html(body) else "text/plain; charset=utf-8"
     return extract(body, ct)
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #f00c583b

@@ -34,7 +34,7 @@ def plan_claims(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     claims = rewrite_sample(claims, n)
     return [ctx.built_step(CLAIMS, "question_rewrite", rewrite_requests(claims, ctx.llm), QuestionRewrite)]
 
-# %% ../../nbs/87_plan_planners.ipynb #696d954e
+# %% ../../nbs/87_plan_planners.ipynb #57872225
 def _answers(p: dict, inp: Inputs, cap: str) -> int:
     "The answers a stage works on before collection: those to be collected, at most its parameter `cap` (0: all)."
     return min(inp.n_prompts, int(p.get(cap) or 0) or inp.n_prompts)
@@ -188,7 +188,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                        "request a fact" + (bound if high else ""), (evid + 200) / 4))
     return rows
 
-# %% ../../nbs/87_plan_planners.ipynb #a102d22c
+# %% ../../nbs/87_plan_planners.ipynb #eb8ac8c1
 def _page_chars(ctx: Context, p: dict) -> int:
     "The characters of a page SourceBench's judge sees at most: `text_chars`, else as far as the judge's context holds."
     from groundbench.sourcebench import CONTEXT_TOKENS as SB_CONTEXT
@@ -196,7 +196,7 @@ def _page_chars(ctx: Context, p: dict) -> int:
     return int(p.get("text_chars") or 4 * int(d.get("n_ctx") or d.get("max_model_len")
                                               or sb.get("context_tokens", SB_CONTEXT)))
 
-# %% ../../nbs/87_plan_planners.ipynb #281ccfad
+# %% ../../nbs/87_plan_planners.ipynb #71663ac6
 def _sourcebench_unseen(ctx: Context, p: dict, inp: Inputs, variants: int, per: int, budget: dict
                         ) -> list[StepEstimate]:
     """60_sourcebench before collection: each answer cites as many pages as the seed paper's assistants did on average
@@ -246,7 +246,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     return [ctx.estimated_step(SOURCEBENCH, s, "counted", n, high, note, ctx.template_tokens(s) + mean_chars / 4,
                                budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
 
-# %% ../../nbs/87_plan_planners.ipynb #a01c14f6
+# %% ../../nbs/87_plan_planners.ipynb #8fb254fd
 def _sourcecheckup_unseen(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     """65_sourcecheckup before collection: paper-like answers (`[estimate]`, as 50_groundedness's planner assumes them),
     units extracted for the answers 50_groundedness does not score (`inp.scored_n`), each statement judged against each

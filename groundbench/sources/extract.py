@@ -15,9 +15,9 @@ import warnings
 from dataclasses import asdict, dataclass
 
 # %% auto #0
-__all__ = ['EXTRACT_REASONS', 'SOURCEBENCH_REMOVED', 'text_codec', 'decode_bytes', 'Extracted', 'ExtractLimits', 'extract_html',
-           'extract_pdf', 'requests_text', 'sourcebench_text', 'sourcecheckup_text', 'released_texts', 'extract',
-           'worker_main', 'ExtractWorker']
+__all__ = ['EXTRACT_REASONS', 'SOURCEBENCH_REMOVED', 'HTML_START', 'text_codec', 'decode_bytes', 'Extracted', 'ExtractLimits',
+           'extract_html', 'extract_pdf', 'requests_text', 'sourcebench_text', 'sourcecheckup_text', 'released_texts',
+           'looks_like_html', 'extract', 'worker_main', 'ExtractWorker']
 
 # %% ../../nbs/32_sources_extract.ipynb #ba250ff7
 _META = re.compile(
@@ -190,6 +190,16 @@ def released_texts(body: bytes, content_type: str = "", max_chars: int = 2_000_0
     except (RecursionError, ValueError, TypeError, LookupError, AssertionError) as e:
         return "", "", f"released_text_error: {type(e).__name__}: {e}"[:300]
 
+# %% ../../nbs/32_sources_extract.ipynb #fa891b8a
+HTML_START = (b"<!doctype html", b"<html", b"<head", b"<body", b"<div", b"<p>", b"<p ", b"<article", b"<section")
+
+def looks_like_html(body: bytes) -> bool:
+    """Whether a body of no declared type is HTML: its first non-blank bytes open an HTML document or a common element,
+    or an `<html` tag comes in its first 512 bytes (after an XML declaration or a comment). Fetched pages and archived
+    ones (notebook 29b) are told apart by this one rule."""
+    head = body[:512].lstrip().lower()
+    return head.startswith(HTML_START) or b"<html" in head
+
 # %% ../../nbs/32_sources_extract.ipynb #41e85309
 def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractLimits | None = None) -> Extracted:
     "Text and metadata of a fetched body, by its type, in this process (see `ExtractWorker` for the limited one)."
@@ -198,8 +208,7 @@ def extract(body: bytes, content_type: str = "", url: str = "", limits: ExtractL
     if not body: return Extracted("empty")
     if ct == "application/pdf" or body[:5] == b"%PDF-": e = extract_pdf(body, lim.max_pdf_pages, lim.max_text_chars)
     else:
-        head = body[:512].lstrip().lower()
-        sniffed = head.startswith(b"<!doctype html") or b"<html" in head
+        sniffed = looks_like_html(body)
         if ct in ("text/html", "application/xhtml+xml") or (not ct or ct == "application/octet-stream") and sniffed:
             html, enc = decode_bytes(body, content_type)
             e = extract_html(html, url)
