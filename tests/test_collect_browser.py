@@ -56,7 +56,7 @@ def test_chatgpt_gpt4o_spans_read_by_hovering_each_pill(tmp_path):
     000's Figure 4): the collector hovers every pill with ActionChains and keeps the spans in the archived page."""
     with FixtureSite("chatgpt", "hover") as site:
         ar, rec, conv = collect_one(assistant("chatgpt"), site, tmp_path, model="gpt-4o")
-    html = check_archive(ar, rec, "data-groundbench-hover")
+    check_archive(ar, rec, "data-groundbench-hover")
     assert rec["hover_spans"] == 2
     by_text = {s.text: s for s in conv.segments}
     assert by_text["This claim is false"].citation_indices == (1,)

@@ -414,7 +414,6 @@ def test_doctor_on_a_page_that_never_finishes_loading_stops_at_its_time_limit(tm
 @pytest.mark.chromium
 def test_no_browser_outlives_a_run_that_is_killed(tmp_path):
     "A run killed with SIGKILL (only its own process, as a crash or the OOM killer would) leaves no Chromium behind."
-    import signal
     import subprocess
     import sys
     code = ("from groundbench.collect.browser import make_driver\nimport time\nd = make_driver()\n"

@@ -242,7 +242,7 @@ def test_every_grammar_of_the_package_compiles_in_llama_cpp():
     from llama_cpp import LlamaGrammar
     from groundbench.groundedness.judge import judge_grammar
     from groundbench.groundedness.methods import FACT_GRAMMAR, VERIFY_LABELS
-    from groundbench.groundedness.units import DECONTEXT_GRAMMAR, MAX_UNITS, unit_grammar
+    from groundbench.groundedness.units import DECONTEXT_GRAMMAR, unit_grammar
     for g in (FACT_GRAMMAR, unit_grammar(), unit_grammar(VERIFY_LABELS), DECONTEXT_GRAMMAR, judge_grammar(1500),
               judge_grammar(300)):
         assert LlamaGrammar.from_string(g, verbose=False) is not None

@@ -31,7 +31,7 @@ import pytest
 
 from groundbench.core import Citation, Conversation, Prompt, Segment, write_jsonl, write_table
 from groundbench.groundedness.judge import parse_bracket_label, read_first_bracket
-from groundbench.groundedness.methods import (FACTSCORE_INSTRUCTION, atomic_fact_prompt, best_demos, factscore_demos,
+from groundbench.groundedness.methods import (atomic_fact_prompt, best_demos, factscore_demos,
                                               factscore_prompt, punkt_english, read_fact_lines, read_true_false)
 from groundbench.groundedness.metrics import length_penalty
 from groundbench.groundedness.units import parse_code_block, read_first_code_block, read_verify_units
