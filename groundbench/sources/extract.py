@@ -190,7 +190,7 @@ def released_texts(body: bytes, content_type: str = "", max_chars: int = 2_000_0
     except (RecursionError, ValueError, TypeError, LookupError, AssertionError) as e:
         return "", "", f"released_text_error: {type(e).__name__}: {e}"[:300]
 
-# %% ../../nbs/32_sources_extract.ipynb #fa891b8a
+# %% ../../nbs/32_sources_extract.ipynb #2c08dc26
 HTML_START = (b"<!doctype html", b"<html", b"<head", b"<body", b"<div", b"<p>", b"<p ", b"<article", b"<section")
 
 def looks_like_html(body: bytes) -> bool:
