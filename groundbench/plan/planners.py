@@ -39,6 +39,15 @@ def _answers(p: dict, inp: Inputs, cap: str) -> int:
     "The answers a stage works on before collection: those to be collected, at most its parameter `cap` (0: all)."
     return min(inp.n_prompts, int(p.get(cap) or 0) or inp.n_prompts)
 
+# %% ../../nbs/87_plan_planners.ipynb #d1f5844c
+def _paper_like_prompt(ctx: Context, step: str) -> float:
+    """Prompt tokens of an `extract_units` or `decontextualise` request on a paper-like answer (`[estimate]`) before
+    collection: the step's prompt with the answer as context, 6 characters a word (and the segment, or the unit)."""
+    a = ctx.assume
+    extra = (6 * (a["answer_words"] + a["words_per_segment"]) if step == "extract_units"
+             else 6 * a["answer_words"] + UNIT_CHARS)
+    return ctx.template_tokens(step) + extra / 4
+
 # %% ../../nbs/87_plan_planners.ipynb #c1036178
 def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate], list, dict]:
     a, h, stg = ctx.assume, ctx.history, GROUNDEDNESS
@@ -59,11 +68,10 @@ def _groundedness(ctx: Context, p: dict, inp: Inputs) -> tuple[list[StepEstimate
         rows = [ctx.estimated_step(stg, "extract_units", "ratio", segs, None,
                                    f"{n} answers x {a['answer_words'] / a['words_per_segment']:.1f} "
                                    "segments (settings [estimate]: paper-like answers)",
-                                   ctx.template_tokens("extract_units")
-                                   + 6 * (a["answer_words"] + a["words_per_segment"]) / 4)]
+                                   _paper_like_prompt(ctx, "extract_units"))]
         rows += [ctx.estimated_step(stg, "decontextualise", "ratio", verified, None,
                                     f"verified units per segment ({src_v})",
-                                    ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+                                    _paper_like_prompt(ctx, "decontextualise")),
                  ctx.estimated_step(stg, "judge", "ratio", verified * judge_per, None,
                                     f"{judge_per:.2f} judge calls per verified unit ({src_j})", judge_prompt)]
         return rows + _method_rows(ctx, p, None, n, segs, verified, judge_prompt), [], {}
@@ -158,8 +166,7 @@ def _method_rows(ctx: Context, p: dict, sel: list | None, n: int, segs: float, v
                                            ctx.template_tokens("verify_extract") + 6 * a["answer_words"] / 4))
         rows += [ctx.estimated_step(stg, "verify_decontextualise", "ratio", verified, high,
                                     "VERIFY's Fact and Claim units: as many as ours (the same definitions)"
-                                    + (bound if high else ""), ctx.template_tokens("decontextualise")
-                                    + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+                                    + (bound if high else ""), _paper_like_prompt(ctx, "decontextualise")),
                  ctx.estimated_step(stg, "verify_judge", "ratio", verified, high, "one judgment per VERIFY unit (no "
                                     "credibility split)" + (bound if high else ""), judge_prompt)]
     if "factscore" in methods:
@@ -205,15 +212,15 @@ def _sourcebench_unseen(ctx: Context, p: dict, inp: Inputs, variants: int, per: 
     n = inp.n_prompts
     if not n: return [ctx.estimated_step(SOURCEBENCH, s, "ratio", NAN, None, "cited pages not known before collection",
                                          max_tokens=budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
-    cited = float(ctx.assume.get("sources_per_answer", 12))
+    cited = ctx.assume["sources_per_answer"]
     each = min(cited, per) if per else cited
     pages, bound, mp = n * each, n * per if per else None, int(p.get("max_pages") or 0)
     if mp: pages, bound = min(pages, mp), min(bound, mp) if bound is not None else mp
     note = (f"{n} answers x {each:g} cited pages (settings [estimate] sources_per_answer: the seed paper's Table 2"
             + (f", at most {per} a response" if per else "") + "), every page assumed fetched with text")
+    page = _page_chars(ctx, p)
     return [ctx.estimated_step(SOURCEBENCH, s, "ratio", pages, variants * bound if bound is not None else None, note,
-                               ctx.template_tokens(s) + _page_chars(ctx, p) / 4, budget[s])
-            for s in STAGE_STEPS[SOURCEBENCH]]
+                               ctx.template_tokens(s) + page / 4, budget[s]) for s in STAGE_STEPS[SOURCEBENCH]]
 
 # %% ../../nbs/87_plan_planners.ipynb #ef4990d9
 def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
@@ -257,18 +264,16 @@ def _sourcecheckup_unseen(ctx: Context, p: dict, inp: Inputs) -> list[StepEstima
     scs = ctx.settings.get("sourcecheckup", {})
     segs, (per_seg, src_v) = a["answer_words"] / a["words_per_segment"], ctx.verified_per_segment()
     ver, todo = segs * per_seg(a["words_per_segment"]), max(n - inp.scored_n, 0)
-    cited = float(a.get("sources_per_answer", 12))
+    cited = a["sources_per_answer"]
     whole = (p.get("source_text") or scs.get("source_text", "whole")) != "chunks"
     from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT
     page = (4 * int(scs.get("context_tokens", SC_CONTEXT)) if whole     # a page as far as the context, or its chunks
             else int(ctx.settings["embed"].get("chunk_chars", 500)) * int(p.get("source_chunks") or 8))
-    ext_prompt = ctx.template_tokens("extract_units") + 6 * (a["answer_words"] + a["words_per_segment"]) / 4
     return [ctx.estimated_step(stg, "extract_units", "ratio", todo * segs, None,
                                f"{todo} of {n} answers not scored by 50_groundedness x {segs:.1f} segments "
-                               "(settings [estimate]: paper-like answers)", ext_prompt),
+                               "(settings [estimate]: paper-like answers)", _paper_like_prompt(ctx, "extract_units")),
             ctx.estimated_step(stg, "decontextualise", "ratio", todo * ver, None,
-                               f"verified units per segment ({src_v})",
-                               ctx.template_tokens("decontextualise") + (6 * a["answer_words"] + UNIT_CHARS) / 4),
+                               f"verified units per segment ({src_v})", _paper_like_prompt(ctx, "decontextualise")),
             ctx.estimated_step(stg, "sourcecheckup", "ratio", n * ver * cited, None,
                                f"{n} answers x {ver:.1f} statements x {cited:g} cited pages (settings [estimate] "
                                "sources_per_answer: the seed paper's Table 2), every page assumed fetched with text",
