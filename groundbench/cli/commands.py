@@ -8,6 +8,7 @@ Docs: https://groundbench.github.io/groundbench/cli_commands.html.md"""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sqlite3
 import sys
@@ -143,9 +144,10 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
                     None, "--out", help="with --a/--b: also write the table to this CSV file and its forest plot "
                                         "beside it (.png, .pdf); without them: the drift folder (default: drift/ "
                                         "beside the runs)"),
-                n_boot: int = typer.Option(1000, help="claim-level bootstrap resamples")):
+                n_boot: Optional[int] = typer.Option(None, help="unused since issue 60 (kept for old scripts)")):
     """Two sides tested metric by metric on the claims' design (--a and --b), or, without them, drift across the runs
-    in date order: every change between consecutive runs tested (paired by claim), a figure per lens and a page."""
+    in date order: a trend per metric and assistant (Holm across all of them) and every change between consecutive
+    runs (exploratory), paired by claim where the runs share claims, a figure per lens and a page."""
     from groundbench.findings.drift import compare_figure, compare_sides, write_drift
     from groundbench.findings.stage import observations
     from groundbench.report.tables import load_outputs
@@ -155,13 +157,21 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     if a is None:
         out = out or runs[0].resolve().parent / "drift"
         check_out("--out", out / "index.html")
-        try: changes, page = write_drift(runs, out, n_boot)
+        try: changes, page = write_drift(runs, out)
         except (RecordError, OSError, ValueError) as e: fail(e)
+        info = json.loads((page.parent / "drift.json").read_text(encoding="utf-8"))
+        trends, steps = changes[changes.test == "trend"], changes[changes.test == "change"]
+        design = (f"paired by claim on the {info['shared_claims']} claims the runs share" if info["shared_claims"]
+                  else "UNPAIRED: these runs share no claim, so every test compares independent samples of claims and "
+                       "a change mixes drift with the difference between the question sets")
+        typer.echo(f"drift over {len(runs)} runs ({design}): {int(trends.significant.sum())} of {len(trends)} trends "
+                   "significant after Holm across metrics and assistants; "
+                   f"{int(steps.significant.sum())} of {len(steps)} consecutive changes at a 5% false discovery rate "
+                   "(exploratory)")
         sig = changes[changes.significant]
-        typer.echo(f"drift over {len(runs)} runs; {len(sig)} of {len(changes)} changes significant after Holm "
-                   "(claim-clustered tests, paired by claim)")
-        if len(sig): typer.echo(sig[["metric", "assistant", "from_run", "to_run", "from_value", "to_value", "change",
-                                     "low", "high", "p_holm"]].round(3).to_string(index=False))
+        if len(sig): typer.echo(printable(sig[["test", "metric", "assistant", "from_run", "to_run", "from_value",
+                                               "to_value", "change", "low", "high", "p_adj"]].round(3)
+                                          .to_string(index=False)))
         typer.echo(f"-> {page}")
         return
     if out is not None: check_out("--out", out)
@@ -175,9 +185,16 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
                                smoke=any(Run(r).is_smoke for r in runs))
     except (RecordError, OSError, ValueError) as e: fail(e)
     if cmp.empty: fail("nothing to compare: neither side has an outcome of any lens")
-    typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares); 95% claim-clustered interval; "
+    unpaired = cmp[cmp.group.eq("overall") & cmp.paired.lt(2)]
+    if len(unpaired):
+        typer.echo(f"groundbench: warning: {', '.join(unpaired.metric)}: the sides share no claim (or one): the "
+                   "differences are unpaired, independent-samples tests of the claims' rates, and mix the sides with "
+                   "their questions", err=True)
+    typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares), claim-weighted (each claim's rate, "
+               "then the mean over claims; paired where both sides answered a claim: see design); 95% CR2 interval; "
                "p_holm: Holm-adjusted within each metric")
-    typer.echo(cmp.drop(columns=["p", "warning", "n_a", "n_b"]).round(3).to_string(index=False))
+    typer.echo(printable(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check"]).round(3)
+                         .to_string(index=False)))
     typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
                + (f" -> {out}, {', '.join(str(p) for p in figs)}" if out else ""))
 

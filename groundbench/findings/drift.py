@@ -1,4 +1,4 @@
-"""`groundbench compare` on the study's design: two sides (assistants, runs, or an assistant in a run) compared metric by metric with claim-clustered tests, or any number of runs of the same prompts put in date order, each assistant's metrics drawn over time with their intervals and every change between consecutive dates tested, paired by claim.
+"""`groundbench compare` on the study's design: two sides (assistants, runs, or an assistant in a run) compared metric by metric with claim-weighted differences, paired where the sides share claims and said to be unpaired where they share none; or any number of runs of the same prompts put in date order, each assistant's metrics drawn over time with their intervals, a trend over the dates tested per metric and assistant (Holm across all of them), and every change between consecutive dates beside it (exploratory, false discovery rate).
 
 Docs: https://groundbench.github.io/groundbench/findings_drift.html.md"""
 
@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import html
 import json
+import math
+import re
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..core import write_text
-from .models import METRICS, t_interval, cell_means, difference, holm
+from ..core import RecordError, write_text
+from .inference import cr2
+from .models import METRICS, difference, fdr, holm, level_estimate
 from .stage import observations
 from ..runfolder import Run
-from ..stats import N_BOOT
 from ..tables import Output, html_table, plotting, write_output
 
 # %% auto #0
-__all__ = ['LENSES', 'DRIFT_CSS', 'side_mask', 'compare_sides', 'compare_figure', 'run_date', 'run_estimates', 'drift_table',
-           'drift_figure', 'write_drift']
+__all__ = ['DRIFT_COLUMNS', 'LENSES', 'MAX_DRAWN', 'DRIFT_CSS', 'side_mask', 'design_note', 'compare_sides', 'compare_figure',
+           'parse_date', 'run_date', 'run_labels', 'run_estimates', 'trend', 'drift_table', 'drift_figure',
+           'mdates_num', 'write_drift']
 
 # %% ../../nbs/78_findings_drift.ipynb #f751b9f1
 def side_mask(obs: pd.DataFrame, name: str) -> pd.Series:
@@ -38,9 +41,16 @@ def side_mask(obs: pd.DataFrame, name: str) -> pd.Series:
                      f"(have: {', '.join(have)})")
 
 # %% ../../nbs/78_findings_drift.ipynb #97a74b42
-def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Side B - side A of every metric, overall and per role and topic both sides have: value, difference,
-    claim-clustered 95% interval, p and its Holm adjustment within the metric, the pairs of claims both sides asked."""
+def design_note(paired: int, clusters: int) -> str:
+    "How a difference was estimated: paired on the shared claims, or unpaired (independent samples) where none is."
+    return (f"paired on {paired} of {clusters} claims" if paired >= 2 else
+            "unpaired: the sides share no claim, independent-samples test of the claims' rates" if paired == 0 else
+            f"unpaired: the sides share {paired} claim, too few to pair; independent-samples test")
+
+def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int | None = None) -> pd.DataFrame:
+    """Side B - side A of every metric, overall and per role and topic both sides have: claim-weighted values and
+    difference with its 95% CR2 interval, p and its Holm adjustment within the metric, the pooled difference, and the
+    design (paired on how many claims, or unpaired)."""
     ma, mb = side_mask(obs, a), side_mask(obs, b)
     if (ma & mb).any(): raise ValueError(f"compare: {a!r} and {b!r} share observations; name two disjoint sides")
     o = obs[ma | mb].assign(side=np.where(ma[ma | mb], a, b))
@@ -51,21 +61,23 @@ def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int = N_BOOT) -> pd
                                       for v in sorted(set(om[col]) - {""}) if om[om[col] == v].side.nunique() == 2]
         k = 100.0 if METRICS[m][3] == "points" else 1.0
         for g, rows_g in groups:
-            d = difference(rows_g.y, rows_g.side, rows_g.claim_id, a, b, METRICS[m][2], n_boot=n_boot)
-            rows.append({"metric": m, "group": g, "a_value": d.a_value * k, "b_value": d.b_value * k,
-                         "diff": d.diff * k, "low": d.low * k, "high": d.high * k, "p": d.p, "paired": d.paired,
-                         "clusters": d.clusters, "n_a": d.n_a, "n_b": d.n_b, "warning": d.warning})
-    t = pd.DataFrame(rows, columns=["metric", "group", "a_value", "b_value", "diff", "low", "high", "p", "paired",
-                                    "clusters", "n_a", "n_b", "warning"])
-    if len(t):
-        t["p_holm"] = t.groupby("metric").p.transform(lambda p: pd.Series(holm(p.values), index=p.index))
-        t["significant"] = t.p_holm < 0.05
+            d = difference(rows_g.y, rows_g.side, rows_g.claim_id, a, b, METRICS[m][2])
+            rows.append({"metric": m, "group": g, "estimand": d.estimand, "a_value": d.a_value * k,
+                         "b_value": d.b_value * k, "diff": d.diff * k, "low": d.low * k, "high": d.high * k,
+                         "p": d.p, "pooled_diff": d.pooled_diff * k, "p_check": d.p_check, "paired": d.paired,
+                         "clusters": d.clusters, "design": design_note(d.paired, d.clusters), "n_a": d.n_a,
+                         "n_b": d.n_b, "warning": d.warning})
+    t = pd.DataFrame(rows, columns=["metric", "group", "estimand", "a_value", "b_value", "diff", "low", "high", "p",
+                                    "pooled_diff", "p_check", "paired", "clusters", "design", "n_a", "n_b",
+                                    "warning"])
+    t["p_holm"] = t.groupby("metric").p.transform(lambda p: pd.Series(holm(p.values), index=p.index)) if len(t) else []
+    t["significant"] = t.p_holm < 0.05
     return t
 
 # %% ../../nbs/78_findings_drift.ipynb #8de844d6
 def compare_figure(cmp: pd.DataFrame, a: str, b: str):
     """The forest plot of a two-sided comparison (`compare_sides`): a panel per metric, a row per group with B - A and
-    its claim-clustered 95% interval, red where significant after Holm."""
+    its 95% interval, red where significant after Holm."""
     plt, _ = plotting()
     ms = list(dict.fromkeys(cmp.metric))
     if not ms: raise ValueError("compare: nothing to draw (no metric on both sides)")
@@ -81,121 +93,241 @@ def compare_figure(cmp: pd.DataFrame, a: str, b: str):
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(range(len(d)), d.group.tolist()); ax.invert_yaxis()
         ax.set_xlabel(f"{m}: {b} - {a} ({'percentage points' if METRICS[m][3] == 'points' else 'score'})")
-    fig.suptitle(f"{b} - {a}: 95% claim-clustered intervals; red: significant after Holm", fontsize=10)
+    fig.suptitle(f"{b} - {a}: claim-weighted, 95% CR2 intervals; red: significant after Holm", fontsize=10)
     fig.tight_layout()
     return fig
 
 # %% ../../nbs/78_findings_drift.ipynb #32401c70
-def run_date(run_dir: Path) -> str:
+def parse_date(text: str, where: str) -> pd.Timestamp:
+    "A date or time as a UTC timestamp without zone; an ambiguous or unreadable one is an error naming `where`."
+    from dateutil import parser
+    s = str(text).strip()
+    try:
+        if re.match(r"^\d{4}-\d{2}-\d{2}", s):
+            t = pd.Timestamp(s)
+            return (t.tz_convert("UTC").tz_localize(None) if t.tzinfo else t)
+        d1, d2 = parser.parse(s, dayfirst=True), parser.parse(s, dayfirst=False)
+    except (ValueError, OverflowError) as e:
+        raise RecordError(f"{where}: date {s!r} cannot be read ({e}); write it as YYYY-MM-DD") from None
+    if d1 != d2:
+        raise RecordError(f"{where}: date {s!r} is ambiguous ({d1:%Y-%m-%d} day first, {d2:%Y-%m-%d} month first); "
+                          "write it as YYYY-MM-DD")
+    t = pd.Timestamp(d1)
+    return t.tz_convert("UTC").tz_localize(None) if t.tzinfo else t
+
+def run_date(run_dir: Path) -> pd.Timestamp | None:
     "When a run's answers were collected: the median `collected_at` of its answers, else its collection's start."
     from groundbench.core import Conversation, read_records
     from groundbench.runfolder import StageExecution
     from groundbench.stages import COLLECT
     convs = read_records(Path(run_dir) / COLLECT / "conversations.jsonl", Conversation)
-    dates = sorted(c.collected_at for c in convs if c.collected_at)
-    if dates: return dates[len(dates) // 2][:19]
-    return str(StageExecution.of(Run(run_dir).manifest(), COLLECT).started or "")[:19]
+    where = f"{run_dir}: {COLLECT}/conversations.jsonl"
+    dates = sorted(parse_date(c.collected_at, f"{where}, conversation {c.conversation_id}, field 'collected_at'")
+                   for c in convs if str(c.collected_at or "").strip())
+    if dates: return dates[len(dates) // 2]
+    started = StageExecution.of(Run(run_dir).manifest(), COLLECT).started_at
+    return parse_date(started, f"{run_dir}: manifest.json, {COLLECT} started_at") if started else None
 
-# %% ../../nbs/78_findings_drift.ipynb #c70eff9a
+def run_labels(run_dirs: Sequence[Path]) -> list[str]:
+    """Each run's name: its manifest's run id (else its folder's), with parent folders added until the names differ;
+    the same run given twice (one folder, or a copy with the same run id and creation time) is an error."""
+    dirs = [Path(d) for d in run_dirs]
+    seen = {}
+    for d in dirs:
+        m = Run(d).manifest()
+        key = (m.get("run_id") or d.name, m.get("created_at") or str(d.resolve()))
+        if d.resolve() in {x for x, _ in seen.values()} or key in seen:
+            raise ValueError(f"compare: {d} is the same run as {seen[key][1] if key in seen else d} (given twice, or a "
+                             "copy of it): give each run once")
+        seen[key] = (d.resolve(), d)
+    names = [Run(d).manifest().get("run_id") or d.name for d in dirs]
+    depth = 1
+    while len(set(names)) < len(names) and depth < 8:
+        names = ["/".join(Path(d).resolve().parts[-depth - 1:-1] + (n,)) for d, n in
+                 zip(dirs, [Run(d).manifest().get("run_id") or d.name for d in dirs])]
+        depth += 1
+    return names
+
+# %% ../../nbs/78_findings_drift.ipynb #451d0d22
 def run_estimates(obs: pd.DataFrame) -> pd.DataFrame:
-    """Each run's, assistant's and metric's value with its claim-clustered 95% interval (t, G - 1 degrees of freedom;
-    a share's interval kept within 0 and 100%)."""
+    "Each run's, assistant's and metric's claim-weighted value with its 95% interval, its claims and observations."
     rows = []
     for (m, r, a), g in obs.groupby(["metric", "run_id", "assistant"], sort=False):
         k = 100.0 if METRICS[m][3] == "points" else 1.0
-        groups = pd.factorize(g.claim_id)[0]
-        mean, V = cell_means(g.y.to_numpy(float), np.zeros(len(g), int), groups, 1)
-        lo, hi, _ = t_interval(float(mean[0]), float(np.sqrt(max(V[0, 0], 0))), int(groups.max()), 0.95)
-        if METRICS[m][3] == "points": lo, hi = max(lo, 0.0), min(hi, 1.0)   # a share's interval stays a share
-        rows.append({"metric": m, "run_id": r, "assistant": a, "value": mean[0] * k, "low": lo * k, "high": hi * k,
-                     "claims": int(groups.max()) + 1, "n": len(g)})
+        c = level_estimate(g.y, g.claim_id, METRICS[m][2] == "binomial")
+        lo, hi = c.low, c.high
+        if METRICS[m][3] == "points": lo, hi = max(min(lo, c.estimate), 0.0), min(max(hi, c.estimate), 1.0)
+        rows.append({"metric": m, "run_id": r, "assistant": a, "value": c.estimate * k, "low": lo * k,
+                     "high": hi * k, "claims": int(g.claim_id.nunique()), "n": len(g)})
     return pd.DataFrame(rows, columns=["metric", "run_id", "assistant", "value", "low", "high", "claims", "n"])
 
-# %% ../../nbs/78_findings_drift.ipynb #451d0d22
-def drift_table(obs: pd.DataFrame, order: Sequence[str], n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Every change of every metric and assistant between consecutive runs of `order` (run ids in date order) that
-    both have it: the claim-clustered test of the later run against the earlier (paired on the claims both asked),
-    Holm-adjusted over the changes of each metric."""
-    rows = []
+# %% ../../nbs/78_findings_drift.ipynb #40c1c1b5
+def trend(y: Sequence[float], t: Sequence[float], claim: Sequence, level: float = 0.95) -> dict:
+    """The within-claim linear trend of `y` in `t`: each claim's rates at each t, their slope per claim, the slopes'
+    weighted mean (weights: each claim's spread of t) with its CR2 interval and Bell-McCaffrey p over the claims."""
+    d = pd.DataFrame({"y": np.asarray(y, float), "t": np.asarray(t, float), "g": list(claim)})
+    per = d.groupby(["g", "t"]).y.mean().reset_index()
+    per["tc"] = per.t - per.groupby("g").t.transform("mean")
+    per["yc"] = per.y - per.groupby("g").y.transform("mean")
+    s = per.assign(xy=per.tc * per.yc, xx=per.tc ** 2).groupby("g")[["xy", "xx"]].sum()
+    s = s[s.xx > 1e-12]
+    nan = math.nan
+    if len(s) < 2: return {"slope": nan, "low": nan, "high": nan, "p": nan, "claims": len(s)}
+    fit = cr2(np.ones((len(s), 1)), (s.xy / s.xx).to_numpy(), np.arange(len(s)), weights=s.xx.to_numpy())
+    c = fit.contrast([1.0], level)
+    if not c.se > 1e-12:   # every claim's slope the same: nothing varies (no interval); p 1 when it is 0
+        return {"slope": c.estimate, "low": nan, "high": nan, "p": 1.0 if abs(c.estimate) < 1e-12 else nan,
+                "claims": len(s)}
+    return {"slope": c.estimate, "low": c.low, "high": c.high, "p": c.p, "claims": len(s)}
+
+# %% ../../nbs/78_findings_drift.ipynb #b2b7be08
+DRIFT_COLUMNS = ["test", "metric", "assistant", "from_run", "to_run", "runs", "from_value", "to_value", "change",
+                 "low", "high", "per_year", "p", "p_adj", "significant", "correction", "paired", "design", "warning"]
+
+def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = None,
+                n_boot: int | None = None) -> pd.DataFrame:
+    """Per metric and assistant: the trend over the runs of `order` (run ids in date order; `dates`: their
+    timestamps) with its change over the span, Holm-adjusted over every trend; and every change between consecutive
+    runs (paired on the claims both asked), false-discovery-rate adjusted over every change (exploratory)."""
+    dates = dates or {}
+    years = {r: ((dates[r] - dates[order[0]]).total_seconds() / (365.25 * 86400)
+                 if all(dates.get(x) is not None for x in order) else math.nan) for r in order}
+    if len(set(years.values())) < len(order) or any(v != v for v in years.values()):   # no usable dates: run order
+        years = {r: float(i) for i, r in enumerate(order)}
+    trends, changes = [], []
     for m in [m for m in METRICS if m in set(obs.metric)]:
         k = 100.0 if METRICS[m][3] == "points" else 1.0
         for asst in sorted(obs[obs.metric == m].assistant.unique()):
             o = obs[(obs.metric == m) & (obs.assistant == asst)]
             have = [r for r in order if r in set(o.run_id)]
+            if len(have) < 2: continue
+            shared = o.groupby("claim_id").run_id.nunique()
+            tr = trend(o.y, o.run_id.map(years), o.claim_id)
+            span = years[have[-1]] - years[have[0]]
+            first, last = (float(o[o.run_id == r].groupby("claim_id").y.mean().mean()) for r in (have[0], have[-1]))
+            trends.append({"test": "trend", "metric": m, "assistant": asst, "from_run": have[0], "to_run": have[-1],
+                           "runs": len(have), "from_value": first * k, "to_value": last * k,
+                           "change": tr["slope"] * span * k, "low": tr["low"] * span * k,
+                           "high": tr["high"] * span * k, "per_year": tr["slope"] * k, "p": tr["p"],
+                           "paired": int((shared >= 2).sum()), "design": design_note(int((shared >= 2).sum()),
+                                                                                    len(shared)),
+                           "warning": "" if tr["claims"] >= 2 else "fewer than two claims in two runs: no trend"})
             for r0, r1 in zip(have, have[1:]):
                 s = o[o.run_id.isin([r0, r1])]
-                d = difference(s.y, s.run_id, s.claim_id, r0, r1, METRICS[m][2], n_boot=n_boot)
-                rows.append({"metric": m, "assistant": asst, "from_run": r0, "to_run": r1, "from_value": d.a_value * k,
-                             "to_value": d.b_value * k, "change": d.diff * k, "low": d.low * k, "high": d.high * k,
-                             "p": d.p, "paired": d.paired, "warning": d.warning})
-    t = pd.DataFrame(rows, columns=["metric", "assistant", "from_run", "to_run", "from_value", "to_value", "change",
-                                    "low", "high", "p", "paired", "warning"])
-    t["p_holm"] = t.groupby("metric").p.transform(lambda p: pd.Series(holm(p.values), index=p.index)) if len(t) else []
-    t["significant"] = t.p_holm < 0.05
-    return t
+                d = difference(s.y, s.run_id, s.claim_id, r0, r1, METRICS[m][2], check=False)
+                changes.append({"test": "change", "metric": m, "assistant": asst, "from_run": r0, "to_run": r1,
+                                "runs": 2, "from_value": d.a_value * k, "to_value": d.b_value * k,
+                                "change": d.diff * k, "low": d.low * k, "high": d.high * k, "per_year": math.nan,
+                                "p": d.p, "paired": d.paired, "design": design_note(d.paired, d.clusters),
+                                "warning": d.warning})
+    tt = pd.DataFrame(trends, columns=DRIFT_COLUMNS)
+    tc = pd.DataFrame(changes, columns=DRIFT_COLUMNS)
+    tt["p_adj"], tt["correction"] = holm(tt.p.to_numpy(float)), "Holm over every trend"
+    tc["p_adj"], tc["correction"] = fdr(tc.p.to_numpy(float)), "false discovery rate over every change (exploratory)"
+    t = pd.concat([tt, tc], ignore_index=True) if len(tt) else tc
+    t["significant"] = t.p_adj < 0.05
+    return t[DRIFT_COLUMNS]
 
-# %% ../../nbs/78_findings_drift.ipynb #40c1c1b5
+# %% ../../nbs/78_findings_drift.ipynb #2a1c9671
 LENSES = {"credibility": ("CR", "NCR"), "groundedness": ("GS", "CG", "NCG", "HS"),
           "methods": ("GS_verify", "GS_factscore", "unclassified"), "sourcebench": ("SourceBench",),
           "sourcecheckup": ("SC_statement", "SC_response")}
+MAX_DRAWN = 12    # assistants drawn in one figure; beyond it the page gives the table alone
 
 def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str], dates: dict, metrics: Sequence[str]):
-    "One lens's metrics over the runs (x: runs in date order), one line per assistant with its intervals."
+    """One lens's metrics over the runs (x: the run dates, or their order where they share one), one line per
+    assistant with its intervals; a change significant at the false discovery rate marked *, a significant trend
+    named in the legend."""
     plt, sns = plotting()
     metrics = [m for m in metrics if m in set(est.metric)]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
-    xs = {r: i for i, r in enumerate(order)}
-    colours = dict(zip(sorted(est.assistant.unique()), sns.color_palette("tab10")))
+    names = sorted(est.assistant.unique())
+    colours = dict(zip(names, sns.color_palette("husl" if len(names) > 10 else "tab10", max(len(names), 1))))
+    when = [dates.get(r) for r in order]
+    use_dates = all(w is not None for w in when) and len(set(when)) == len(when)
+    xs = {r: (mdates_num(w) if use_dates else float(i)) for i, (r, w) in enumerate(zip(order, when))}
+    span = (max(xs.values()) - min(xs.values())) or 1.0
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.8 * len(metrics) + 2.2, 3.8), squeeze=False)
     for ax, m in zip(axes[0], metrics):
         e = est[est.metric == m]
-        for a, g in e.groupby("assistant"):
+        for j, (a, g) in enumerate(e.groupby("assistant")):
             g = g.assign(x=g.run_id.map(xs)).sort_values("x")
-            ax.errorbar(g.x + 0.04 * list(colours).index(a), g.value, yerr=[g.value - g.low, g.high - g.value],
-                        marker="o", capsize=3, label=a, color=colours[a])
-            for c in changes[(changes.metric == m) & (changes.assistant == a) & changes.significant].itertuples():
+            tr = changes[(changes.test == "trend") & (changes.metric == m) & (changes.assistant == a)]
+            label = a + (" (trend*)" if len(tr) and bool(tr.significant.iloc[0]) else "")
+            ax.errorbar(g.x + 0.004 * span * (j - len(names) / 2), g.value,
+                        yerr=[(g.value - g.low).clip(lower=0), (g.high - g.value).clip(lower=0)], marker="o",
+                        capsize=3, label=label, color=colours[a])
+            for c in changes[(changes.test == "change") & (changes.metric == m) & (changes.assistant == a)
+                             & changes.significant].itertuples():
                 ax.annotate("*", ((xs[c.from_run] + xs[c.to_run]) / 2, (c.from_value + c.to_value) / 2),
                             color=colours[a], fontsize=16, ha="center")
-        ax.set_xticks(range(len(order)), [f"{r}\n{dates.get(r, '')[:10]}" for r in order], fontsize=8)
+        ax.set_xticks([xs[r] for r in order], [f"{r}\n{dates[r]:%Y-%m-%d}" if dates.get(r) is not None else r
+                                               for r in order], fontsize=8)
+        ax.set_xlim(min(xs.values()) - 0.08 * span, max(xs.values()) + 0.08 * span)
         ax.set_title(f"{m} ({'%' if METRICS[m][3] == 'points' else 'score'})")
-    axes[0][0].legend(fontsize=8, loc="best")
-    fig.suptitle("over time, 95% claim-clustered intervals; * a change significant after Holm", fontsize=9)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.suptitle("over time, claim-weighted 95% intervals; trend*: a trend significant after Holm; * a consecutive "
+                 "change at a 5% false discovery rate", fontsize=9)
     fig.tight_layout()
     return fig
 
-# %% ../../nbs/78_findings_drift.ipynb #b2b7be08
+def mdates_num(t: pd.Timestamp) -> float:
+    "A timestamp as matplotlib's date number (days)."
+    import matplotlib.dates as md
+    return float(md.date2num(t.to_pydatetime()))
+
+# %% ../../nbs/78_findings_drift.ipynb #b26cafc9
 DRIFT_CSS = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em} "
              "table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #ddd;padding:3px 8px} "
              ".r{text-align:right} .scroll{overflow-x:auto} img{max-width:100%} tr.sig{background:#fdecea}")
 
-def write_drift(run_dirs: Sequence[str | Path], out_dir: str | Path, n_boot: int = N_BOOT) -> tuple[pd.DataFrame, Path]:
-    """Drift over `run_dirs` (put in date order): `drift` (every change, CSV, Markdown, LaTeX), `drift_values` (each
-    run's values), one figure per lens (`drift_<lens>`, PNG and PDF) and `index.html` with all of it, in `out_dir`;
-    returns the changes and the page."""
+def write_drift(run_dirs: Sequence[str | Path], out_dir: str | Path,
+                n_boot: int | None = None) -> tuple[pd.DataFrame, Path]:
+    """Drift over `run_dirs` (put in date order): `drift` (every trend and change, CSV, Markdown, LaTeX),
+    `drift_values` (each run's values), one figure per lens (`drift_<lens>`, PNG and PDF) and `index.html` with all
+    of it, in `out_dir`; returns the table and the page."""
     run_dirs = [Path(d) for d in run_dirs]
     if len(run_dirs) < 2: raise ValueError("compare: drift needs at least two runs of the same prompts")
-    dates = {d.name: run_date(d) for d in run_dirs}
+    labels = run_labels(run_dirs)
+    dates = {n: run_date(d) for n, d in zip(labels, run_dirs)}
+    if undated := [n for n, t in dates.items() if t is None]:
+        raise RecordError(f"compare: run {undated[0]} has no date (no answer's collected_at, no collection start): "
+                          "drift needs each run's date")
     order = sorted(dates, key=lambda r: (dates[r], r))
-    obs = observations([d for r in order for d in run_dirs if d.name == r], dedupe=False)   # a re-ask is not a copy
-    est, changes = run_estimates(obs), drift_table(obs, order, n_boot)
+    by = dict(zip(labels, run_dirs))
+    obs = observations([by[r] for r in order], dedupe=False, labels=order)   # a re-ask is not a copy
+    est, changes = run_estimates(obs), drift_table(obs, order, dates)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    items = [Output("drift", "Changes between consecutive runs (later - earlier) of each metric and assistant, paired "
-                    "by claim: claim-clustered 95% interval, Holm-adjusted over each metric's changes", changes),
-             Output("drift_values", "Each run's value with its claim-clustered 95% interval", est)]
+    paired = obs.groupby("claim_id").run_id.nunique().ge(2).sum() if len(obs) else 0
+    items = [Output("drift", "Drift per metric and assistant: the trend over the dates (claim-weighted, within "
+                    "claims; change over the span, Holm over every trend) and each change between consecutive runs "
+                    "(later - earlier, exploratory: false discovery rate), paired by claim where the runs share "
+                    "claims", changes),
+             Output("drift_values", "Each run's claim-weighted value with its 95% interval", est)]
+    drawn = est.assistant.nunique() <= MAX_DRAWN
     items += [Output(f"drift_{lens}", f"{lens}: each assistant's metrics over the runs",
                      figure=drift_figure(est, changes, order, dates, ms))
-              for lens, ms in LENSES.items() if set(ms) & set(est.metric)]
+              for lens, ms in LENSES.items() if set(ms) & set(est.metric) and drawn]
     for i in items: write_output(i, out)
     sig = changes[changes.significant]
+    note = ("" if paired else "<p><b>These runs share no claim:</b> every test is unpaired (independent samples of "
+            "claims), so a change mixes the assistant's drift with the difference between the question sets.</p>")
     page = [f"<!doctype html><meta charset='utf-8'><title>groundbench drift</title><style>{DRIFT_CSS}</style>",
             "<h1>Drift across dated runs</h1><p>Runs in date order: " + ", ".join(
-                f"{html.escape(r)} ({html.escape(dates[r][:10]) or 'no date'})" for r in order) + "</p>",
-            f"<h2>Significant changes ({len(sig)} of {len(changes)})</h2>",
+                f"{html.escape(r)} ({dates[r]:%Y-%m-%d})" for r in order) + "</p>", note,
+            f"<h2>Significant trends and changes ({len(sig)} of {len(changes)})</h2>",
             html_table(sig.drop(columns=["p", "significant"])) if len(sig) else "<p>None.</p>"]
+    if not drawn: page.append(f"<p>{est.assistant.nunique()} assistants: more than {MAX_DRAWN} are not drawn; the "
+                              "values are in drift_values.csv.</p>")
     page += [f"<h2>{html.escape(i.caption)}</h2><img src='{i.name}.png' alt='{html.escape(i.caption)}'>"
              for i in items if i.figure is not None]
     page += [f"<h2>{html.escape(items[0].caption)}</h2>", html_table(changes, row_classes=[
         "sig" if s else "" for s in changes.significant])]
     write_text("\n".join(page), out / "index.html")
-    write_text(json.dumps({"runs": order, "dates": dates, "changes": len(changes), "significant": len(sig)}, indent=1),
-               out / "drift.json")
+    trends = changes[changes.test == "trend"]
+    write_text(json.dumps({"runs": order, "dates": {r: f"{t:%Y-%m-%dT%H:%M:%S}" for r, t in dates.items()},
+                           "shared_claims": int(paired), "trends": len(trends),
+                           "significant_trends": int(trends.significant.sum()),
+                           "changes": int((changes.test == "change").sum()),
+                           "significant_changes": int(changes[changes.test == "change"].significant.sum())},
+                          indent=1), out / "drift.json")
     return changes, out / "index.html"

@@ -1,4 +1,4 @@
-"""The difference between two sides (two assistants, two roles, a topic and the others, two dated runs) of one metric, estimated as the study was designed: observations of one claim are not independent (its citations, its conversations, and both sides' answers to it when both asked it), so intervals and p-values come from a model with claim-clustered errors, checked by a claim-level bootstrap; families of comparisons corrected by Holm.
+"""The difference between two sides (two assistants, two roles, a topic and the others, two dated runs) of one metric, estimated as the study was designed: claim by claim (each claim's rate on each side, then the mean over claims, paired where both sides answered the claim), with the pooled share beside it; CR2 cluster-robust intervals with Bell-McCaffrey degrees of freedom, a claim-level randomisation test as the check, score intervals where a side has no events; families corrected by Holm or by the false discovery rate.
 
 Docs: https://groundbench.github.io/groundbench/findings_models.html.md"""
 
@@ -14,21 +14,26 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .inference import Contrast, cell_cr2, newcombe, permutation_p, sign_flip_p, wilson
 from ..stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
-from ..stats import N_BOOT, bootstrap_ci
 
 # %% auto #0
-__all__ = ['METRICS', 'KINDS', 'FEW_CLUSTERS', 'Difference', 't_interval', 'cell_means', 'difference', 'cluster_bootstrap',
-           'interaction', 'holm', 'independent_difference']
+__all__ = ['METRICS', 'ESTIMANDS', 'Difference', 'two_cells', 'claim_rates', 'difference', 'interaction', 'level_estimate',
+           'holm', 'fdr', 'fcr_level', 'independent_difference']
 
 # %% ../../nbs/76_findings_models.ipynb #71748ed1
-# metric: (stage, what one observation is, model, scale, what it measures)
+# metric: (stage, what one observation is, kind, scale, what it measures)
 METRICS = {
     "CR": (CREDIBILITY, "citation", "binomial", "points", "credibility rate: rated citations with a positive score"),
     "NCR": (CREDIBILITY, "citation", "binomial", "points", "non-credibility rate: rated citations scored below 0"),
     "CR_conv": (CREDIBILITY, "response", "gaussian", "points", "credibility rate as the printed Table 1 computes it: "
                 "the mean of per-conversation rates"),
     "NCR_conv": (CREDIBILITY, "response", "gaussian", "points", "non-credibility rate, per-conversation mean"),
+    "CR_all": (CREDIBILITY, "citation", "binomial", "points", "credibility rate with unrated citations counted (as not "
+               "credible): the sensitivity of CR to leaving them out"),
+    "unrated": (CREDIBILITY, "citation", "binomial", "points", "cited sources without a rating"),
+    "disinfo_chat": (CREDIBILITY, "response", "binomial", "points", "conversations citing at least one disinformation "
+                     "source (Table 2's chats w/ disinfo)"),
     "GS": (GROUNDEDNESS, "response", "gaussian", "points", "groundedness score (ours): supported / verified units"),
     "CG": (GROUNDEDNESS, "response", "gaussian", "points", "credible groundedness (ours)"),
     "NCG": (GROUNDEDNESS, "response", "gaussian", "points", "non-credible groundedness (ours)"),
@@ -42,145 +47,206 @@ METRICS = {
 }
 
 # %% ../../nbs/76_findings_models.ipynb #59448f4c
-KINDS = {"binomial": "GLM binomial (logit), cluster-robust by claim, delta method",
-         "gaussian": "GLM Gaussian (OLS), cluster-robust by claim"}
-FEW_CLUSTERS = 30   # below this many claims a cluster-robust interval is too narrow: said beside it
+ESTIMANDS = ("claim", "pooled")
 
 @dataclass
 class Difference:
-    "B - A of one metric with its model interval and p-value, the bootstrap check and the design it came from."
+    "B - A of one metric: the primary estimand with its interval and p, the pooled difference and the check beside it."
     a: str
     b: str
+    estimand: str           # "claim-weighted, paired", "claim-weighted, unpaired" or "pooled"
     a_value: float
     b_value: float
     diff: float
     se: float
+    df: float
     low: float
     high: float
     p: float
-    clusters: int          # claims with an observation on either side
-    paired: int            # claims with observations on both sides
-    clusters_a: int        # claims with an observation on side A
+    p_check: float          # claim-level randomisation test of the claim-weighted difference
+    pooled_a: float
+    pooled_b: float
+    pooled_diff: float
+    pooled_low: float
+    pooled_high: float
+    pooled_p: float
+    clusters: int           # claims with an observation on either side
+    paired: int             # claims with observations on both sides
+    clusters_a: int
     clusters_b: int
     n_a: int
     n_b: int
     method: str
-    boot_low: float = float("nan")
-    boot_high: float = float("nan")
     warning: str = ""
 
     def row(self) -> dict: return asdict(self)
 
 # %% ../../nbs/76_findings_models.ipynb #fde4bb86
-def t_interval(diff: float, se: float, df: int, level: float = 0.95) -> tuple[float, float, float]:
-    "(low, high, two-sided p) of `diff` with standard error `se` on t with `df` degrees of freedom."
-    from scipy import stats
-    if not (se > 0) or df < 1: return (diff, diff, float("nan")) if se == 0 else (float("nan"),) * 3
-    q = stats.t.ppf(0.5 + level / 2, df)
-    return diff - q * se, diff + q * se, float(2 * stats.t.sf(abs(diff / se), df))
+def _codes(x) -> np.ndarray:
+    "Integer codes 0..k-1 of the values of `x` (in order of first appearance)."
+    return pd.factorize(np.asarray(x).ravel())[0]
+
+def _degenerate(v: np.ndarray) -> bool:
+    "All values 0, or all 1 (within rounding)."
+    return len(v) > 0 and float(np.ptp(v)) <= 1e-12 and min(abs(v[0]), abs(v[0] - 1)) <= 1e-12
+
+def _side_interval(v: np.ndarray, groups: np.ndarray, level: float) -> Contrast:
+    "One side's mean with its CR2 interval (clustered by `groups`)."
+    g = _codes(groups)
+    if len(g) == 0 or g.max() < 1: return Contrast(float(v.mean()), math.nan, math.nan, math.nan, math.nan, math.nan)
+    return cell_cr2(v, np.zeros(len(v), int), g, 1).contrast([1.0], level)
+
+def two_cells(v: Sequence[float], is_b: Sequence[bool], groups: Sequence, binomial: bool, level: float = 0.95,
+              n_obs: tuple[int, int] | None = None, check_p: float = math.nan) -> tuple[Contrast, str]:
+    """B - A of the means of `v` (is_b False: side A) with the CR2 variance clustered by `groups` and Bell-McCaffrey
+    degrees of freedom; where a side of a share has no variation, or the difference has none, Wilson on the effective
+    sample (`n_obs`: each side's observations) and Newcombe, the p-value `check_p`. Returns the contrast and its method."""
+    v, is_b = np.round(np.asarray(v, float), 12), np.asarray(is_b, bool)
+    g = _codes(groups)
+    sides = [(v[~is_b], g[~is_b]), (v[is_b], g[is_b])]
+    fit = cell_cr2(v, is_b.astype(int), g, 2)
+    c = fit.contrast([-1.0, 1.0], level)
+    degenerate = [binomial and _degenerate(s) for s, _ in sides]
+    if not any(degenerate) and c.se > 1e-12:
+        return c, "CR2 clustered by claim, Bell-McCaffrey df"
+    n_obs = n_obs or (len(sides[0][0]), len(sides[1][0]))
+    own = [_side_interval(s, gg, level) for s, gg in sides]
+    deff = [o.se ** 2 / (o.estimate * (1 - o.estimate) / n) if binomial and o.se > 0 and 0 < o.estimate < 1 else math.nan
+            for o, n in zip(own, n_obs)]
+    ivals = []
+    for k, ((s, gg), o) in enumerate(zip(sides, own)):
+        if binomial and (degenerate[k] or not o.se > 0):
+            d = deff[1 - k] if deff[1 - k] == deff[1 - k] else math.inf   # borrowed from the other side
+            n_eff = min(max(n_obs[k] / d, len(set(gg))), n_obs[k])
+            ivals.append((o.estimate, *wilson(o.estimate * n_eff, n_eff, level)))
+        else: ivals.append((o.estimate, o.low, o.high))
+    low, high = newcombe(*ivals[0], *ivals[1])
+    est = ivals[1][0] - ivals[0][0]
+    return (Contrast(est, math.nan, math.nan, low, high, check_p),
+            "a side (or the difference) without variation: Wilson score interval on the effective sample size, "
+            "Newcombe's difference, p by claim-level randomisation")
+
+# %% ../../nbs/76_findings_models.ipynb #f7de045d
+def claim_rates(y: np.ndarray, cell: np.ndarray, claim: np.ndarray) -> pd.DataFrame:
+    "Each claim's rate (mean of `y`) and observations in each cell: claim, cell, rate, n."
+    d = pd.DataFrame({"claim": claim, "cell": cell, "y": y})
+    return d.groupby(["claim", "cell"], sort=False).y.agg(rate="mean", n="size").reset_index()
 
 # %% ../../nbs/76_findings_models.ipynb #45b1c51f
-def cell_means(y: np.ndarray, cells: np.ndarray, groups: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The means of `y` in cells 0..k-1 and their cluster-robust covariance (OLS on the cell indicators, errors
-    clustered by `groups`, statsmodels' small-sample correction), the same estimating equations as a saturated
-    GLM of any family."""
-    import statsmodels.api as sm
-    X = np.zeros((len(y), k))
-    X[np.arange(len(y)), cells] = 1.0
-    res = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": groups})
-    return np.asarray(res.params, float), np.asarray(res.cov_params(), float)
-
-# %% ../../nbs/76_findings_models.ipynb #c7e551b9
 def difference(y: Sequence, side: Sequence, cluster: Sequence, a: str, b: str, kind: str = "binomial",
-               level: float = 0.95, n_boot: int = N_BOOT, seed: int = 0) -> Difference:
-    """B - A of the mean of `y` between the observations whose `side` is `a` and `b`, each observation in the
-    cluster (claim) `cluster`: a proportion (`kind="binomial"`, y 0 or 1: a GLM binomial with logit link, the
-    difference of its fitted proportions by the delta method) or a score (`"gaussian"`: OLS), with claim-clustered
-    sandwich errors, a t interval with G - 1 degrees of freedom (G: the claims of the side with fewer; with fewer
-    than 2, no interval), and a claim-level bootstrap beside it. A side whose
-    outcomes are all 0 or all 1 has an infinite logit: then the linear probability model (the same estimating
-    equations) gives the interval, and the method says so."""
-    if kind not in KINDS: raise ValueError(f"difference: kind {kind!r}: use {' or '.join(KINDS)}")
-    d = pd.DataFrame({"y": pd.to_numeric(pd.Series(list(y)), errors="coerce"), "side": list(side),
-                      "g": [str(x) for x in cluster]})
-    d = d[d.side.isin([a, b]) & d.y.notna()].reset_index(drop=True)
-    is_b = d.side.eq(b).to_numpy()
+               level: float = 0.95, estimand: str = "claim", seed: int = 0, check: bool = True,
+               n_boot: int | None = None) -> Difference:
+    """B - A of the mean of `y` between the observations whose `side` is `a` and `b`, each in the cluster (claim)
+    `cluster`: the `estimand` ("claim": claim-weighted, paired over the claims both sides answered when two or more
+    did, else unpaired; "pooled": every observation) as the primary difference, the pooled one beside it, each with its
+    CR2 interval and Bell-McCaffrey p; the claim-level randomisation p as the check (`check=False`: only where a side
+    has no variation, which needs it). `kind`: "binomial" (0/1 outcomes) or "gaussian" (scores). `n_boot` is accepted
+    for callers of the earlier bootstrap and ignored."""
+    if kind not in ("binomial", "gaussian"): raise ValueError(f"difference: kind {kind!r}: use binomial or gaussian")
+    if estimand not in ESTIMANDS: raise ValueError(f"difference: estimand {estimand!r}: use {' or '.join(ESTIMANDS)}")
+    yv = pd.to_numeric(pd.Series(list(y)), errors="coerce").to_numpy(float)
+    sv = np.asarray(list(side), dtype=object)
+    keep_rows = ((sv == a) | (sv == b)) & np.isfinite(yv)
+    yv, is_b = yv[keep_rows], (sv[keep_rows] == b)
+    g = _codes(pd.Series(list(cluster), dtype=object)[keep_rows].astype(str).to_numpy()) if keep_rows.any() \
+        else np.zeros(0, int)
+    G = int(g.max()) + 1 if len(g) else 0
     n_a, n_b = int((~is_b).sum()), int(is_b.sum())
-    groups = pd.factorize(d.g)[0]
-    G = int(groups.max()) + 1 if len(d) else 0
-    paired = int(d.groupby("g").side.nunique().eq(2).sum()) if len(d) else 0
-    ga, gb = int(d.g[~is_b].nunique()), int(d.g[is_b].nunique())
-    nan = float("nan")
-    if n_a == 0 or n_b == 0 or min(ga, gb) < 2:
-        va = float(d.y[~is_b].mean()) if n_a else nan
-        vb = float(d.y[is_b].mean()) if n_b else nan
+    key = g * 2 + is_b
+    n_gc = np.bincount(key, minlength=2 * G).reshape(G, 2)
+    s_gc = np.bincount(key, weights=yv, minlength=2 * G).reshape(G, 2)
+    has = n_gc > 0
+    paired, (ga, gb) = int(has.all(1).sum()), (int(has[:, 0].sum()), int(has[:, 1].sum()))
+    nan = math.nan
+    if n_a == 0 or n_b == 0 or min(ga, gb) < 2 and paired < 2:
+        va, vb = (float(yv[~is_b].mean()) if n_a else nan), (float(yv[is_b].mean()) if n_b else nan)
         why = (f"no observation of {a if n_a == 0 else b}" if n_a == 0 or n_b == 0 else
                f"one claim on side {a if ga < 2 else b}: its variation is unknown, no interval")
-        return Difference(a, b, va, vb, vb - va if n_a and n_b else nan, nan, nan, nan, nan, G, paired, ga, gb,
-                          n_a, n_b, KINDS[kind], warning=why)
-    yv = d.y.to_numpy(float)
-    means, V = cell_means(yv, is_b.astype(int), groups, 2)
-    va, vb = float(means[0]), float(means[1])
-    method, se = KINDS[kind], math.sqrt(max(V[0, 0] + V[1, 1] - 2 * V[0, 1], 0.0))
-    if kind == "binomial":
-        if 0 < va < 1 and 0 < vb < 1:
-            import statsmodels.api as sm
-            X = np.column_stack([np.ones(len(yv)), is_b.astype(float)])
-            res = sm.GLM(yv, X, family=sm.families.Binomial()).fit(cov_type="cluster", cov_kwds={"groups": groups})
-            b0, b1 = res.params
-            pa, pb = 1 / (1 + math.exp(-b0)), 1 / (1 + math.exp(-(b0 + b1)))
-            grad = np.array([pb * (1 - pb) - pa * (1 - pa), pb * (1 - pb)])
-            se = math.sqrt(max(float(grad @ np.asarray(res.cov_params()) @ grad), 0.0))
-        else: method = "linear probability model (a side's outcomes all 0 or all 1), cluster-robust by claim"
-    low, high, p = t_interval(vb - va, se, min(ga, gb) - 1, level)   # the smaller side's claims, less one
-    if kind == "binomial": low, high = max(low, -1.0), min(high, 1.0)  # two shares differ by at most 100 points
-    blo, bhi = cluster_bootstrap(yv, is_b, groups, n_boot, seed, level)
-    warn = (f"{min(ga, gb)} claims on a side: fewer than {FEW_CLUSTERS}, the cluster-robust interval is likely too "
-            "narrow" if min(ga, gb) < FEW_CLUSTERS else "")
-    return Difference(a, b, va, vb, vb - va, se, low, high, p, G, paired, ga, gb, n_a, n_b, method, blo, bhi, warn)
+        return Difference(a, b, "", va, vb, vb - va, nan, nan, nan, nan, nan, nan, va, vb, vb - va, nan, nan, nan,
+                          G, paired, ga, gb, n_a, n_b, "", why)
+    binomial = kind == "binomial"
+    use = has & has.all(1, keepdims=True) if paired >= 2 else has      # claim x side cells of the estimand
+    claim_v, cell_v = np.nonzero(use)
+    rate_v, n_v = s_gc[use] / n_gc[use], n_gc[use]
+    kb = cell_v == 1
+    if paired >= 2:
+        dd = np.round(rate_v[kb] - rate_v[~kb], 12)     # np.nonzero walks claim by claim: A then B of each claim
+        name, test, still = "claim-weighted, paired", (lambda: sign_flip_p(dd, seed)), np.ptp(dd) == 0
+    else:
+        name, test = "claim-weighted, unpaired", (lambda: permutation_p(rate_v, kb, seed))
+        still = np.ptp(np.round(rate_v, 12)) == 0
+    flat = binomial and (_degenerate(rate_v[kb]) or _degenerate(rate_v[~kb]))
+    p_check = test() if check or flat or still else nan   # the model needs it where it has no variance
+    n_used = (int(n_v[~kb].sum()), int(n_v[kb].sum()))
+    cw, cw_how = two_cells(rate_v, kb, claim_v, binomial, level, n_used, p_check)
+    po, po_how = two_cells(yv, is_b, g, binomial, level, (n_a, n_b), p_check)
+    pa, pb = float(yv[~is_b].mean()), float(yv[is_b].mean())
+    ca, cb = float(rate_v[~kb].mean()), float(rate_v[kb].mean())
+    if binomial:   # two shares differ by at most 100 points
+        cw = Contrast(cw.estimate, cw.se, cw.df, max(cw.low, -1.0), min(cw.high, 1.0), cw.p)
+        po = Contrast(po.estimate, po.se, po.df, max(po.low, -1.0), min(po.high, 1.0), po.p)
+    prim, how, (va, vb) = ((cw, cw_how, (ca, cb)) if estimand == "claim" else (po, po_how, (pa, pb)))
+    used = len(set(claim_v.tolist()))
+    warn = "; ".join(w for w in [
+        f"{G - used} claims answered by one side only left out of the paired difference" if paired >= 2 and G > used
+        else "", f"{min(ga, gb)} claims on a side: few independent units" if min(ga, gb) < 10 else ""] if w)
+    label = name if estimand == "claim" else "pooled"
+    return Difference(a, b, label, va, vb, prim.estimate, prim.se, prim.df, prim.low, prim.high, prim.p, p_check, pa,
+                      pb, po.estimate, po.low, po.high, po.p, G, paired, ga, gb, n_a, n_b, f"{label}: {how}", warn)
 
-# %% ../../nbs/76_findings_models.ipynb #c9627904
-def cluster_bootstrap(y: np.ndarray, is_b: np.ndarray, groups: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,
-                      level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the pooled difference B - A over `n_boot` resamples of whole clusters (claims drawn
-    with replacement, every observation of a drawn claim kept, on both sides)."""
-    G = int(groups.max()) + 1 if len(groups) else 0
-    if G < 2 or n_boot <= 0: return float("nan"), float("nan")
-    sums = {k: np.bincount(groups, weights=w, minlength=G) for k, w in
-            (("ya", y * ~is_b), ("na", (~is_b).astype(float)), ("yb", y * is_b), ("nb", is_b.astype(float)))}
-    def stat(idx):
-        s = {k: v[idx].sum(1) for k, v in sums.items()}
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return s["yb"] / s["nb"] - s["ya"] / s["na"]
-    return bootstrap_ci(stat, G, n_boot, seed=seed, alpha=1 - level, vectorized=True)
-
-# %% ../../nbs/76_findings_models.ipynb #ecec71f4
+# %% ../../nbs/76_findings_models.ipynb #e4221664
 def interaction(y: Sequence, side: Sequence, inner: Sequence, cluster: Sequence, a: str, b: str, lo: str, hi: str,
-                level: float = 0.95) -> Difference:
-    """(mean[b, hi] - mean[b, lo]) - (mean[a, hi] - mean[a, lo]): how much larger the `inner` effect hi - lo is in
-    side `b` than in side `a`, from the four cell means with claim-clustered covariance (t, G - 1 degrees of
-    freedom). `a_value` and `b_value` are the two inner effects."""
+                level: float = 0.95, sign: int = -1, estimand: str = "claim", seed: int = 0) -> Difference:
+    """effect(b) + sign x effect(a), each effect the `inner` difference hi - lo within a side: `sign=-1` is how much
+    larger b's effect is than a's, `sign=+1` their sum. Claim-weighted (the claims with all four cells when two or more
+    have them) or pooled, CR2 clustered by claim with Bell-McCaffrey df. `a_value` and `b_value` are the two effects."""
     d = pd.DataFrame({"y": pd.to_numeric(pd.Series(list(y)), errors="coerce"), "s": list(side), "i": list(inner),
                       "g": [str(x) for x in cluster]})
     d = d[d.s.isin([a, b]) & d.i.isin([lo, hi]) & d.y.notna()].reset_index(drop=True)
     cells = (d.s.eq(b).astype(int) * 2 + d.i.eq(hi).astype(int)).to_numpy()
-    nan = float("nan")
+    c = np.array([-sign, sign, -1.0, 1.0])
+    nan, G = math.nan, int(d.g.nunique())
+    nb = int((cells >= 2).sum())
     if len(d) == 0 or len(set(cells)) < 4:
-        return Difference(a, b, nan, nan, nan, nan, nan, nan, nan, d.g.nunique(), 0, 0, 0, int((cells < 2).sum()),
-                          int((cells >= 2).sum()), "interaction", warning="a cell without observations")
-    groups = pd.factorize(d.g)[0]
-    G = int(groups.max()) + 1
-    m, V = cell_means(d.y.to_numpy(float), cells, groups, 4)
-    c = np.array([1.0, -1.0, -1.0, 1.0])
-    eff, se = float(c @ m), math.sqrt(max(float(c @ V @ c), 0.0))
-    low, high, p = t_interval(eff, se, G - 1, level)
-    paired = int(d.groupby("g").s.nunique().eq(2).sum())
-    return Difference(a, b, float(m[1] - m[0]), float(m[3] - m[2]), eff, se, low, high, p, G, paired,
-                      int(d.g[cells < 2].nunique()), int(d.g[cells >= 2].nunique()),
-                      int((cells < 2).sum()), int((cells >= 2).sum()),
-                      "interaction of cell means (linear probability / OLS), cluster-robust by claim",
-                      warning=(f"{G} claims: fewer than {FEW_CLUSTERS}, the interval is likely too narrow"
-                               if G < FEW_CLUSTERS else ""))
+        return Difference(a, b, "", nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, G, 0,
+                          0, 0, len(d) - nb, nb, "", "a cell without observations")
+    per = claim_rates(d.y.to_numpy(float), cells, d.g.to_numpy())
+    full = per.groupby("claim").cell.nunique().eq(4)
+    keep = per[per.claim.isin(full[full].index)] if full.sum() >= 2 else per
+    check = math.nan
+    if full.sum() >= 2:
+        w = keep.pivot(index="claim", columns="cell", values="rate")
+        check = sign_flip_p((w.to_numpy() @ c), seed)
+    rows = keep if estimand == "claim" else pd.DataFrame({"claim": d.g, "cell": cells, "rate": d.y})
+    g = pd.factorize(rows.claim)[0]
+    fit = cell_cr2(rows.rate.to_numpy(float), rows.cell.to_numpy(int), g, 4)
+    ct = fit.contrast(c, level)
+    po = cell_cr2(d.y.to_numpy(float), cells, pd.factorize(d.g)[0], 4)
+    pc = po.contrast(c, level)
+    m = fit.beta
+    name = ("claim-weighted, paired" if full.sum() >= 2 else "claim-weighted, unpaired") if estimand == "claim" \
+        else "pooled"
+    warn = "" if ct.se > 1e-12 else "the contrast does not vary across claims: no interval; p by randomisation"
+    p = ct.p if ct.se > 1e-12 else check
+    return Difference(a, b, name, float(m[1] - m[0]), float(m[3] - m[2]), ct.estimate, ct.se, ct.df, ct.low,
+                      ct.high, p, check, float(po.beta[1] - po.beta[0]), float(po.beta[3] - po.beta[2]), pc.estimate,
+                      pc.low, pc.high, pc.p, G, int(full.sum()), int(d.g[cells < 2].nunique()),
+                      int(d.g[cells >= 2].nunique()), len(d) - nb, nb,
+                      f"{name}: {'difference' if sign < 0 else 'sum'} of the two effects, CR2 clustered by claim, "
+                      "Bell-McCaffrey df", warn)
+
+# %% ../../nbs/76_findings_models.ipynb #ecec71f4
+def level_estimate(y: Sequence, cluster: Sequence, binomial: bool = False, level: float = 0.95) -> Contrast:
+    "The claim-weighted mean of `y` (each claim's mean, then the mean over claims) with its interval."
+    d = pd.DataFrame({"y": pd.to_numeric(pd.Series(list(y)), errors="coerce"), "g": [str(x) for x in cluster]})
+    d = d[d.y.notna()]
+    if d.empty: return Contrast(math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
+    per = d.groupby("g").y.mean()
+    c = _side_interval(per.to_numpy(float), per.index.to_numpy(), level)
+    if binomial and (_degenerate(per.to_numpy()) or not c.se > 0):
+        lo, hi = wilson(c.estimate * len(per), len(per), level)
+        return Contrast(c.estimate, math.nan, math.nan, lo, hi, math.nan)
+    return c
 
 # %% ../../nbs/76_findings_models.ipynb #f5d77687
 def holm(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
@@ -192,17 +258,28 @@ def holm(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
     if ok.any(): out[ok] = multipletests(p[ok], alpha=alpha, method="holm")[1]
     return out
 
+def fdr(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
+    "Benjamini-Hochberg adjusted p-values (q-values) of a family (NaN kept)."
+    from statsmodels.stats.multitest import multipletests
+    p = np.asarray(p, float)
+    out = np.full(len(p), np.nan)
+    ok = ~np.isnan(p)
+    if ok.any(): out[ok] = multipletests(p[ok], alpha=alpha, method="fdr_bh")[1]
+    return out
+
+def fcr_level(q: Sequence[float], alpha: float = 0.05) -> float:
+    "The false-coverage-adjusted interval level for the tests selected at FDR `alpha` (Benjamini-Yekutieli)."
+    q = np.asarray(q, float)
+    m, r = int((~np.isnan(q)).sum()), int((q < alpha).sum())
+    return 1 - max(r, 1) * alpha / max(m, 1)
+
 # %% ../../nbs/76_findings_models.ipynb #3e05d451
 def independent_difference(y: Sequence, side: Sequence, a: str, b: str, level: float = 0.95) -> tuple[float, float]:
-    """The citation-level interval of B - A: each side's Agresti-Coull half-width as if its observations were
-    independent, combined as sqrt(ha^2 + hb^2) around the difference."""
-    from statsmodels.stats.proportion import proportion_confint
+    "The interval of B - A of two shares as if their observations were independent (Agresti-Caffo)."
+    from statsmodels.stats.proportion import confint_proportions_2indep
     y, side = np.asarray(y, float), np.asarray(side)
-    half, means = [], []
-    for s in (a, b):
-        v = y[side == s]
-        lo, hi = proportion_confint(int(v.sum()), len(v), alpha=1 - level, method="agresti_coull")
-        half.append((hi - lo) / 2); means.append(v.mean())
-    d = means[1] - means[0]
-    h = math.sqrt(half[0] ** 2 + half[1] ** 2)
-    return d - h, d + h
+    ya, yb = y[side == a], y[side == b]
+    if len(ya) == 0 or len(yb) == 0: return math.nan, math.nan
+    lo, hi = confint_proportions_2indep(int(yb.sum()), len(yb), int(ya.sum()), len(ya), method="agresti-caffo",
+                                        compare="diff", alpha=1 - level)
+    return float(lo), float(hi)

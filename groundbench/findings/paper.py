@@ -1,4 +1,4 @@
-"""Seed 000's qualitative findings (and the headline contrasts of SourceBench and SourceCheckup) as hypotheses: each is a contrast with a stated direction, tested in every run on the study's design (claim-clustered, Holm-corrected within its metric and factor), and given a verdict: supported, contradicted, or not detectable at this sample size.
+"""Seed 000's findings (and the headline contrasts of SourceBench and SourceCheckup) as declared hypotheses: each tested in every run on the paper's own estimand, the findings of a paper as one confirmatory family (intersection-union within a finding, Holm across findings), equivalence for its null findings, and a verdict that says what the data can tell: supported, contradicted, smaller than the paper reported, consistent but underpowered, inconclusive, or not testable here; every verdict says whose answers it rests on.
 
 Docs: https://groundbench.github.io/groundbench/findings_paper.html.md"""
 
@@ -7,37 +7,51 @@ Docs: https://groundbench.github.io/groundbench/findings_paper.html.md"""
 # %% ../../nbs/77_findings_paper.ipynb #bd1ebebf
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..core import RecordError, project_root
-from .models import METRICS, Difference, difference, holm, interaction
-from ..stats import N_BOOT
+from .inference import Contrast, beyond_p, mde, t_contrast, tost_p
+from .models import ESTIMANDS, METRICS, Difference, difference, holm, interaction, level_estimate
+from ..stages import CREDIBILITY
 
 # %% auto #0
-__all__ = ['FACTORS', 'EXPECT', 'ROLES', 'load_paper_findings', 'study_assistant', 'test_contrast', 'verdict', 'paper_findings']
+__all__ = ['FACTORS', 'EXPECT', 'ROLES', 'COLUMNS', 'load_paper_findings', 'study_assistant', 'whose_claims', 'test_contrast',
+           'paper_findings', 'difference_at']
 
 # %% ../../nbs/77_findings_paper.ipynb #3ddc5501
-FACTORS = ("assistant", "role", "topic", "thinking", "role_effect")
-EXPECT = ("b>a", "b<a")
-ROLES = ("fact_checker", "claim_believer")   # role_effect: claim_believer - fact_checker, one assistant against another
+FACTORS = ("assistant", "role", "topic", "thinking", "role_effect", "role_effect_sum", "measure", "level")
+EXPECT = ("b>a", "b<a", "b=a", "level")
+ROLES = ("fact_checker", "claim_believer")   # role effects: claim_believer - fact_checker
+COLUMNS = ["finding_id", "source", "section", "quote", "metric", "estimand", "factor", "within", "a", "b", "expect",
+           "paper_a", "paper_b", "margin", "note"]
+
+def _number(v: str) -> bool:
+    try: return v == "" or math.isfinite(float(v))
+    except ValueError: return False
 
 def load_paper_findings(path: str | Path | None = None) -> pd.DataFrame:
-    "The paper's findings file, each row checked (metric, factor, within, sides, expect)."
+    "The paper's findings file, each row checked (metric, estimand, factor, within, sides, expect, paper values)."
     path = Path(path) if path else project_root() / "data" / "seed_study" / "paper_findings.csv"
     f = pd.read_csv(path, dtype=str, keep_default_na=False)
-    need = ["finding_id", "source", "section", "quote", "metric", "factor", "within", "a", "b", "expect"]
-    if gone := [c for c in need if c not in f]: raise RecordError(f"{path}: no column {gone[0]!r}")
+    if gone := [c for c in COLUMNS if c not in f]: raise RecordError(f"{path}: no column {gone[0]!r}")
     for i, r in enumerate(f.itertuples(), 2):   # line 1 is the header
-        bad = ("metric" if r.metric not in METRICS else "factor" if r.factor not in FACTORS
-               else "expect" if r.expect not in EXPECT else "within" if r.within and "=" not in r.within
-               else "a" if not r.a or r.a == r.b else "")
+        bad = ("metric" if r.metric not in METRICS else "estimand" if r.estimand not in ESTIMANDS
+               else "factor" if r.factor not in FACTORS else "expect" if r.expect not in EXPECT
+               else "within" if any("=" not in w for w in r.within.split(";") if r.within)
+               else "a" if (not r.a) != (r.expect == "level") or r.a == r.b else "b" if not r.b
+               else "paper_a" if not _number(r.paper_a) else "paper_b" if not _number(r.paper_b)
+               else "margin" if r.expect == "b=a" and not (_number(r.margin) and r.margin and float(r.margin) > 0)
+               else "")
         if bad:
             raise RecordError(f"{path}: line {i}: field {bad!r}: {getattr(r, bad)!r} (metrics: {', '.join(METRICS)}; "
-                              f"factors: {', '.join(FACTORS)}; expect: {' or '.join(EXPECT)}; within: column=value)")
-    return f
+                              f"estimands: {', '.join(ESTIMANDS)}; factors: {', '.join(FACTORS)}; expect: "
+                              f"{', '.join(EXPECT)}; within: column=value[;column=value]; a empty only for a level; "
+                              "paper values and margin: numbers, a margin above 0 for b=a)")
+    return f[COLUMNS]
 
 # %% ../../nbs/77_findings_paper.ipynb #4396ef5a
 _FAMILIES = (("gpt-4o", "GPT-4o"), ("gpt-5", "GPT-5"), ("perplexity", "Perplexity"), ("sonar", "Perplexity"),
@@ -49,59 +63,171 @@ def study_assistant(name: str, mapping: dict | None = None) -> str:
     low = str(name).lower()
     return next((paper for key, paper in _FAMILIES if key in low), str(name))
 
+def whose_claims(obs: pd.DataFrame) -> str:
+    "'the paper's claims', 'not the paper's claims' or 'partly the paper's claims' of these observations."
+    if obs.empty: return ""
+    ids = set(pd.read_csv(project_root() / "data" / "seed_study" / "claims.csv", dtype=str).claim_id)
+    paper = obs.claim_id.astype(str).isin(ids) & obs.role.isin(ROLES)
+    return "the paper's claims" if paper.all() else "not the paper's claims" if not paper.any() else \
+        "partly the paper's claims"
+
 # %% ../../nbs/77_findings_paper.ipynb #7eac24d6
-def test_contrast(obs: pd.DataFrame, r, n_boot: int = N_BOOT) -> Difference:
-    "One row of the findings file tested on `obs` (its metric's observations, assistants in the papers' names)."
-    o = obs[obs.metric == r.metric]
-    if r.within:
-        col, val = r.within.split("=", 1)
-        o = o[o[col].astype(str) == val]
+def _select(obs: pd.DataFrame, within: str) -> pd.DataFrame:
+    "The rows `within` names (`column=value;...`, a value `x|y` for either)."
+    for w in filter(None, within.split(";")):
+        col, val = w.split("=", 1)
+        if col not in obs: raise RecordError(f"paper findings: within {w!r}: the observations have no column {col!r}")
+        obs = obs[obs[col].astype(str).isin(val.split("|"))]
+    return obs
+
+def _side(values: pd.Series, *specs: str) -> np.ndarray:
+    "Each value's side: the spec (`x|y` for either) it belongs to, else ''."
+    out = np.full(len(values), "", dtype=object)
+    for s in specs: out[values.astype(str).isin(s.split("|")).to_numpy()] = s
+    return out
+
+def test_contrast(obs: pd.DataFrame, r, level: float = 0.95) -> Difference:
+    "One row of the findings file tested on `obs` (assistants in the papers' names) at `level`."
+    o = _select(obs, r.within)
     kind = METRICS[r.metric][2]
-    if r.factor == "role_effect":
-        return interaction(o.y, o.assistant, o.role, o.claim_id, r.a, r.b, *ROLES)
-    side = (np.where(o.thinking.astype(bool), "with thinking", "without thinking") if r.factor == "thinking"
-            else o[r.factor])
-    return difference(o.y, side, o.claim_id, r.a, r.b, kind, n_boot=n_boot)
+    if r.factor == "measure":
+        o = o[o.metric.isin([r.a, r.b])]
+        return difference(o.y, o.metric, o.claim_id, r.a, r.b, METRICS[r.b][2], level, r.estimand)
+    o = o[o.metric == r.metric]
+    if r.factor in ("role_effect", "role_effect_sum"):
+        return interaction(o.y, o.assistant, o.role, o.claim_id, r.a, r.b, *ROLES, level=level,
+                           sign=-1 if r.factor == "role_effect" else 1, estimand=r.estimand)
+    if r.factor == "level":
+        o = o[_side(o.assistant, r.b) != ""]
+        c, nan = level_estimate(o.y, o.claim_id, kind == "binomial", level), math.nan
+        return Difference("", r.b, "claim-weighted level", nan, c.estimate, c.estimate, c.se, c.df, c.low, c.high,
+                          nan, nan, nan, float(o.y.mean()) if len(o) else nan, nan, nan, nan, nan,
+                          int(o.claim_id.nunique()), 0, 0, int(o.claim_id.nunique()), 0, len(o),
+                          "claim-weighted mean, CR2 interval", "" if len(o) else f"no observation of {r.b}")
+    col = (pd.Series(np.where(o.thinking.astype(bool), "with thinking", "without thinking"), index=o.index)
+           if r.factor == "thinking" else o[r.factor])
+    return difference(o.y, _side(col, r.a, r.b), o.claim_id, r.a, r.b, kind, level, r.estimand)
 
 # %% ../../nbs/77_findings_paper.ipynb #97402f45
-def verdict(d: Difference, expect: str, p_adjusted: float) -> str:
-    "The verdict of one contrast (see above)."
-    if d.n_a == 0 or d.n_b == 0 or d.diff != d.diff:
-        return "not testable here"
-    if p_adjusted == p_adjusted and p_adjusted < 0.05:
-        return "supported" if (d.diff > 0) == (expect == "b>a") else "contradicted"
-    return "not detectable at this sample size"
+def _paper_diff(r) -> float:
+    "The paper's own difference (or level) of a row, nan where it printed none."
+    a = float(r.paper_a) if r.paper_a != "" else math.nan
+    b = float(r.paper_b) if r.paper_b != "" else math.nan
+    return b if r.expect == "level" else b + a if r.factor == "role_effect_sum" else b - a
+
+def _contrast_row(r, d: Difference, obs: pd.DataFrame) -> dict:
+    "The measured part of one contrast's row (points where the metric is a share)."
+    k = 100.0 if METRICS[r.metric][3] == "points" else 1.0
+    testable = d.diff == d.diff and (d.p == d.p or d.low == d.low)
+    s = 1 if r.expect in ("b>a", "level") else -1
+    p = d.p if d.p == d.p else 1.0
+    margin = float(r.margin) / k if r.margin else math.nan
+    return {**{c: getattr(r, c) for c in COLUMNS}, "a_value": d.a_value * k, "b_value": d.b_value * k,
+            "diff": d.diff * k, "low": d.low * k, "high": d.high * k, "p": d.p, "se": d.se * k, "df": d.df,
+            "paper_diff": _paper_diff(r), "testable": bool(testable),
+            "p_dir": (tost_p(d.diff, d.se, d.df, margin) if r.expect == "b=a" else p if s * d.diff > 0 else 1.0)
+            if testable else math.nan,
+            "p_opp": (beyond_p(d.diff, d.se, d.df, margin) if r.expect == "b=a" else p if s * d.diff < 0 else 1.0)
+            if testable else math.nan,
+            "data": whose_claims(obs), "clusters": d.clusters, "paired": d.paired, "n_a": d.n_a, "n_b": d.n_b,
+            "estimand_used": d.estimand, "method": d.method, "warning": d.warning, "_d": d}
 
 # %% ../../nbs/77_findings_paper.ipynb #eded1b82
+def _contrast_verdict(c: dict) -> str:
+    "The verdict of one contrast at its finding's level."
+    if not c["testable"]: return "not testable here"
+    if c["expect"] == "level":
+        return ("consistent with the paper's value" if c["low"] <= c["paper_diff"] <= c["high"] else
+                "differs from the paper's value") if c["paper_diff"] == c["paper_diff"] else "no paper value"
+    a, pd_, s = c["alpha"], c["paper_diff"], 1 if c["expect"] == "b>a" else -1
+    smaller = pd_ == pd_ and s * pd_ > 0 and (c["high_adj"] < pd_ if s > 0 else c["low_adj"] > pd_)
+    if c["p_dir"] < a: return "supported, smaller than the paper reported" if smaller else "supported"
+    if c["p_opp"] < a: return "contradicted"
+    if c["expect"] == "b=a":
+        return "consistent but underpowered" if c["mde"] > float(c["margin"]) else "inconclusive"
+    if smaller: return "smaller than the paper reported"
+    if pd_ == pd_ and c["mde"] > abs(pd_): return "consistent but underpowered"
+    return "inconclusive" if pd_ == pd_ else "inconclusive (no paper value to size it)"
+
+def _finding_verdict(g: pd.DataFrame, p_holm: float, p_contra: float) -> str:
+    "A finding's verdict from its contrasts and its family-adjusted p-values."
+    t = g[g.testable]
+    if t.empty: return "not testable here"
+    v = set(t.verdict)
+    if g.expect.iloc[0] == "level": return t.verdict.iloc[0]
+    smaller = any("smaller than the paper reported" in x for x in v)
+    if p_holm < 0.05:
+        out = ("supported: equivalent within +/-" + str(g.margin.iloc[0]) + " points" if g.expect.iloc[0] == "b=a"
+               else "supported, smaller than the paper reported" if smaller else "supported")
+    elif p_contra < 0.05:
+        out = ("contradicted: differs by more than +/-" + str(g.margin.iloc[0]) + " points"
+               if g.expect.iloc[0] == "b=a" else "contradicted")
+    else:
+        out = ("smaller than the paper reported" if smaller else "consistent but underpowered"
+               if "consistent but underpowered" in v else
+               sorted({x for x in v if not x.startswith(("supported", "contradicted"))} or {"inconclusive"})[0])
+    return out + (f" ({len(t)} of {len(g)} contrasts testable)" if len(t) < len(g) else "")
+
+# %% ../../nbs/77_findings_paper.ipynb #765581d8
 def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapping: dict | None = None,
-                   n_boot: int = N_BOOT) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   smoke: bool = False, alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every row of the paper's findings tested on a run's observations (assistants mapped to the papers' names by
-    `study_assistant` with `mapping`): (one row per contrast with its estimate, interval, p-values and verdict; one
-    row per finding with its rolled-up verdict)."""
+    `study_assistant` with `mapping`): (one row per contrast; one row per finding with its family-adjusted verdict)."""
     findings = load_paper_findings() if findings is None else findings
-    obs = obs.assign(assistant=[study_assistant(a, mapping) for a in obs.assistant])
+    names = {a: study_assistant(a, mapping) for a in obs.assistant.unique()}
+    pools = {p: sorted(a for a, q in names.items() if q == p) for p in set(names.values()) if p}
+    obs = obs.assign(assistant=obs.assistant.map(names))
     rows = []
     for r in findings.itertuples():
-        d = test_contrast(obs, r, n_boot)
-        k = 100.0 if METRICS[r.metric][3] == "points" else 1.0
-        rows.append({"finding_id": r.finding_id, "source": f"seed {r.source}", "section": r.section, "quote": r.quote,
-                     "metric": r.metric, "factor": r.factor, "within": r.within, "a": r.a, "b": r.b,
-                     "expect": r.expect, "a_value": d.a_value * k, "b_value": d.b_value * k, "diff": d.diff * k,
-                     "low": d.low * k, "high": d.high * k, "p": d.p, "clusters": d.clusters, "n_a": d.n_a,
-                     "n_b": d.n_b, "method": d.method, "warning": d.warning, "_d": d})
+        used = _select(obs, r.within)
+        used = used[used.metric.isin([r.metric, r.a, r.b])]
+        sides = [s for x in (r.a, r.b) for s in x.split("|") if s]
+        named = [v for w in r.within.split(";") if w.startswith("assistant=") for v in w[10:].split("|")]
+        if r.factor in ("assistant", "role_effect", "role_effect_sum", "level"):
+            used, named = used[used.assistant.isin(sides)], named + sides
+        rows.append(_contrast_row(r, test_contrast(obs, r), used))
+        rows[-1]["pools"] = "; ".join(f"{p} pools {', '.join(pools[p])}" for p in dict.fromkeys(named)
+                                      if len(pools.get(p, [])) > 1)
     t = pd.DataFrame(rows)
-    t["p_holm"] = t.groupby(["metric", "factor"]).p.transform(lambda p: pd.Series(holm(p.values), index=p.index))
-    t["verdict"] = [verdict(d, e, p) for d, e, p in zip(t._d, t.expect, t.p_holm)]
-    t = t.drop(columns="_d")
-    def roll(v):
-        v = set(v)
-        if "contradicted" in v: return "contradicted"
-        if v == {"supported"}: return "supported"
-        if v == {"not testable here"}: return "not testable here"
-        return "partly supported" if "supported" in v else "not detectable at this sample size"
-    s = t.groupby("finding_id", sort=False).agg(source=("source", "first"), section=("section", "first"),
-                                                 quote=("quote", "first"), metric=("metric", "first"),
-                                                 contrasts=("verdict", "size"), verdict=("verdict", roll),
-                                                 supported=("verdict", lambda v: int((v == "supported").sum())),
-                                                 contradicted=("verdict", lambda v: int((v == "contradicted").sum())))
-    return t, s.reset_index()
+    per = t.groupby("finding_id", sort=False).agg(source=("source", "first"), expect=("expect", "first"),
+                                                  p_support=("p_dir", "max"), testable=("testable", "sum"),
+                                                  k=("p_opp", lambda p: int(p.notna().sum())),
+                                                  p_opp=("p_opp", "min"))
+    per["p_contra"] = (per.p_opp * per.k).clip(upper=1.0)
+    per.loc[per.testable == 0, ["p_support", "p_contra"]] = math.nan
+    per["family"] = [f"seed {s}" if e != "level" else "" for s, e in zip(per.source, per.expect)]
+    per["p_holm"] = per["p_contra_holm"] = per["alpha"] = math.nan
+    for fam, g in per[per.family != ""].groupby("family"):
+        ok = g.p_support.notna()
+        per.loc[g.index, "p_holm"], per.loc[g.index, "p_contra_holm"] = holm(g.p_support), holm(g.p_contra)
+        rank = g.p_support[ok].rank(method="first")
+        per.loc[rank.index, "alpha"] = alpha / (int(ok.sum()) - rank + 1)
+    per["alpha"] = per.alpha.fillna(alpha)
+    t["alpha"] = t.finding_id.map(per.alpha)
+    adj = [(c if c.se == c.se else difference_at(obs, r, 1 - a)) for c, r, a in
+           zip((t_contrast(x, s, f, 1 - a) for x, s, f, a in zip(t["diff"], t.se, t.df, t.alpha)),
+               findings.itertuples(), t.alpha)]
+    t["low_adj"], t["high_adj"] = [c.low for c in adj], [c.high for c in adj]
+    t["mde"] = [mde(s, f, a) for s, f, a in zip(t.se, t.df, t.alpha)]
+    t["verdict"] = [_contrast_verdict(c) for c in t.to_dict("records")]
+    kind = lambda m: "SMOKE RUN: judged by the bundled small model" if smoke and METRICS[m][0] != CREDIBILITY else ""
+    t["run_kind"] = t.metric.map(kind)
+    s = t.groupby("finding_id", sort=False).agg(
+        source=("source", "first"), section=("section", "first"), quote=("quote", "first"),
+        metric=("metric", "first"), estimand=("estimand", "first"), expect=("expect", "first"),
+        contrasts=("verdict", "size"), testable=("testable", "sum"), data=("data", lambda d: "; ".join(
+            sorted(set(d) - {""}))), pools=("pools", lambda d: "; ".join(sorted(set(d) - {""}))),
+        run_kind=("run_kind", "first")).reset_index()
+    s = s.join(per[["family", "p_support", "p_holm", "p_contra_holm", "alpha"]], on="finding_id")
+    s["verdict"] = [_finding_verdict(t[t.finding_id == f], ph, pc) for f, ph, pc in
+                    zip(s.finding_id, s.p_holm, s.p_contra_holm)]
+    mark = lambda v, data, kind: v + (" (not the paper's claims)" if "not the paper's claims" in data or
+                                      "partly" in data else "") + (" [SMOKE RUN]" if kind else "")
+    s["verdict"] = [mark(v, d, k) for v, d, k in zip(s.verdict, s.data, s.run_kind)]
+    t["verdict"] = [mark(v, d, k) for v, d, k in zip(t.verdict, t.data, t.run_kind)]
+    return t.drop(columns=["_d"]), s
+
+def difference_at(obs: pd.DataFrame, r, level: float) -> Contrast:
+    "A contrast's interval at another level, in points where the metric is a share (for score intervals)."
+    d, k = test_contrast(obs, r, level), 100.0 if METRICS[r.metric][3] == "points" else 1.0
+    return Contrast(d.diff * k, math.nan, math.nan, d.low * k, d.high * k, d.p)

@@ -1,4 +1,4 @@
-"""How small a difference a planned study can detect: for the claims, prompts and assistants a parameter file plans, the smallest difference in CR, NCR and GS that a paired, claim-clustered test finds with 80% power at alpha 0.05, from the variance measured on real paired answers (the bundled ai-search-benchmark runs) or, where none applies, from the paper's own intervals; `groundbench estimate` prints it before anything is paid for.
+"""How small a difference a planned study can detect: for the claims, prompts and assistants a parameter file plans, the smallest difference in CR, NCR and GS that the findings' own test (claim-weighted, paired by claim) finds with 80% power, at the level the paper's findings are tested at (Holm's first step over them) and at 0.05; for a share with its variance under the alternative (a rare rate that doubles does not keep its variance); from the variance measured on real paired answers (the bundled ai-search-benchmark runs), each assistant's own citation volume where earlier runs have it, and the paper's own intervals for GS; `groundbench estimate` prints it before anything is paid for.
 
 Docs: https://groundbench.github.io/groundbench/findings_power.html.md"""
 
@@ -17,8 +17,9 @@ import pandas as pd
 from ..core import RecordError, project_root
 
 # %% auto #0
-__all__ = ['VARIANCE_FILE', 'MEASURED', 'Variance', 'detectable', 'measured_variance', 'paper_variance', 'variance_table',
-           'bundled_variance', 'planned_power', 'power_lines']
+__all__ = ['VARIANCE_FILE', 'MEASURED', 'Variance', 'logit_normal_mu', 'logit_normal_cov', 'logit_sd', 'detectable',
+           'measured_variance', 'paper_variance', 'variance_table', 'bundled_variance', 'verdict_level', 'paper_rates',
+           'history_volume', 'planned_power', 'power_lines']
 
 # %% ../../nbs/79_findings_power.ipynb #4ce7d754
 @dataclass(frozen=True)
@@ -31,17 +32,71 @@ class Variance:
     per_answer: float   # m: observations per answer (rated citations; 1 for a per-response score)
     source: str
     answer_var: float = 0.0   # the variance of m between answers (a claim with more citations weighs more)
+    mean: float = math.nan    # the rate (or mean score) the parts were measured at
 
-def detectable(v: Variance, claims: int, prompts: int, per_answer: float | None = None, alpha: float = 0.05,
-               power: float = 0.8) -> float:
-    "The smallest difference (the metric's scale) a paired, claim-clustered test detects with `power` at `alpha`."
-    from scipy import stats
-    if claims < 2 or prompts < 1: return float("nan")
-    m = max(per_answer if per_answer else v.per_answer, 1e-9)
-    weights = 1 + v.answer_var / (prompts * m * m)   # claims weighted by their observations: unequal weights add
-    var = 2 / claims * (v.between * (1 - v.pairing) * weights + v.within / (prompts * m))
-    df = claims - 1
-    return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * math.sqrt(max(var, 0.0)))
+    @property
+    def is_share(self) -> bool: return 0 < self.mean < 1
+
+_GH = np.polynomial.hermite_e.hermegauss(48)   # nodes and weights for E[f(Z)], Z standard normal
+_GW = _GH[1] / _GH[1].sum()
+
+def _expit(x): return 1 / (1 + np.exp(-x))
+
+def logit_normal_mu(p: float, sigma: float) -> float:
+    "The logit-scale mean whose rates, spread by `sigma`, average `p`."
+    from scipy import optimize
+    if sigma <= 0: return math.log(p / (1 - p))
+    return float(optimize.brentq(lambda mu: float(_GW @ _expit(mu + sigma * _GH[0])) - p, -60, 60))
+
+def logit_normal_cov(pa: float, pb: float, sigma: float, r: float) -> float:
+    "Cov(q_A, q_B) of two rates averaging pa and pb, logit-normal with sd `sigma` and correlation `r`."
+    if sigma <= 0: return 0.0
+    ma, mb = logit_normal_mu(pa, sigma), logit_normal_mu(pb, sigma)
+    z, w = _GH[0], _GW
+    za, zb = z[:, None], r * z[:, None] + math.sqrt(max(1 - r * r, 0.0)) * z[None, :]
+    return float((w[:, None] * w[None, :] * _expit(ma + sigma * za) * _expit(mb + sigma * zb)).sum() - pa * pb)
+
+def logit_sd(v: Variance) -> float:
+    "The logit-scale sd of claims' rates that gives `v.between` at `v.mean` (0 where none is measured)."
+    from scipy import optimize
+    if not v.is_share or not v.between > 0: return 0.0
+    top = v.mean * (1 - v.mean) * 0.999
+    if v.between >= top: return 20.0
+    return float(optimize.brentq(lambda s: logit_normal_cov(v.mean, v.mean, s, 1.0) - v.between, 1e-6, 20.0))
+
+def _se(v: Variance, claims: int, prompts: int, pa: float, pb: float, ma: float, mb: float,
+        sigma: float | None = None) -> float:
+    "The standard error of the claim-weighted paired difference with rates pa, pb and volumes ma, mb (see above)."
+    k = lambda m: 1 + v.answer_var / (prompts * m * m)
+    if v.is_share:
+        s = logit_sd(v) if sigma is None else sigma
+        w = v.within / max(v.mean * (1 - v.mean) - v.between, 1e-12) if v.within > 0 else 1.0
+        ba, bb = logit_normal_cov(pa, pa, s, 1.0), logit_normal_cov(pb, pb, s, 1.0)
+        cab = logit_normal_cov(pa, pb, s, v.pairing)
+        wa, wb = w * (pa * (1 - pa) - ba), w * (pb * (1 - pb) - bb)
+    else: ba = bb = v.between; cab = v.pairing * v.between; wa = wb = v.within
+    var = ba + bb - 2 * cab + wa * k(ma) / (prompts * ma) + wb * k(mb) / (prompts * mb)
+    return math.sqrt(max(var, 0.0) / claims)
+
+def detectable(v: Variance, claims: int, prompts: int, per_answer: float | tuple[float, float] | None = None,
+               alpha: float = 0.05, power: float = 0.8, base: float | None = None) -> float:
+    """The smallest difference (the metric's scale) the claim-weighted paired t test detects with `power` at
+    `alpha`: for a share (`base`, the rate it starts from; default the rate the variance was measured at), with the
+    variance under the alternative; `per_answer`: one volume or each assistant's."""
+    from scipy import optimize, stats
+    if claims < 2 or prompts < 1: return math.nan
+    ma, mb = per_answer if isinstance(per_answer, tuple) else (per_answer or v.per_answer,) * 2
+    ma, mb = max(ma, 1e-9), max(mb, 1e-9)
+    ta, tb = stats.t.ppf(1 - alpha / 2, claims - 1), stats.t.ppf(power, claims - 1)
+    p = v.mean if base is None else base
+    if not v.is_share:   # a score: one variance
+        return float((ta + tb) * _se(v, claims, prompts, 0.5, 0.5, ma, mb))
+    step, s = (1.0 if p < 0.5 else -1.0), logit_sd(v)   # towards one half, where a share varies most
+    room = (1 - p) if step > 0 else p
+    gap = lambda d: d - ta * _se(v, claims, prompts, p + step * d / 2, p + step * d / 2, ma, mb, s) \
+        - tb * _se(v, claims, prompts, p, p + step * d, ma, mb, s)
+    if gap(room * (1 - 1e-9)) < 0: return math.nan   # no difference the rate leaves room for is detectable
+    return float(optimize.brentq(gap, 1e-12, room * (1 - 1e-9)))
 
 # %% ../../nbs/79_findings_power.ipynb #410ba0c3
 def measured_variance(obs: pd.DataFrame, metric: str, source: str = "") -> Variance:
@@ -61,7 +116,7 @@ def measured_variance(obs: pd.DataFrame, metric: str, source: str = "") -> Varia
              if wide[a].std() > 0 and wide[b].std() > 0]
     pairing = float(np.clip(np.mean(pairs), 0, 0.95)) if pairs and between > 0 and len(wide) > 2 else 0.0
     return Variance(metric, between, within, pairing, float(ans["size"].mean()), source,
-                    float(ans["size"].var()) if len(ans) > 1 else 0.0)
+                    float(ans["size"].var()) if len(ans) > 1 else 0.0, float(o.y.mean()) if binary else math.nan)
 
 # %% ../../nbs/79_findings_power.ipynb #d3d8af85
 def paper_variance(metric: str, share: float, answers: int = 600, folder: str | Path | None = None) -> Variance:
@@ -122,33 +177,89 @@ def bundled_variance(metric: str, rules: str = "paper", root: str | Path | None 
                                   "python scripts/build_variance_table.py)")
     r = r.iloc[0]
     return Variance(metric, *(float(r[k]) for k in ("between", "within", "pairing", "per_answer")), str(r["source"]),
-                    float(r["answer_var"]))
+                    float(r["answer_var"]), float(r["mean"]) if str(r.get("mean", "")) != "" else math.nan)
 
 # %% ../../nbs/79_findings_power.ipynb #8b071293
-def planned_power(claims: int, prompts: int, rules: str = "paper", alpha: float = 0.05,
-                  power: float = 0.8) -> pd.DataFrame:
+def verdict_level(alpha: float = 0.05) -> tuple[float, int]:
+    "The level of Holm's first step over seed 000's confirmatory findings, and how many they are."
+    from groundbench.findings.paper import load_paper_findings
+    f = load_paper_findings()
+    m = int(f[(f.source == "000") & (f.expect != "level")].finding_id.nunique())
+    return alpha / max(m, 1), m
+
+def paper_rates() -> dict:
+    "The paper's overall CR and NCR (Table 1, per-conversation means, averaged over its four assistants) as shares."
+    t1 = pd.read_csv(project_root() / "data" / "seed_study" / "paper_results" / "table1_credibility.csv")
+    o = t1[t1.group == "Overall"]
+    return {"CR": float(o.cr_pct.mean()) / 100, "NCR": float(o.ncr_pct.mean()) / 100}
+
+# %% ../../nbs/79_findings_power.ipynb #d4e6e70f
+def history_volume(runs_dir: str | Path | None, model: str = "") -> tuple[dict, str]:
+    """Rated citations an answer (of the answers citing anything) per assistant in the runs of `runs_dir` whose
+    assistant's name contains `model` (any, when empty): ({assistant: (mean, variance)}, where from)."""
+    from groundbench.stages import CREDIBILITY
+    out, seen = {}, set()
+    for f in sorted(Path(runs_dir).glob(f"*/{CREDIBILITY}/citations.parquet")) if runs_dir else []:
+        try: c = pd.read_parquet(f, columns=["conversation_id", "assistant", "classified", "score"])
+        except (OSError, ValueError, KeyError): continue
+        c = c.assign(rated=c.classified.astype(bool) & c.score.notna())
+        for a, g in c.groupby("assistant"):
+            if model and model.lower() not in str(a).lower(): continue
+            per = g.groupby("conversation_id").rated.sum()
+            if len(per) > 1: out[str(a)] = (float(per.mean()), float(per.var())); seen.add(f.parent.parent.name)
+    return out, (f"earlier runs ({', '.join(sorted(seen))})" if out else "")
+
+# %% ../../nbs/79_findings_power.ipynb #3b731417
+def planned_power(claims: int, prompts: int, rules: str = "paper", alpha: float | None = None, power: float = 0.8,
+                  volumes: dict | None = None) -> pd.DataFrame:
     """The smallest detectable difference (percentage points) of CR, NCR and GS between two assistants asking
-    `claims` claims in `prompts` prompts each, with the variance each takes and its source."""
-    rows = []
+    `claims` claims in `prompts` prompts each, at `alpha` (default: the verdicts' level, `verdict_level`) and at
+    0.05, with the parts each takes and their source; `volumes`: {assistant: (mean, variance)} of rated citations an
+    answer from earlier runs (the two smallest are used)."""
+    level, _ = verdict_level() if alpha is None else (alpha, 0)
+    rates, rows = paper_rates(), []
+    vols = sorted((volumes or {}).items(), key=lambda kv: kv[1][0])[:2]
+    cr = bundled_variance("CR", rules)
+    sigma = logit_sd(cr)     # CR's between-claim spread on the logit scale
     for m in ("CR", "NCR"):
-        v = bundled_variance(m, rules)
-        rows.append((m, 100 * detectable(v, claims, prompts, alpha=alpha, power=power), v))
+        v, note = bundled_variance(m, rules), ""
+        if m == "NCR" and not v.between > 0:   # too few non-credible citations in the real answers to measure it
+            import dataclasses
+            v = dataclasses.replace(v, between=logit_normal_cov(v.mean, v.mean, sigma, 1.0), pairing=cr.pairing)
+            note = "; its between-claim spread on the logit scale and pairing are CR's (too few events to measure)"
+        if len(vols) == 2:
+            import dataclasses
+            v = dataclasses.replace(v, answer_var=float(np.mean([vols[0][1][1], vols[1][1][1]])))
+        per = (vols[0][1][0], vols[1][1][0]) if len(vols) == 2 else None
+        rows.append((m, *(100 * detectable(v, claims, prompts, per, a, power, rates[m]) for a in (level, 0.05)), v,
+                     rates[m], per or (v.per_answer, v.per_answer), v.source + note))
     c = bundled_variance("CR", rules)   # the share of an answer's rate variance that lies between claims
     share = c.between / (c.between + c.within / max(c.per_answer, 1.0)) if c.between + c.within > 0 else 1.0
     g = paper_variance("GS", share)
-    rows.append(("GS", 100 * detectable(g, claims, prompts, alpha=alpha, power=power), g))
-    return pd.DataFrame([{"metric": m, "detectable_pp": round(d, 2), "claims": claims, "prompts": prompts,
-                          "between": v.between, "within": v.within, "pairing": v.pairing,
-                          "per_answer": v.per_answer, "source": v.source} for m, d, v in rows])
+    rows.append(("GS", *(100 * detectable(g, claims, prompts, 1.0, a, power) for a in (level, 0.05)), g, math.nan,
+                 (1.0, 1.0), g.source.replace("as measured for CR", "assumed: the share measured for CR")))
+    return pd.DataFrame([{"metric": m, "detectable_pp": round(d, 2), "detectable_pp_05": round(d5, 2),
+                          "alpha": level, "claims": claims, "prompts": prompts, "base": base, "between": v.between,
+                          "within": v.within, "pairing": v.pairing, "per_answer_a": per[0], "per_answer_b": per[1],
+                          "source": src} for m, d, d5, v, base, per, src in rows])
 
-# %% ../../nbs/79_findings_power.ipynb #d4e6e70f
-def power_lines(claims: int, prompts: int, rules: str = "paper") -> list[str]:
-    "The estimate's lines about power (`planned_power`), one per metric, then where each variance came from."
-    try: t = planned_power(claims, prompts, rules)
+# %% ../../nbs/79_findings_power.ipynb #8506a522
+def power_lines(claims: int, prompts: int, rules: str = "paper", volumes: tuple[dict, str] | None = None) -> list[str]:
+    "The estimate's lines about power (`planned_power`), one per metric, then where each part came from."
+    vols, where = volumes or ({}, "")
+    try: t = planned_power(claims, prompts, rules, volumes=vols)
     except (RecordError, OSError, ValueError) as e: return [f"power: not computed ({e})"]
-    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, paired by claim, "
-            "claim-clustered test at alpha 0.05 with 80% power: the smallest difference it can detect is "
-            + ", ".join(f"{r.metric} {r.detectable_pp:.1f} points" for r in t.itertuples()))
-    return [head] + [f"  {r.metric}: {r.source} (between-claim variance {r.between:.4f}, within {r.within:.4f}, "
-                     f"shared by the two assistants {r.pairing:.0%}, {r.per_answer:.1f} observations an answer)"
-                     for r in t.itertuples()]
+    level, m = verdict_level()
+    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, the claim-weighted "
+            f"difference paired by claim, 80% power: at the level the paper's {m} findings are tested at "
+            f"(alpha 0.05/{m} = {level:.4f}, Holm's first step) the smallest difference it can detect is "
+            + ", ".join(f"{r.metric} {r.detectable_pp:.1f} points" for r in t.itertuples())
+            + "; at alpha 0.05: " + ", ".join(f"{r.metric} {r.detectable_pp_05:.1f}" for r in t.itertuples()))
+    vol = (f"rated citations an answer from {where}: the two smallest, {t.per_answer_a[0]:.1f} and "
+           f"{t.per_answer_b[0]:.1f}" if where and len(vols) >= 2 else
+           f"{t.per_answer_a[0]:.1f} rated citations an answer (the bundled answers' mean; no earlier run of two "
+           "assistants in the runs folder)")
+    return [head, f"  volume: {vol}"] + [
+        f"  {r.metric}: {r.source} (between-claim variance {r.between:.4f}, within {r.within:.4f}, shared by the two "
+        f"assistants {r.pairing:.0%}" + (f", from the paper's rate {100 * r.base:.1f}%" if r.base == r.base else "")
+        + ")" for r in t.itertuples()]

@@ -1,4 +1,4 @@
-"""Every difference the study reports, tested as it was designed: assistants, roles, topics and thinking compared on each metric (credibility, groundedness by each method, SourceBench, SourceCheckup), each difference with its claim-clustered interval and p-value, a claim-level bootstrap beside it, Holm-corrected within its family; a forest plot per metric; and the paper's own findings, each tested and given its verdict.
+"""Every difference the study reports, tested as it was designed: assistants, roles, topics and thinking compared on each metric (credibility, groundedness by each method, SourceBench, SourceCheckup), each difference claim-weighted and paired by claim with its CR2 interval, the pooled share and a claim-level randomisation test beside it; the exploratory table corrected by the false discovery rate; each metric's level per assistant; a forest plot per metric; and the paper's own findings, each tested on its own estimand as one confirmatory family and given its verdict.
 
 Docs: https://groundbench.github.io/groundbench/findings.html.md"""
 
@@ -7,7 +7,6 @@ Docs: https://groundbench.github.io/groundbench/findings.html.md"""
 # %% ../../nbs/75_findings.ipynb #e06bedcb
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -15,24 +14,26 @@ import numpy as np
 import pandas as pd
 
 from ..core import Conversation, Prompt, assistant_name, read_records
-from .models import FEW_CLUSTERS, METRICS, difference, holm, independent_difference
+from .models import (METRICS, difference, fcr_level, fdr, independent_difference,
+                                         level_estimate)
+from .inference import t_contrast
 from ..runfolder import Run, StageExecution, run_folders
 from ..stages import COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, StageOutput
-from ..stats import N_BOOT
 from ..tables import Output, plotting, read_scores, write_output
 
 # %% auto #0
-__all__ = ['DESIGN', 'FACTORS', 'design_table', 'observations', 'comparisons', 'findings_table', 'forest_figure', 'report_items',
-           'run']
+__all__ = ['DESIGN', 'FACTORS', 'ROLE_ORDER', 'TABLE_COLUMNS', 'SMOKE_KIND', 'PAPER_ROW_COLUMNS', 'SHOWN', 'design_table',
+           'observations', 'comparisons', 'findings_table', 'levels_table', 'forest_figure', 'report_items', 'run']
 
 # %% ../../nbs/75_findings.ipynb #e91cfe28
 DESIGN = ["run_id", "conversation_id", "claim_id", "prompt_id", "assistant", "topic", "role", "thinking",
-          "collected_at"]
+          "collected_at", "cites_noncredible"]
 
 # %% ../../nbs/75_findings.ipynb #3f3e4c79
 def design_table(run_dir: Path) -> pd.DataFrame:
     """One row per conversation of a run: its claim (the cluster: the prompt's claim id, an imported question's
-    id), prompt, assistant, topic, role, thinking, run id and collection time."""
+    id), prompt, assistant, topic, role, thinking, run id and collection time (`cites_noncredible`: set by
+    `observations` from the credibility ratings)."""
     convs = read_records(run_dir / COLLECT / "conversations.jsonl", Conversation)
     pf = run_dir / COLLECT / "prompts.parquet"
     pr = {p.prompt_id: p for p in (read_records(pf, Prompt) if pf.exists() else [])}
@@ -41,18 +42,28 @@ def design_table(run_dir: Path) -> pd.DataFrame:
                           "prompt_id": c.prompt_id, "assistant": assistant_name(c),
                           "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
                           "role": pr[c.prompt_id].role if c.prompt_id in pr else "", "thinking": bool(c.thinking),
-                          "collected_at": c.collected_at or ""} for c in convs], columns=DESIGN)
+                          "collected_at": c.collected_at or "", "cites_noncredible": False} for c in convs],
+                        columns=DESIGN)
 
 # %% ../../nbs/75_findings.ipynb #a571a469
 def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
     "(conversation_id, metric, y) of every metric whose stage wrote its files in the run."
     out = []
     if (f := run_dir / CREDIBILITY / "citations.parquet").exists():
-        c = pd.read_parquet(f, columns=["conversation_id", "classified", "score"])
+        c = pd.read_parquet(f, columns=["conversation_id", "classified", "score", "category"])
         c = c.assign(rated=c.classified.astype(bool) & c.score.notna())
         r = c[c.rated]
         out += [pd.DataFrame({"conversation_id": r.conversation_id, "metric": m, "y": f(r.score).astype(float)})
                 for m, f in (("CR", lambda s: s > 0), ("NCR", lambda s: s < 0))]
+        # the sensitivity to leaving unrated citations out, and their share (seed 000's Figure 2)
+        out += [pd.DataFrame({"conversation_id": c.conversation_id, "metric": "CR_all",
+                              "y": (c.rated & (c.score > 0)).astype(float)}),
+                pd.DataFrame({"conversation_id": c.conversation_id, "metric": "unrated",
+                              "y": (~c.rated).astype(float)})]
+        design = design_table(run_dir)   # Table 2's chats with disinformation: over every conversation, cited or not
+        dis = set(c.conversation_id[c.category.astype(str).eq("disinformation")])
+        out.append(pd.DataFrame({"conversation_id": design.conversation_id, "metric": "disinfo_chat",
+                                 "y": design.conversation_id.isin(dis).astype(float)}))
         # the printed Table 1's estimator: each conversation's rate; one without a rated citation counts 0 under the
         # authors' rules (the run's rule set, `paper`), and is left out under ours
         zero = StageExecution.of(Run(run_dir).manifest(), CREDIBILITY).counts.get("rule_set") == "paper"
@@ -91,16 +102,22 @@ def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
     return out
 
 # %% ../../nbs/75_findings.ipynb #0103b0fd
-def observations(run_dirs, dedupe: bool = True) -> pd.DataFrame:
+def observations(run_dirs, dedupe: bool = True, labels: list[str] | None = None) -> pd.DataFrame:
     """Every observation of every metric of the runs in `run_dirs` (a folder or several), with its conversation's
     design (`DESIGN`): metric, y and the design columns. With `dedupe` a conversation found in two runs (a run listed
     twice, overlapping shards) is kept in the first; without it (runs of the same prompts on other dates, where the
-    same answer may come back word for word) every run keeps its own."""
+    same answer may come back word for word) every run keeps its own. `labels` name the runs (else their folders)."""
     frames = []
     seen: set = set()
-    for d in ([run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
+    dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
+    for d, label in zip(dirs, labels or [None] * len(dirs)):
         d = Path(d)
         design = design_table(d)
+        if label is not None: design["run_id"] = label
+        if (f := d / CREDIBILITY / "citations.parquet").exists():   # a design column: cites a non-credible source
+            c = pd.read_parquet(f, columns=["conversation_id", "classified", "score"])
+            bad = set(c.conversation_id[c.classified.astype(bool) & (c.score < 0)])
+            design["cites_noncredible"] = design.conversation_id.isin(bad)
         if dedupe: design = design[~design.conversation_id.isin(seen)]
         seen |= set(design.conversation_id)
         for o in _outcomes(d):
@@ -110,6 +127,7 @@ def observations(run_dirs, dedupe: bool = True) -> pd.DataFrame:
 
 # %% ../../nbs/75_findings.ipynb #c93cf521
 FACTORS = ("assistant", "role", "topic", "thinking")
+ROLE_ORDER = ("fact_checker", "claim_believer")   # B - A: the second minus the first
 
 def comparisons(obs: pd.DataFrame) -> list[tuple[str, str, str, str, pd.DataFrame]]:
     """(factor, within, a, b, rows) of every comparison of one metric's observations: `rows` hold a `side` column
@@ -119,7 +137,8 @@ def comparisons(obs: pd.DataFrame) -> list[tuple[str, str, str, str, pd.DataFram
     for i, a in enumerate(assistants):
         for b in assistants[i + 1:]:
             out.append(("assistant", "", a, b, obs.assign(side=obs.assistant)))
-    roles = sorted(r for r in obs.role.unique() if r)
+    roles = sorted((r for r in obs.role.unique() if r),
+                   key=lambda r: (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER), r))
     if len(roles) == 2:
         for who in ["(all)", *assistants]:
             rows = obs if who == "(all)" else obs[obs.assistant == who]
@@ -138,32 +157,62 @@ def comparisons(obs: pd.DataFrame) -> list[tuple[str, str, str, str, pd.DataFram
     return out
 
 # %% ../../nbs/75_findings.ipynb #833c81c0
-def findings_table(obs: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
-                   metrics: list[str] | None = None) -> pd.DataFrame:
-    """Every comparison of every metric (`comparisons`), B - A with its claim-clustered interval and p-value
-    (`models.difference`), the Holm-adjusted p-value within its family (metric and factor), the claim-level
-    bootstrap and the citation-level interval as if independent beside it; shares in percentage points."""
+TABLE_COLUMNS = ["analysis", "metric", "factor", "within", "contrast", "a", "b", "estimand", "a_value", "b_value",
+                 "diff", "low", "high", "p", "p_fdr", "significant", "low_fcr", "high_fcr", "fcr_level", "p_check",
+                 "pooled_a", "pooled_b", "pooled_diff", "pooled_low", "pooled_high", "pooled_p", "indep_low",
+                 "indep_high", "se", "df", "clusters", "paired", "clusters_a", "clusters_b", "n_a", "n_b", "unit",
+                 "method", "warning", "run_kind"]
+SMOKE_KIND = "SMOKE RUN: judged by the bundled small model"
+
+def findings_table(obs: pd.DataFrame, n_boot: int | None = None, seed: int = 0, metrics: list[str] | None = None,
+                   smoke: bool = False) -> pd.DataFrame:
+    """Every comparison of every metric (`comparisons`), B - A by `models.difference` (claim-weighted and paired by
+    claim, the pooled share beside it), the false-discovery-rate q over the whole table, intervals at 95% and at the
+    false-coverage level, the interval as if independent for shares; shares in percentage points. `run_kind` marks
+    the rows a smoke model judged."""
     rows = []
     for m in metrics or [m for m in METRICS if m in set(obs.metric)]:
         o = obs[obs.metric == m]
         kind, scale = METRICS[m][2], METRICS[m][3]
+        k = 100.0 if scale == "points" else 1.0
         for factor, within, a, b, r in comparisons(o):
-            d = difference(r.y, r.side, r.claim_id, a, b, kind, n_boot=n_boot, seed=seed).row()
+            d = difference(r.y, r.side, r.claim_id, a, b, kind, seed=seed).row()
             lo, hi = independent_difference(r.y, r.side, a, b) if kind == "binomial" else (np.nan, np.nan)
-            k = 100.0 if scale == "points" else 1.0
-            for c in ("a_value", "b_value", "diff", "se", "low", "high", "boot_low", "boot_high"): d[c] *= k
-            rows.append({"metric": m, "factor": factor, "within": within, **d, "indep_low": lo * k,
-                         "indep_high": hi * k, "unit": scale})
-    cols = ["metric", "factor", "within", "a", "b", "a_value", "b_value", "diff", "low", "high", "p", "p_holm",
-            "significant", "boot_low", "boot_high", "indep_low", "indep_high", "se", "clusters", "paired",
-            "clusters_a", "clusters_b", "n_a", "n_b", "unit", "method", "warning"]
+            for c in ("a_value", "b_value", "diff", "se", "low", "high", "pooled_a", "pooled_b", "pooled_diff",
+                      "pooled_low", "pooled_high"): d[c] *= k
+            rows.append({"analysis": "exploratory", "metric": m, "factor": factor, "within": within,
+                         "contrast": f"{b} - {a}", **d, "indep_low": lo * k, "indep_high": hi * k, "unit": scale,
+                         "run_kind": SMOKE_KIND if smoke and METRICS[m][0] != CREDIBILITY else "",
+                         "_rows": (r, kind, a, b)})
     t = pd.DataFrame(rows)
-    if t.empty: return pd.DataFrame(columns=cols)
-    t["p_holm"] = t.groupby(["metric", "factor"]).p.transform(lambda p: pd.Series(holm(p.values), index=p.index))
-    t["significant"] = t.p_holm < 0.05
-    return t[cols]
+    if t.empty: return pd.DataFrame(columns=TABLE_COLUMNS)
+    t["p_fdr"] = fdr(t.p.to_numpy(float))
+    t["significant"] = t.p_fdr < 0.05
+    t["fcr_level"] = level = fcr_level(t.p_fdr.to_numpy(float))
+    fcr = [t_contrast(r["diff"], r.se, r.df, level) for _, r in t.iterrows()]
+    t["low_fcr"], t["high_fcr"] = [c.low for c in fcr], [c.high for c in fcr]
+    for i in np.flatnonzero(t.se.isna() & t["diff"].notna()):   # score intervals: the difference again at that level
+        r, kind, a, b = t._rows.iloc[i]
+        d, k = difference(r.y, r.side, r.claim_id, a, b, kind, level=level, check=False), 100.0 if t.unit.iloc[
+            i] == "points" else 1.0
+        t.loc[t.index[i], ["low_fcr", "high_fcr"]] = d.low * k, d.high * k
+    return t[TABLE_COLUMNS]
 
 # %% ../../nbs/75_findings.ipynb #eb0c6050
+def levels_table(obs: pd.DataFrame, smoke: bool = False) -> pd.DataFrame:
+    "Each metric's value per assistant: claim-weighted with its 95% interval, pooled, claims and observations."
+    rows = []
+    for (m, a), g in obs.groupby(["metric", "assistant"], sort=True):
+        k = 100.0 if METRICS[m][3] == "points" else 1.0
+        c = level_estimate(g.y, g.claim_id, METRICS[m][2] == "binomial")
+        rows.append({"metric": m, "assistant": a, "value": c.estimate * k, "low": c.low * k, "high": c.high * k,
+                     "pooled": float(g.y.mean()) * k, "claims": int(g.claim_id.nunique()), "n": len(g),
+                     "unit": METRICS[m][3],
+                     "run_kind": SMOKE_KIND if smoke and METRICS[m][0] != CREDIBILITY else ""})
+    return pd.DataFrame(rows, columns=["metric", "assistant", "value", "low", "high", "pooled", "claims", "n", "unit",
+                                       "run_kind"])
+
+# %% ../../nbs/75_findings.ipynb #1f5ae6f4
 def forest_figure(t: pd.DataFrame, metric: str):
     "The forest plot of one metric's comparisons (rows of `findings_table`)."
     plt, _ = plotting()
@@ -178,72 +227,92 @@ def forest_figure(t: pd.DataFrame, metric: str):
     ax.set_yticks(range(len(d)), label)
     ax.invert_yaxis()
     unit = "percentage points" if len(d) and d.unit.iloc[0] == "points" else "score"
-    ax.set_xlabel(f"{metric}: difference B - A ({unit}), 95% claim-clustered interval; red: significant after Holm")
+    ax.set_xlabel(f"{metric}: difference B - A ({unit}), claim-weighted, 95% CR2 interval; red: significant at a "
+                  "5% false discovery rate (exploratory)")
     fig.tight_layout()
     return fig
 
 # %% ../../nbs/75_findings.ipynb #9e3377ab
+PAPER_ROW_COLUMNS = ["finding_id", "metric", "estimand", "factor", "within", "a", "b", "expect", "a_value", "b_value",
+                     "diff", "low_adj", "high_adj", "paper_diff", "mde", "p", "verdict"]
+SHOWN = ["metric", "factor", "within", "contrast", "estimand", "a_value", "b_value", "diff", "low", "high", "p_fdr",
+         "pooled_diff", "pooled_low", "pooled_high", "p_check", "clusters", "paired", "run_kind"]
+
 def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output], list[Output], list[str]]:
     """The report's sections from a findings folder: (those that open the report: the papers' findings and their
-    verdicts; those after the lenses: every comparison and a forest plot per metric; notes of what is missing)."""
+    verdicts; those after the lenses: every comparison, a forest plot per metric, each metric's level; notes of what
+    is missing)."""
     f = Path(folder) if folder else None
     if f is None or not (f / "findings.csv").exists():
         return [], [], ["Findings: no 75_findings outputs (the differences tested on the claims' design)"]
     first, notes = [], []
     if (f / "paper_findings_summary.csv").exists():
-        s, rows = pd.read_csv(f / "paper_findings_summary.csv"), pd.read_csv(f / "paper_findings.csv")
-        first = [Output("paper_findings_summary", "The paper's findings in this run: one verdict per finding "
-                        "(supported, contradicted, partly supported, not detectable at this sample size, not testable "
-                        "here), each tested on the claims' design", s, smoke=smoke),
-                 Output("paper_findings", "The paper's findings, contrast by contrast: B - A with its claim-clustered "
-                        "95% interval, the p-value Holm-adjusted within metric and factor, and the verdict",
-                        rows[["finding_id", "metric", "factor", "within", "a", "b", "expect", "a_value", "b_value",
-                              "diff", "low", "high", "p_holm", "verdict"]], smoke=smoke)]
+        s, rows = read_scores(f / "paper_findings_summary.csv"), read_scores(f / "paper_findings.csv")
+        first = [Output("paper_findings_summary", "The paper's findings in this run, one confirmatory family per paper "
+                        "(Holm across its findings): one verdict per finding, tested on the paper's own estimand "
+                        "(supported; contradicted; smaller than the paper reported: the interval excludes its effect; "
+                        "consistent but underpowered: the smallest detectable difference exceeds its effect; "
+                        "inconclusive; not testable here), and whose answers they are", s, smoke=smoke),
+                 Output("paper_findings", "The paper's findings, contrast by contrast: B - A on the paper's estimand "
+                        "with its interval at the level Holm tests the finding at, the paper's own difference, the "
+                        "smallest difference detectable at that level, and the verdict",
+                        rows[[c for c in PAPER_ROW_COLUMNS if c in rows]], smoke=smoke)]
     else: notes.append("The paper's findings: not tested in this run (75_findings' paper_findings is off)")
-    t = read_scores(f / "findings.csv", ("metric", "factor", "within", "a", "b", "unit", "method", "warning"))
-    shown = t[["metric", "factor", "within", "a", "b", "a_value", "b_value", "diff", "low", "high", "p_holm",
-               "boot_low", "boot_high", "indep_low", "indep_high", "clusters", "paired"]]
-    after = [Output("findings", "Every difference B - A by metric and factor, with its claim-clustered 95% interval, "
-                    "the Holm-adjusted p-value, the claim-level bootstrap interval and the citation-level interval as "
-                    "if independent (points: percentage points)", shown, smoke=smoke)]
-    after += [Output(f"forest_{m}", f"{m}: every comparison's difference with its claim-clustered 95% interval (red: "
-                     "significant after Holm)", figure=forest_figure(t.fillna({"within": ""}), m), smoke=smoke)
-              for m in t.metric.unique()]
+    t = read_scores(f / "findings.csv", ("analysis", "metric", "factor", "within", "contrast", "a", "b", "estimand",
+                                         "unit", "method", "warning", "run_kind"))
+    after = [Output("findings", "Exploratory: every difference B - A by metric and factor, claim-weighted and paired "
+                    "by claim with its 95% CR2 interval (Bell-McCaffrey df), q-value over the whole table (false "
+                    "discovery rate), the pooled difference and the claim-level randomisation p beside it "
+                    "(points: percentage points)", t[[c for c in SHOWN if c in t]], smoke=smoke)]
+    if t.empty: notes.append("Findings: nothing to compare in this run (one assistant, no roles, topics or thinking); "
+                             "each metric's level is given instead")
+    after += [Output(f"forest_{m}", f"{m}: every comparison's claim-weighted difference with its 95% interval (red: "
+                     "significant at a 5% false discovery rate)", figure=forest_figure(t.fillna({"within": ""}), m),
+                     smoke=smoke) for m in t.metric.unique()]
+    if (f / "levels.csv").exists():
+        after.append(Output("levels", "Each metric per assistant: claim-weighted value with its 95% CR2 interval, "
+                            "and the pooled value", read_scores(f / "levels.csv", ("metric", "assistant", "unit",
+                                                                                     "run_kind")), smoke=smoke))
     return first, after, notes
 
 # %% ../../nbs/75_findings.ipynb #b1e3e459
-def run(run_dir: str | Path, runs: list | None = None, n_boot: int = N_BOOT, paper_assistants: dict | None = None,
-        paper_findings: bool = True, settings_overrides: dict | None = None) -> StageOutput:
+def run(run_dir: str | Path, runs: list | None = None, n_boot: int | None = None,
+        paper_assistants: dict | None = None, paper_findings: bool = True,
+        settings_overrides: dict | None = None) -> StageOutput:
     """Stage 75_findings on the run in `run_dir` (with the other `runs`, for a study collected one assistant per
-    run): every comparison of every metric the lenses wrote (`findings_table`), a forest plot per metric, and the
-    papers' findings tested (`findings.paper`); shows the significant comparisons. No model is used
-    (`settings_overrides` changes nothing here; every stage takes it)."""
+    run): every comparison of every metric the lenses wrote (`findings_table`), a forest plot per metric, each
+    metric's level (`levels_table`), and the papers' findings tested (`findings.paper`); shows the significant
+    comparisons. A run with nothing to compare writes an empty table and the levels. No model is used
+    (`settings_overrides` changes nothing here; `n_boot` is kept for parameter files written before issue 60)."""
     from groundbench.findings.paper import paper_findings as test_paper_findings
     r, started = Run(run_dir), time.time()
     out, dirs = r.stage_dir(FINDINGS), run_folders(r.dir, list(runs or []))
-    params = dict(runs=[str(x) for x in runs or []], n_boot=n_boot, paper_assistants=paper_assistants or {},
+    params = dict(runs=[str(x) for x in runs or []], paper_assistants=paper_assistants or {},
                   paper_findings=paper_findings)
     with r.record_stage(FINDINGS, parameters=params) as st:
         obs = observations(dirs)
-        t = findings_table(obs, n_boot)
-        outs = [Output("findings", "Every difference B - A by metric and factor: the claim-clustered 95% interval and "
-                       "p-value (GLM with cluster-robust errors by claim), Holm-adjusted within each metric and "
-                       "factor, the claim-level bootstrap interval and the citation-level interval as if "
-                       "independent beside it (points: percentage points)", t, smoke=r.is_smoke)]
-        outs += [Output(f"forest_{m}", f"{m}: every comparison's difference with its claim-clustered interval",
+        t = findings_table(obs, smoke=r.is_smoke)
+        outs = [Output("findings", "Exploratory: every difference B - A by metric and factor, claim-weighted and "
+                       "paired by claim (each claim's rate per side, then the mean of the within-claim differences) "
+                       "with its 95% CR2 interval and Bell-McCaffrey p; q-values over the whole table (false discovery "
+                       "rate) and intervals at the false-coverage level; the pooled difference, the claim-level "
+                       "randomisation p and the interval as if independent beside it (points: percentage points)", t,
+                       smoke=r.is_smoke),
+                Output("levels", "Each metric per assistant: claim-weighted value with its 95% CR2 interval, and the "
+                       "pooled value", levels_table(obs, r.is_smoke), smoke=r.is_smoke)]
+        outs += [Output(f"forest_{m}", f"{m}: every comparison's claim-weighted difference with its 95% interval",
                         figure=forest_figure(t, m), smoke=r.is_smoke) for m in t.metric.unique()]
         verdicts = pd.DataFrame()
         if paper_findings and len(obs):
-            rows, verdicts = test_paper_findings(obs, mapping=paper_assistants, n_boot=n_boot)
-            outs += [Output("paper_findings", "The papers' findings, each contrast tested in this run (B - A, "
-                            "claim-clustered 95% interval, Holm-adjusted within metric and factor) with its "
-                            "verdict", rows, smoke=r.is_smoke),
-                     Output("paper_findings_summary", "The papers' findings in this run: one verdict per finding "
-                            "(supported, contradicted, partly supported, not detectable at this sample size, not "
-                            "testable here)", verdicts, smoke=r.is_smoke)]
+            rows, verdicts = test_paper_findings(obs, mapping=paper_assistants, smoke=r.is_smoke)
+            outs += [Output("paper_findings", "The papers' findings, each contrast tested in this run on the paper's "
+                            "own estimand (B - A, interval at the level Holm tests its finding at, the paper's own "
+                            "difference, the smallest detectable difference) with its verdict", rows, smoke=r.is_smoke),
+                     Output("paper_findings_summary", "The papers' findings in this run: one confirmatory family per "
+                            "paper (Holm across its findings), one verdict per finding", verdicts, smoke=r.is_smoke)]
         for o in outs: write_output(o, out)
         st.count(observations=len(obs), metrics=sorted(t.metric.unique()), comparisons=len(t),
-                 significant=int(t.significant.sum()),
-                 few_clusters=int(t.warning.fillna("").str.contains("fewer than").sum()),
+                 significant=int(t.significant.sum()), estimand="claim-weighted, paired by claim",
+                 few_claims=int(t.warning.fillna("").str.contains("few independent units").sum()),
                  **({"paper_verdicts": verdicts.verdict.value_counts().to_dict()} if len(verdicts) else {}))
     return StageOutput.since(out, started, t[t.significant] if len(t) else t)
