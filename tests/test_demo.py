@@ -214,8 +214,13 @@ def test_the_report_opens_with_the_paper_s_findings_and_shows_no_number_off_its_
     assert items[:2] == ["paper_findings_summary", "paper_findings"]
     s = pd.read_csv(rep / "paper_findings_summary.csv")
     assert list(s.finding_id) == list(dict.fromkeys(load_paper_findings().finding_id))
-    assert s.verdict.isin(["supported", "contradicted", "partly supported", "not detectable at this sample size",
-                           "not testable here"]).all()
+    kinds = ("supported", "contradicted", "smaller than the paper reported", "consistent but underpowered",
+             "inconclusive", "not testable here", "consistent with the paper's value", "differs from the paper's value")
+    assert s.verdict.str.startswith(kinds).all(), s.verdict.tolist()
+    # issue 60: the demo's answers are general-knowledge questions, and every verdict drawn from them says so
+    tested = s[~s.verdict.str.startswith("not testable")]
+    assert len(tested) and tested.verdict.str.contains("(not the paper's claims)", regex=False).all(), tested
+    assert (s.data[s.verdict.str.startswith("not testable") == False] == "not the paper's claims").all()  # noqa: E712
     page = (rep / "index.html").read_text()
     assert "The paper&#x27;s findings in this run" in page or "The paper's findings in this run" in page
     scales = {**{m: (1, 5) for m in ("CRel", "FA", "NE", "FR", "AA", "OA", "DA", "LC", "Avg", "avg8")},

@@ -156,26 +156,26 @@ def test_readme_headline_figures_of_the_real_answers_are_what_a_run_computes(tmp
 
     cmp = pd.read_csv(run / "report" / "comparison_1.csv")                       # ChatGPT Search (A) vs Perplexity (B)
     row = lambda m: cmp[(cmp.metric == m) & (cmp.group == "overall")].iloc[0]
-    cr, pooled, nc = row("CR_conv"), row("CR"), row("NCR_conv")
-    assert f"{cr.a_value:.2f}" == t1.loc["Overall", "ChatGPT Search CR"].split(" ± ")[0]   # Table 1's estimator
+    cr, share, nc = row("CR_conv"), row("CR"), row("NCR_conv")
+    assert f"{cr.pooled_a:.2f}" == t1.loc["Overall", "ChatGPT Search CR"].split(" ± ")[0]   # Table 1's estimator
     assert round(cr["diff"], 6) == round(cr.b_value - cr.a_value, 6) and cr.low < cr["diff"] < cr.high
-    assert cr.paired == 37                                     # the questions both answered: a paired comparison
+    assert cr.paired == 37 and cr.design == "paired on 37 of 194 claims"    # the questions both answered: paired
     page = (run / "report" / "index.html").read_text()
     assert "Comparison 1: Perplexity vs ChatGPT Search" in page
     # the run says what it is, on the report
     assert "not the paper&#x27;s misinformation claims" in page
-    said = (f"Perplexity's per-conversation CR (Table 1's estimator) is {abs(cr['diff']):.2f} points below ChatGPT "
-            f"Search's (95% claim-clustered interval {cr.low:.2f} to {cr.high:.2f}, paired on the {cr.paired} "
-            f"questions both answered; Holm-adjusted p {cr.p_holm:.3f}), while the pooled share of its credible "
-            f"citations differs by {pooled['diff']:.2f} points ({pooled.low:.2f} to {pooled.high:.2f}: a difference "
-            f"this sample cannot tell); their per-conversation NCR differ by {nc['diff']:.2f} points ({nc.low:.2f} to "
-            f"{nc.high:.2f})")
-    assert cr.significant and not pooled.significant and not nc.significant and said in user_docs(), said
-    quoted = (f"Perplexity's per-conversation CR {abs(cr['diff']):.2f} points below ChatGPT Search's, 95% claim-"
-              f"clustered interval {cr.low:.2f} to {cr.high:.2f}, paired on the {cr.paired} questions both answered, "
-              f"Holm-adjusted p {cr.p_holm:.3f} (the report's `comparison_1`; the pooled share of credible citations, "
-              f"{pooled['diff']:.2f} points, {pooled.low:.2f} to {pooled.high:.2f}, is a difference that sample cannot "
-              "tell)")
+    tell = lambda r: "" if r.significant else ": a difference this sample cannot tell"
+    said = (f"Perplexity's per-conversation CR is {abs(cr['diff']):.2f} points below ChatGPT Search's on the "
+            f"{cr.paired} questions both answered (claim-weighted and paired; 95% interval {cr.low:.2f} to "
+            f"{cr.high:.2f}, Holm-adjusted p {cr.p_holm:.3f}{tell(cr)}); Table 1's estimator over all their answers, "
+            f"most of them to questions only one of them answered, puts them {abs(cr.pooled_diff):.2f} points apart "
+            f"({cr.pooled_low:.2f} to {cr.pooled_high:.2f}), and the pooled share of credible citations "
+            f"{share.pooled_diff:.2f} points ({share.pooled_low:.2f} to {share.pooled_high:.2f}). Their "
+            f"per-conversation NCR differ by {nc['diff']:.2f} points ({nc.low:.2f} to {nc.high:.2f}{tell(nc)})")
+    assert said in user_docs(), said
+    quoted = (f"Perplexity's per-conversation CR {abs(cr['diff']):.2f} points below ChatGPT Search's, claim-weighted "
+              f"and paired on the {cr.paired} questions both answered, 95% interval {cr.low:.2f} to {cr.high:.2f}, "
+              f"Holm-adjusted p {cr.p_holm:.3f} (the report's `comparison_1`)")
     assert quoted in (ROOT / "README.md").read_text(), quoted              # the README's "Which number to report"
 
 

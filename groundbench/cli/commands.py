@@ -193,8 +193,8 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares), claim-weighted (each claim's rate, "
                "then the mean over claims; paired where both sides answered a claim: see design); 95% CR2 interval; "
                "p_holm: Holm-adjusted within each metric")
-    typer.echo(printable(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check"]).round(3)
-                         .to_string(index=False)))
+    typer.echo(printable(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check", "pooled_a", "pooled_b",
+                                           "pooled_low", "pooled_high"]).round(3).to_string(index=False)))
     typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
                + (f" -> {out}, {', '.join(str(p) for p in figs)}" if out else ""))
 

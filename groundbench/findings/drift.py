@@ -64,12 +64,14 @@ def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int | None = None) 
             d = difference(rows_g.y, rows_g.side, rows_g.claim_id, a, b, METRICS[m][2])
             rows.append({"metric": m, "group": g, "estimand": d.estimand, "a_value": d.a_value * k,
                          "b_value": d.b_value * k, "diff": d.diff * k, "low": d.low * k, "high": d.high * k,
-                         "p": d.p, "pooled_diff": d.pooled_diff * k, "p_check": d.p_check, "paired": d.paired,
+                         "p": d.p, "pooled_a": d.pooled_a * k, "pooled_b": d.pooled_b * k,
+                         "pooled_diff": d.pooled_diff * k, "pooled_low": d.pooled_low * k,
+                         "pooled_high": d.pooled_high * k, "p_check": d.p_check, "paired": d.paired,
                          "clusters": d.clusters, "design": design_note(d.paired, d.clusters), "n_a": d.n_a,
                          "n_b": d.n_b, "warning": d.warning})
     t = pd.DataFrame(rows, columns=["metric", "group", "estimand", "a_value", "b_value", "diff", "low", "high", "p",
-                                    "pooled_diff", "p_check", "paired", "clusters", "design", "n_a", "n_b",
-                                    "warning"])
+                                    "pooled_a", "pooled_b", "pooled_diff", "pooled_low", "pooled_high", "p_check",
+                                    "paired", "clusters", "design", "n_a", "n_b", "warning"])
     t["p_holm"] = t.groupby("metric").p.transform(lambda p: pd.Series(holm(p.values), index=p.index)) if len(t) else []
     t["significant"] = t.p_holm < 0.05
     return t

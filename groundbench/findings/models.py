@@ -164,7 +164,7 @@ def difference(y: Sequence, side: Sequence, cluster: Sequence, a: str, b: str, k
                f"one claim on side {a if ga < 2 else b}: its variation is unknown, no interval")
         return Difference(a, b, "", va, vb, vb - va, nan, nan, nan, nan, nan, nan, va, vb, vb - va, nan, nan, nan,
                           G, paired, ga, gb, n_a, n_b, "", why)
-    binomial = kind == "binomial"
+    binomial = kind == "binomial" or bool(yv.min() >= 0 and yv.max() <= 1)   # a share: a side may have no events
     use = has & has.all(1, keepdims=True) if paired >= 2 else has      # claim x side cells of the estimand
     claim_v, cell_v = np.nonzero(use)
     rate_v, n_v = s_gc[use] / n_gc[use], n_gc[use]

@@ -221,8 +221,9 @@ def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapp
     s = s.join(per[["family", "p_support", "p_holm", "p_contra_holm", "alpha"]], on="finding_id")
     s["verdict"] = [_finding_verdict(t[t.finding_id == f], ph, pc) for f, ph, pc in
                     zip(s.finding_id, s.p_holm, s.p_contra_holm)]
-    mark = lambda v, data, kind: v + (" (not the paper's claims)" if "not the paper's claims" in data or
-                                      "partly" in data else "") + (" [SMOKE RUN]" if kind else "")
+    mark = lambda v, data, kind: v if v.startswith("not testable") else v + (
+        " (not the paper's claims)" if "not the paper's claims" in data or "partly" in data else "") + (
+        " [SMOKE RUN]" if kind else "")
     s["verdict"] = [mark(v, d, k) for v, d, k in zip(s.verdict, s.data, s.run_kind)]
     t["verdict"] = [mark(v, d, k) for v, d, k in zip(t.verdict, t.data, t.run_kind)]
     return t.drop(columns=["_d"]), s

@@ -191,6 +191,9 @@ def findings_table(obs: pd.DataFrame, n_boot: int | None = None, seed: int = 0, 
     t["fcr_level"] = level = fcr_level(t.p_fdr.to_numpy(float))
     fcr = [t_contrast(r["diff"], r.se, r.df, level) for _, r in t.iterrows()]
     t["low_fcr"], t["high_fcr"] = [c.low for c in fcr], [c.high for c in fcr]
+    share = t.unit.eq("points")   # two shares differ by at most 100 points
+    t.loc[share, "low_fcr"], t.loc[share, "high_fcr"] = t.low_fcr[share].clip(lower=-100), t.high_fcr[share].clip(
+        upper=100)
     for i in np.flatnonzero(t.se.isna() & t["diff"].notna()):   # score intervals: the difference again at that level
         r, kind, a, b = t._rows.iloc[i]
         d, k = difference(r.y, r.side, r.claim_id, a, b, kind, level=level, check=False), 100.0 if t.unit.iloc[
@@ -247,7 +250,7 @@ def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output]
         return [], [], ["Findings: no 75_findings outputs (the differences tested on the claims' design)"]
     first, notes = [], []
     if (f / "paper_findings_summary.csv").exists():
-        s, rows = read_scores(f / "paper_findings_summary.csv"), read_scores(f / "paper_findings.csv")
+        s, rows = pd.read_csv(f / "paper_findings_summary.csv"), pd.read_csv(f / "paper_findings.csv")
         first = [Output("paper_findings_summary", "The paper's findings in this run, one confirmatory family per paper "
                         "(Holm across its findings): one verdict per finding, tested on the paper's own estimand "
                         "(supported; contradicted; smaller than the paper reported: the interval excludes its effect; "
