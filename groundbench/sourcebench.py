@@ -25,16 +25,18 @@ from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings
                                     load_prompt, request, schema_json, with_schema)
 from .llm.context import Window, fit
 from .llm.flight import absorb, concurrently, view
+from .llm.released import Released, load_released, own_wording
 from .runfolder import Run
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'SMOKE_TOKENS', 'VARIANTS',
-           'CONTEXT_TOKENS', 'KINDS', 'PAGE_TEXTS', 'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores',
-           'MetadataScores', 'LayoutScores', 'page_tokens', 'Variant', 'read_scores_official', 'ask_kinds', 'fit_pages',
+           'CONTEXT_TOKENS', 'OFFICIAL_TEMPERATURE', 'OFFICIAL_ATTEMPTS', 'KINDS', 'GROUPS', 'PAGE_TEXTS',
+           'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores',
+           'page_tokens', 'Variant', 'read_scores_official', 'ask_kinds', 'long_date', 'released_messages', 'fit_pages',
            'score_pages', 'system_scores', 'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages',
-           'run']
+           'prompts_line', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -142,13 +144,19 @@ def read_scores_official(text: str, fields: Sequence[str]) -> tuple[dict | None,
     return out, ""
 
 # %% ../nbs/60_sourcebench.ipynb #5b7a5301
+OFFICIAL_TEMPERATURE = 0.0   # scoring.py's TEMPERATURE: every call, its one retry included
+OFFICIAL_ATTEMPTS = 2        # scoring.py's MAX_RETRIES = 1: an answer without JSON asked once more
+
 def _ask(llm: LLM, reqs: list, model: type[pydantic.BaseModel], step: str, reader: str, progress: bool) -> list:
-    "One call kind's answers, read officially (asked once more when unread: scoring.py's MAX_RETRIES = 1) or strictly."
+    """One call kind's answers, read officially (asked once more, at the same temperature, when unread) or strictly.
+    The official reading sends no schema, as scoring.py sends none (a score as text or off the scale is the reader's
+    to keep); only the bundled smoke model is held to the schema, so that a smoke run reaches the readers at all."""
     if reader == "strict": return complete_json(llm, reqs, model, step, progress)
     if reader != "official": raise ValueError(f"sourcebench reader {reader!r}: use 'official' or 'strict'")
     fields = tuple(model.model_fields)
-    return complete_retried(llm, with_schema(reqs, model), lambda t: read_scores_official(t, fields), step, 2,
-                            progress=progress)
+    reqs = with_schema(reqs, model) if getattr(llm, "smoke", False) else list(reqs)
+    return complete_retried(llm, reqs, lambda t: read_scores_official(t, fields), step, OFFICIAL_ATTEMPTS,
+                            retry_temperature=OFFICIAL_TEMPERATURE, progress=progress)
 
 # %% ../nbs/60_sourcebench.ipynb #031cf663
 KINDS = (("content", ContentScores), ("metadata", MetadataScores), ("layout", LayoutScores))
@@ -161,24 +169,48 @@ def ask_kinds(llm: LLM, reqs: dict[str, list], reader: str, progress: bool = Tru
                               for c, m in KINDS})
 
 # %% ../nbs/60_sourcebench.ipynb #9dda35a8
+GROUPS = {"content": "GROUP1", "metadata": "GROUP2", "layout": "GROUP3"}   # scoring.py's names of the three calls
+
+def long_date(day: str) -> str:
+    "An ISO date as scoring.py writes its current date (`January 25, 2026`)."
+    d = date.fromisoformat(str(day)[:10])
+    return f"{d:%B} {d.day}, {d.year}"
+
+def released_messages(rel: Released, kind: str, query_id: str, query: str, url: str, text: str, length: int,
+                      updated: str) -> list[dict]:
+    """scoring.py's messages of one call: its system prompt and its user template filled as `score_group1..3` fill
+    it (`str.format`; the metadata call's URL `N/A` when empty, its last-updated date as the collector left it)."""
+    fields = dict(query_id=query_id, query_text=query, source_url=url or ("N/A" if kind == "metadata" else ""),
+                  source_text=text, text_length=length, search_result_last_updated=updated)
+    return [{"role": "system", "content": rel.get(f"{GROUPS[kind]}_SYSTEM_PROMPT")},
+            {"role": "user", "content": rel.get(f"{GROUPS[kind]}_USER_PROMPT_TEMPLATE").format(**fields)}]
+
 def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], shown: list[str],
-                   today: str) -> dict[str, list]:
-    "The three calls' requests of the judged pages: the page text as shown (`shown`), its whole length (`text`)."
-    pc, pm, pl = (load_prompt(f"sourcebench_{k}") for k in ("content", "metadata", "layout"))
+                   today: str, released: Released | None = None, official: bool = False) -> dict[str, list]:
+    """The three calls' requests of the judged pages: the page text as shown (`shown`), its whole length (`text`); with
+    `released`, scoring.py's own messages (read from the user's clone), else our prompts; `official`: at scoring.py's
+    temperature."""
     day = pages.page_date.astype(str).tolist() if "page_date" in pages else [
         str(r.updated or r.published or "unknown") if "updated" in pages else "unknown" for r in pages.itertuples()]
     q, u = pages["query"].tolist(), pages.url.tolist()
+    qid = pages.query_id.astype(str).tolist() if "query_id" in pages else [""] * len(pages)
+    kw = {"temperature": OFFICIAL_TEMPERATURE} if official else {}
+    if released is not None:
+        return {k: [request(llm, released_messages(released, k, qid[i], q[i], u[i], shown[i], len(text[i]), day[i]),
+                            max_tokens=page_tokens(llm, k), **kw) for i in judged] for k in GROUPS}
+    pc, pm, pl = (load_prompt(f"sourcebench_{k}") for k in ("content", "metadata", "layout"))
+    now = long_date(today) if official else today
     return {"content": [request(llm, pc.render(query=q[i], url=u[i], length=len(text[i]), text=shown[i]),
-                                max_tokens=page_tokens(llm, "content")) for i in judged],
-            "metadata": [request(llm, pm.render(query=q[i], url=u[i], today=today, date=day[i], text=shown[i]),
-                                 max_tokens=page_tokens(llm, "metadata")) for i in judged],
+                                max_tokens=page_tokens(llm, "content"), **kw) for i in judged],
+            "metadata": [request(llm, pm.render(query=q[i], url=u[i], today=now, date=day[i], text=shown[i]),
+                                 max_tokens=page_tokens(llm, "metadata"), **kw) for i in judged],
             "layout": [request(llm, pl.render(url=u[i], length=len(text[i]), text=shown[i]),
-                               max_tokens=page_tokens(llm, "layout")) for i in judged]}
+                               max_tokens=page_tokens(llm, "layout"), **kw) for i in judged]}
 
 # %% ../nbs/60_sourcebench.ipynb #bf61280f
 def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], today: str,
               text_chars: int | None = None, context_tokens: int = CONTEXT_TOKENS,
-              reader: str = "official") -> tuple[list, list, dict]:
+              reader: str = "official", released: Released | None = None) -> tuple[list, list, dict]:
     """The text each page is shown: the whole page (its first `text_chars` characters when given), cut where the
     judge's context ends beside the longest of the three prompts and its answer (`reader` "strict": and its repair
     round's message), tokens counted by the model's own tokenizer (`llm.context.Window`); whether each was cut; and
@@ -187,7 +219,7 @@ def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str],
     schemas = {"content": ContentScores, "metadata": MetadataScores, "layout": LayoutScores}
     shown = [x[:text_chars] if text_chars else x for x in text]
     cut = [len(s) < len(x) for s, x in zip(shown, text)]
-    empty = _page_requests(llm, pages, judged, text, [""] * len(text), today)
+    empty = _page_requests(llm, pages, judged, text, [""] * len(text), today, released, reader == "official")
     for j, i in enumerate(judged):
         room = min(window.room(empty[k][j].message_dicts(), page_tokens(llm, k),
                                schema_json(schemas[k]) if reader == "strict" else None) for k in empty)
@@ -198,12 +230,13 @@ def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str],
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
                 progress: bool = True, scoring: str = "script", reader: str = "official",
-                context_tokens: int = CONTEXT_TOKENS) -> pd.DataFrame:
+                context_tokens: int = CONTEXT_TOKENS, released: Released | None = None) -> pd.DataFrame:
     """Scores of pages (query, url, text, published and updated or the date to give, `page_date`, and optional
     technical_failure, error): the whole page text as far as the judge's context holds it (`fit_pages`; at most
     `text_chars` characters when given; cuts counted), each page scored `scoring`'s way,
     each answer read as `reader` says: "official" as scoring.py (the JSON found, asked once more when there is none,
-    each score taken as a number whatever it is), "strict" (ours: validated against the schema, one repair round)."""
+    each score taken as a number whatever it is), "strict" (ours: validated against the schema, one repair round).
+    `released`: scoring.py's own prompts, read from the user's clone (`llm.released`)."""
     if scoring not in SCORING: raise ValueError(f"sourcebench scoring {scoring!r}: use {' or '.join(SCORING)}")
     today = today or date.today().isoformat()
     pages = pages.reset_index(drop=True)
@@ -215,8 +248,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     judged = [i for i, f in enumerate(failed) if scoring == "rubric" or not f]
     text = [TECHNICAL_FAILURE.format(error=e or "no text") if f else str(x) for x, f,
             e in zip(pages.text.fillna(""), failed, errs)]
-    t, page_cut, window = fit_pages(llm, pages, judged, text, today, text_chars, context_tokens, reader)
-    reqs = _page_requests(llm, pages, judged, text, t, today)
+    t, page_cut, window = fit_pages(llm, pages, judged, text, today, text_chars, context_tokens, reader, released)
+    reqs = _page_requests(llm, pages, judged, text, t, today, released, reader == "official")
     res = ask_kinds(llm, reqs, reader, progress)
     out = pages.drop(columns=["text"]).copy()
     for call, rs in res.items():
@@ -382,7 +415,10 @@ def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: i
     if max_pages: src = pd.concat([src[~src.technical_failure].head(max_pages - 1 if max_pages > 1 else 1),
                                    src[src.technical_failure].head(1 if max_pages > 1 else 0)])
     cid = src.conversation_id
+    qid = [(m.group(1) if (m := re.fullmatch(r"SB(\d+)", prompts[convs[c].prompt_id].claim_id)) else
+            convs[c].prompt_id) if convs[c].prompt_id in prompts else convs[c].prompt_id for c in cid]
     pages = pd.DataFrame({"conversation_id": cid.values, "url": src.url.values, "text": src.text.values,
+                          "query_id": qid,
                           "technical_failure": src.technical_failure.values,
                           "error": src.error.fillna("").values if "error" in src else "",
                           "assistant": [assistant_name(convs[c]) for c in cid],
@@ -406,16 +442,26 @@ VARIANT_NOTES = {
     "rubric": "seed 001's rubric: the first 5 cited pages (our main text), a failed page judged on a note and given "
               "relevance 1"}
 
+def prompts_line(name: str, released: Released | None) -> str:
+    "Whose words a variant's prompts are: scoring.py's (read from the user's clone), or ours."
+    if VARIANTS[name].reader != "official": return "prompts: groundbench's own (a variant of ours)"
+    return released.describe() if released else own_wording("sourcebench")
+
 def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str,
-                   text_chars: int | None, context_tokens: int, st, primary: bool) -> pd.DataFrame:
+                   text_chars: int | None, context_tokens: int, st, primary: bool,
+                   released: Released | None = None) -> pd.DataFrame:
     """One variant's pages scored and summed up per assistant (with the pages it left out and why); the run's own
-    variant (`primary`) also writes its page scores, the pages left out, the by-query-type table and its counts."""
+    variant (`primary`) also writes its page scores, the pages left out, the by-query-type table and its counts. The
+    official reader's variants send scoring.py's prompts where the user's clone gives them (`released`)."""
     selection, scoring, reader, page_text = VARIANTS[name]
     pages, n_cited, left = sourcebench_pages(r.dir, spr, max_pages, selection, page_text)
-    scores = score_pages(pages, llm, ref, text_chars, scoring=scoring, reader=reader, context_tokens=context_tokens)
+    rel = released if reader == "official" else None
+    scores = score_pages(pages, llm, ref, text_chars, scoring=scoring, reader=reader, context_tokens=context_tokens,
+                         released=rel)
     lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit"]].sum()
     t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
     t.insert(1, "variant", name)
+    t["prompts"] = prompts_line(name, released)
     if primary:
         write_table(scores, out / "page_scores.parquet")
         write_table(left, out / "pages_left_out.csv")
@@ -452,23 +498,26 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
                   compare_variants=names[1:], sources_per_response=sources_per_response)
     with r.record_stage(SOURCEBENCH, parameters=params) as st:
         llm = llm_from_settings(settings, r)
+        released = load_released("sourcebench", settings)
+        if released: st.count(released=released.record())
         ctx = int(sbs.get("context_tokens", CONTEXT_TOKENS))
         views = {name: view(llm) for name in names}   # the variants at once on a server, each counting apart
         got = concurrently(llm, {name: (lambda k=k, name=name: _score_variant(
-            r, out, name, sources_per_response, max_pages, views[name], ref, text_chars, ctx, st, primary=k == 0))
-            for k, name in enumerate(names)})
+            r, out, name, sources_per_response, max_pages, views[name], ref, text_chars, ctx, st, primary=k == 0,
+            released=released)) for k, name in enumerate(names)})
         absorb(llm, views.values())
         tables = [got[name] for name in names]
         write_table_files(tables[0], out, "sourcebench_scores",
                           "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
                           f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "
-                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; freshness as of {ref}; at most "
-                          f"{sources_per_response or 'all'} sources a response", r.is_smoke)
+                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; {prompts_line(names[0], released)}; freshness as "
+                          f"of {ref}; at most {sources_per_response or 'all'} sources a response", r.is_smoke)
         write_table_files(pd.concat(tables, ignore_index=True), out, "sourcebench_variants",
                           "SourceBench scores per assistant and variant: " + "; ".join(
                               f"{n}: {VARIANT_NOTES[n]}" for n in names), r.is_smoke)
         for s in ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"):
             st.add_llm(s, llm.step_stats(s))
         st.count(text_chars=text_chars or "the whole page, as far as the context holds", reference_date=ref,
-                 variant=names[0], sources_per_response=sources_per_response, **Window(llm, ctx).describe())
+                 variant=names[0], sources_per_response=sources_per_response, prompts=prompts_line(names[0], released),
+                 **Window(llm, ctx).describe())
     return StageOutput.since(out, started, tables[0])

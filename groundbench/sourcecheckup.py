@@ -25,9 +25,11 @@ from .llm.context import Window, fit
 from .runfolder import Run
 from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files
+from .sourcecheckup_released import STEPS as PAPER_STEPS, paper_table, run_paper
+from .llm.released import load_released
 
 # %% auto #0
-__all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'Support', 'response_table',
+__all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'VARIANTS', 'Support', 'response_table',
            'aggregate_support', 'support_table', 'page_view', 'judge_pairs', 'pick_responses', 'other_view',
            'statements_of', 'reading_views', 'run']
 
@@ -109,7 +111,6 @@ SOURCE_TEXT = {"whole": "as SourceCheckup's code: the text its code reads of the
 
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcecheckup.context_tokens say
 SUPPORT_TOKENS = 150     # the verifier's answer: found or not found, and its reason
-
 
 # %% ../nbs/65_sourcecheckup.ipynb #9b2041d7
 def page_view(sources: pd.DataFrame, source_text: str, path: str | Path = "sources.parquet") -> pd.DataFrame:
@@ -228,20 +229,39 @@ def reading_views(convs: list[Conversation], path: Path, names: dict, readings: 
             {x: t[t.conversation_id.isin(keep)].reset_index(drop=True) for x, t in by_view.items()}, keep)
 
 # %% ../nbs/65_sourcecheckup.ipynb #92c9cc8e
+VARIANTS = {"ours": "seed 003's definition: our statements (the groundedness units of kind Fact, Claim or Reported "
+                    "Claim), every response counted (one citing no valid page unsupported), the verifier's answer "
+                    "validated as supported true or false",
+            "paper": "as SourceCheckup's run.py: its parser's statements, its verifier's message and found/not_found "
+                     "answer read by popitem, unique statements counted, no result for an answer none of whose pages "
+                     "could be read"}
+
+def _variants(variant: str, source_text: str, others: list[str]) -> tuple[str, list[str], bool]:
+    "The run's variant, the page readings to judge (its own first) and whether run.py's pipeline runs."
+    if variant not in VARIANTS: raise ValueError(f"{SOURCECHECKUP}: variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    if bad := [x for x in others if x not in SOURCE_TEXT and x not in VARIANTS]:
+        raise ValueError(f"{SOURCECHECKUP}: compare variant {bad[0]!r}: use page readings ({', '.join(SOURCE_TEXT)}) "
+                         f"or variants ({', '.join(VARIANTS)})")
+    readings = [source_text] + [x for x in others if x in SOURCE_TEXT and x != source_text]
+    return variant, readings, variant == "paper" or "paper" in others
+
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
-        source_text: str | None = None, compare_variants: list | None = None,
+        source_text: str | None = None, compare_variants: list | None = None, variant: str | None = None,
         settings_overrides: dict | None = None) -> StageOutput:
     """Stage 65_sourcecheckup on the run in `run_dir`: statement by statement, does any cited source support it;
     URL validity, statement-level and response-level support per assistant (shown); the verifier's other readings of
-    the pages (`compare_variants`; None: settings' `[sourcecheckup] compare_variants`) beside it."""
+    the pages and run.py's own pipeline (`compare_variants`: page readings or the `paper` variant; None: settings'
+    `[sourcecheckup] compare_variants`) beside it. `variant` (None: settings'): `ours`, or `paper` to report run.py's
+    figures first."""
     settings = load_settings(overrides=settings_overrides or {})
     r, started = Run(run_dir), time.time()
     out = r.stage_dir(SOURCECHECKUP)
     scs = settings.get("sourcecheckup", {})
     source_text = str(source_text or scs.get("source_text", "whole"))
     others = [x for x in compared_variants(compare_variants, settings, "sourcecheckup") if x != source_text]
+    variant, readings, with_paper = _variants(str(variant or scs.get("variant", "ours")), source_text, others)
     params = dict(sourcecheckup_conversations=sourcecheckup_conversations, source_chunks=source_chunks,
-                  source_text=source_text, compare_variants=others)
+                  source_text=source_text, compare_variants=others, variant=variant)
     with r.record_stage(SOURCECHECKUP, parameters=params) as st:
         convs = read_records(r.dir / COLLECT / "conversations.jsonl", Conversation)
         path = r.dir / SOURCES / "sources.parquet"
@@ -249,10 +269,10 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         llm, emb = llm_from_settings(settings, r), embedder_from_settings(settings, r)
         units_file = r.dir / GROUNDEDNESS / "units.jsonl"
         units = read_records(units_file, Unit) if units_file.exists() else []
-        views, by_view, keep = reading_views(convs, path, names, [source_text, *others], units,
-                                             sourcecheckup_conversations)
+        views, by_view, keep = reading_views(convs, path, names, readings + (
+            ["whole"] if with_paper and "whole" not in readings else []), units, sourcecheckup_conversations)
         # statements are decontextualised unless no reading of the pages leaves their response a valid source
-        sourceless = set.intersection(*(set(t.conversation_id[t.sourceless]) for t in by_view.values()))
+        sourceless = set.intersection(*(set(by_view[x].conversation_id[by_view[x].sourceless]) for x in readings))
         stmts, n_todo = statements_of(convs, keep, units, sourceless, llm)
         llm.window = window = Window(llm, int(scs.get("context_tokens", CONTEXT_TOKENS)))   # pages and repairs fit it
         st_df = pd.DataFrame([{"unit_id": u.unit_id, "conversation_id": u.conversation_id,
@@ -265,24 +285,37 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         statements, responses = aggregate_support(pairs, st_df, by_view[source_text])
         validity = views[source_text].groupby("assistant").agg(citations=("url", "size"),
                                                                valid=("valid", "sum")).reset_index()
-        table = support_table(statements, responses, validity)
+        table = support_table(statements, responses, validity).assign(variant="ours")
         by_variant = [table.assign(variant=source_text)] + [
-            other_view(x, stmts, views[x], llm, emb, source_chunks, window, st_df, by_view[x]) for x in others]
+            other_view(x, stmts, views[x], llm, emb, source_chunks, window, st_df, by_view[x]) for x in readings[1:]]
+        paper_counts = {}
+        if with_paper:   # run.py's own pipeline on the same answers, its pages as its collector reads them
+            released = load_released("sourcecheckup", settings)
+            if released: st.count(released=released.record())
+            presp, paper_counts = run_paper([c for c in convs if c.conversation_id in keep], views["whole"], names,
+                                            llm, released, window)
+            write_table(presp, out / "paper_responses.parquet")
+            ptable = paper_table(presp, released)
+            by_variant.append(ptable)
+            if variant == "paper": table = ptable
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
         write_table_files(table, out, "sourcecheckup",
-                          "SourceCheckup: URL validity, statement-level and response-level support (%), "
-                          "with and without source-less responses (no valid cited page); the verifier saw "
-                          + SOURCE_TEXT[source_text], r.is_smoke)
+                          ("SourceCheckup: URL validity, statement-level and response-level support (%), "
+                           "with and without source-less responses (no valid cited page); the verifier saw "
+                           + SOURCE_TEXT[source_text]) if variant == "ours" else
+                          "SourceCheckup as its run.py runs it (variant paper): " + VARIANTS["paper"], r.is_smoke)
         write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
-                          "SourceCheckup by how the verifier reads each page: " + "; ".join(
-                              f"{x}: {SOURCE_TEXT[x]}" for x in [source_text, *others]), r.is_smoke)
-        for step in ("extract_units", "decontextualise", "sourcecheckup"): st.add_llm(step, llm.step_stats(step))
+                          "SourceCheckup by how the verifier reads each page and by pipeline: " + "; ".join(
+                              f"{x}: {SOURCE_TEXT[x]}" for x in readings) + (
+                              f"; paper: {VARIANTS['paper']}" if with_paper else ""), r.is_smoke)
+        for step in ("extract_units", "decontextualise", "sourcecheckup", *(PAPER_STEPS if with_paper else ())):
+            st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),
                  pairs=len(pairs), responses=len(responses), responses_sourceless=int(responses.sourceless.sum()),
                  responses_extracted_here=n_todo, pairs_failed=int((pairs.parse_status == "failed").sum()),
                  pairs_skipped_no_text=int(pairs.parse_status.str.startswith("skipped").sum()),
                  pairs_empty_page=int(((pairs.chars_total == 0) & ~pairs.parse_status.str.startswith("skipped")).sum()),
                  pairs_source_cut=int(pairs.source_cut.sum()), source_text=source_text, source_chunks=source_chunks,
-                 **window.describe())
+                 variant=variant, **{f"paper_{k}": v for k, v in paper_counts.items()}, **window.describe())
     return StageOutput.since(out, started, table)

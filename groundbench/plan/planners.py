@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/plan_planners.html.md"""
 # %% ../../nbs/87_plan_planners.ipynb #17f2e1d9
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 
 import pandas as pd
@@ -277,9 +278,27 @@ def _sourcecheckup_unseen(ctx: Context, p: dict, inp: Inputs) -> list[StepEstima
             ctx.estimated_step(stg, "sourcecheckup", "ratio", n * ver * cited, None,
                                f"{n} answers x {ver:.1f} statements x {cited:g} cited pages (settings [estimate] "
                                "sources_per_answer: the seed paper's Table 2), every page assumed fetched with text",
-                               ctx.template_tokens("sourcecheckup") + page / 4)]
+                               ctx.template_tokens("sourcecheckup") + page / 4),
+            *_paper_pipeline_rows(ctx, p, n, n * ver * cited, None, a["answer_words"] * 1.3, page)]
 
 # %% ../../nbs/87_plan_planners.ipynb #d45ddd0b
+def _paper_pipeline_rows(ctx: Context, p: dict, answers: int, pairs: float, pairs_high: float | None,
+                         answer_tokens: float, page_chars: float) -> list[StepEstimate]:
+    """SourceCheckup's run.py pipeline (its `paper` variant, the run's or compared): one parser call an answer, and its
+    verifier on statements x readable pages (as many as our statements x pages: its parser splits as finely)."""
+    from groundbench.core import compared_variants
+    scs = ctx.settings.get("sourcecheckup", {})
+    on = (p.get("variant") or scs.get("variant", "ours")) == "paper" or "paper" in compared_variants(
+        p.get("compare_variants"), ctx.settings, "sourcecheckup")
+    zero = "the paper variant is not run" if not on else ""
+    return [ctx.estimated_step(SOURCECHECKUP, "sourcecheckup_parse", "counted", answers if on else 0,
+                               answers if on else 0, zero or f"{answers} answers, one parser call each",
+                               ctx.template_tokens("sourcecheckup_parse") + answer_tokens),
+            ctx.estimated_step(SOURCECHECKUP, "sourcecheckup_verify", "ratio", pairs if on else 0,
+                               pairs_high if on else 0, zero or "its statements x the pages its collector reads "
+                               "(as many as ours)", ctx.template_tokens("sourcecheckup_verify") + page_chars / 4)]
+
+# %% ../../nbs/87_plan_planners.ipynb #c3d7bfa3
 def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
@@ -326,7 +345,10 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
             ctx.estimated_step(stg, "sourcecheckup", "ratio", pairs, pairs_high,
                                "statements x cited pages with text; statements as verified units (Reported Claims "
                                "add some); the page as the verifier sees it (whole, or its closest chunks)",
-                               ctx.template_tokens("sourcecheckup") + chunk / 4)]
+                               ctx.template_tokens("sourcecheckup") + chunk / 4),
+            *_paper_pipeline_rows(ctx, p, len(keep), pairs, pairs_high / max(len(views), 1),
+                                  statistics.fmean([len(c.answer_text) / 4 for c in inp.convs
+                                                    if c.conversation_id in keep] or [0.0]), chunk)]
 
 # %% ../../nbs/87_plan_planners.ipynb #b2a8bb35
 def plan_validation(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:

@@ -28,6 +28,7 @@ from ..core import Conversation, Prompt, project_root, read_records, resolve_pat
 from ..runfolder import StepStats, model_record, stage_executions
 from ..sourcebench import MAX_TOKENS as SOURCEBENCH_TOKENS
 from ..sourcecheckup import SUPPORT_TOKENS
+from ..sourcecheckup_released import PAPER_TOKENS as SC_PAPER_TOKENS
 from ..groundedness.methods import OUTPUT_TOKENS
 from ..groundedness.units import PAPER, extract_units
 from ..llm.client import (LLM, Backend, ChatRequest, cache_key, llm_from_settings, load_prompt,
@@ -47,6 +48,7 @@ MAX_TOKENS = {"question_rewrite": REWRITE_TOKENS,
               **{k: PAPER.budget for k in ("extract_units", "decontextualise", "judge", "verify_decontextualise",
                                            "verify_judge")},
               **{f"sourcebench_{k}": v for k, v in SOURCEBENCH_TOKENS.items()}, "sourcecheckup": SUPPORT_TOKENS,
+              "sourcecheckup_parse": SC_PAPER_TOKENS["parser"], "sourcecheckup_verify": SC_PAPER_TOKENS["verifier"],
               **{k: real for k, (real, _) in OUTPUT_TOKENS.items()}, "verify_extract": PAPER.budget}
 # extractions asked again once with twice the budget when cut (then, lenient, one repair): up to 3 calls and 4 budgets
 CUT_RETRIED = ("extract_units", "verify_extract", "factscore_facts")
@@ -69,7 +71,8 @@ def worst_case(step: str, variants: Sequence = ()) -> tuple[int, int]:
     ks = [_one_variant(step, v) for v in (variants or [PAPER])]
     return sum(k[0] for k in ks), sum(k[1] for k in ks)
 PROMPTS = {"sourcecheckup": "sourcecheckup_support", "verify_decontextualise": "decontextualise",
-           "verify_judge": "judge"}
+           "verify_judge": "judge", "sourcecheckup_parse": "sourcecheckup_parser",
+           "sourcecheckup_verify": "sourcecheckup_verifier"}
 UNIT_CHARS = 100   # a unit's characters in an approximated prompt (units are capped at 400)
 NAN = float("nan")
 
