@@ -34,8 +34,7 @@ __all__ = ['SUBSTANTIVE_CHARS', 'RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 's
            'Segment', 'Conversation', 'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError',
            'regular_file', 'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame',
            'write_table', 'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root',
-           'package_dirs', 'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path',
-           'compared_variants', 'now_iso']
+           'package_dirs', 'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -142,9 +141,9 @@ SUBSTANTIVE_CHARS = 500   # a page with at least this much text is substantive (
 
 @dataclass(frozen=True)
 class SourceDoc:
-    """A cited page as fetched and extracted; `presupplied` when an importer carried its text. `text` is our main text;
-    `text_sourcebench` and `text_sourcecheckup` the texts the released collectors read of the same body, and
-    `first_status` the first attempt's HTTP status (the released collectors never retry)."""
+    """A cited page as fetched and extracted (`presupplied`: an importer carried its text). `text`: our main text;
+    `text_sourcebench`, `text_sourcecheckup`: the released collectors' texts, from their own fetches (`status_*`; -1:
+    not fetched so, read from our body, `first_status` ours), `limit_*` a limit of ours that decided the page."""
     url: str
     final_url: str = ""
     status: int = 0
@@ -164,6 +163,10 @@ class SourceDoc:
     text_sourcebench: str = ""
     text_sourcecheckup: str = ""
     first_status: int = 0
+    status_sourcebench: int = -1
+    status_sourcecheckup: int = -1
+    limit_sourcebench: str = ""
+    limit_sourcecheckup: str = ""
 
 # %% ../nbs/00_core.ipynb #f5df3203
 @dataclass(frozen=True)
@@ -483,14 +486,6 @@ def resolve_path(settings: dict, p: str | Path) -> Path:
     "A path from settings, relative to the settings file's folder unless absolute."
     p = Path(p)
     return p if p.is_absolute() else Path(settings["paths"]["root"]) / p
-
-# %% ../nbs/00_core.ipynb #15d33c23
-def compared_variants(given: Sequence[str] | str | None, settings: dict, section: str) -> list[str]:
-    """The variants a stage scores beside its own: those `given` (a stage's `compare_variants` parameter: a list, or
-    names separated by commas), or with None, settings' `[section] compare_variants` (comma-separated; empty: none)."""
-    names = settings.get(section, {}).get("compare_variants", "") if given is None else given
-    if isinstance(names, str): names = names.split(",")
-    return list(dict.fromkeys(str(x).strip() for x in names if str(x).strip()))
 
 # %% ../nbs/00_core.ipynb #dc177627
 def now_iso() -> str:

@@ -97,24 +97,27 @@ def variant_problems(stages: Sequence[str], params, settings: dict) -> list[str]
     """Every variant a lens of the run is to use or compare, from its parameters or else its settings, among the ones
     it knows: a typo is named with the choices, before any call is paid (the stage would refuse it only when it
     starts, after the stages before it had run)."""
-    from groundbench.core import compared_variants
+    from groundbench.stages import compared_variants
     from groundbench.groundedness.units import VARIANTS as GV
     from groundbench.sourcebench import VARIANTS as SBV
-    from groundbench.sourcecheckup import SOURCE_TEXT
+    from groundbench.sourcecheckup import SOURCE_TEXT, VARIANTS as SCV
     from groundbench.stages import SOURCEBENCH
     out = []
-    for stage, section, key, known in ((GROUNDEDNESS, "groundedness", "variant", GV),
-                                       (SOURCEBENCH, "sourcebench", "variant", SBV),
-                                       (SOURCECHECKUP, "sourcecheckup", "source_text", SOURCE_TEXT)):
+    for stage, section, keys in ((GROUNDEDNESS, "groundedness", {"variant": list(GV)}),
+                                 (SOURCEBENCH, "sourcebench", {"variant": list(SBV)}),
+                                 (SOURCECHECKUP, "sourcecheckup", {"source_text": list(SOURCE_TEXT),
+                                                                   "variant": list(SCV)})):
         if stage not in stages: continue
-        p = params(stage)
-        own = p.get(key) or settings.get(section, {}).get(key)
-        given = [(f"{section}.{key}" if not p.get(key) else f"{stage} parameter {key}", own)] if own else []
+        p, given = params(stage), []
+        for key, known in keys.items():
+            own = p.get(key) or settings.get(section, {}).get(key)
+            given += [(f"{section}.{key}" if not p.get(key) else f"{stage} parameter {key}", own, known)] if own else []
+        every = [x for k in keys.values() for x in k]   # beside its own: any reading or variant it knows
         given += [(f"{section}.compare_variants" if p.get("compare_variants") is None
-                   else f"{stage} parameter compare_variants", x)
+                   else f"{stage} parameter compare_variants", x, every)
                   for x in compared_variants(p.get("compare_variants"), settings, section)]
         out += [f"{where} = {name}: not a variant of {stage} (use one of {', '.join(known)})"
-                for where, name in given if str(name) not in known]
+                for where, name, known in given if str(name) not in known]
     return out
 
 # %% ../nbs/94_preflight.ipynb #8702e281

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, Prompt, RecordError, compared_variants, load_settings, read_records
+from .core import Conversation, Prompt, RecordError, load_settings, read_records
 from .core import write_table
 from .core import assistant_name
 from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings,
@@ -26,17 +26,18 @@ from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings
 from .llm.context import Window, fit
 from .llm.flight import absorb, concurrently, view
 from .llm.released import Released, load_released, own_wording
+from .sourcebench_released import GROUPS, long_date, read_scores_official, released_messages
 from .runfolder import Run
+from .stages import compared_variants
 from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
 from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'SMOKE_TOKENS', 'VARIANTS',
-           'CONTEXT_TOKENS', 'OFFICIAL_TEMPERATURE', 'OFFICIAL_ATTEMPTS', 'KINDS', 'GROUPS', 'PAGE_TEXTS',
-           'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores',
-           'page_tokens', 'Variant', 'read_scores_official', 'ask_kinds', 'long_date', 'released_messages', 'fit_pages',
-           'score_pages', 'system_scores', 'human_scores', 'judge_mae', 'sourcebench_prompts', 'sourcebench_pages',
-           'prompts_line', 'run']
+           'CONTEXT_TOKENS', 'OFFICIAL_TEMPERATURE', 'OFFICIAL_ATTEMPTS', 'KINDS', 'PAGE_TEXTS', 'VARIANT_NOTES',
+           'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores', 'page_tokens', 'Variant',
+           'ask_kinds', 'fit_pages', 'score_pages', 'system_scores', 'human_scores', 'judge_mae', 'sourcebench_prompts',
+           'sourcebench_pages', 'prompts_line', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -112,37 +113,6 @@ VARIANTS = {"paper": Variant("official", "script", "official", "released"),    #
 # %% ../nbs/60_sourcebench.ipynb #63eae76e
 CONTEXT_TOKENS = 32768   # the judge's context when neither its backend nor settings' sourcebench.context_tokens say
 
-# %% ../nbs/60_sourcebench.ipynb #cb0c59ce
-def _official_json(text: str) -> dict | None:
-    """The JSON object of an answer as scoring.py's `extract_json_from_response` finds it: the whole answer, else a
-    fenced block, else from the first brace to the last."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
-    braces = re.search(r"\{.*\}", text, re.S)
-    for body in (text.strip(), fenced.group(1) if fenced else None, braces.group(0) if braces else None):
-        if body is None: continue
-        try: v = json.loads(body)
-        except ValueError: continue
-        return v if isinstance(v, dict) else None
-    return None
-
-# %% ../nbs/60_sourcebench.ipynb #a66440ae
-def read_scores_official(text: str, fields: Sequence[str]) -> tuple[dict | None, str]:
-    """A judge's answer read as SourceBench's official scripts read it: the JSON object found by scoring.py (else not
-    read: the script asks once more), then per metric its `score` whatever it is, turned into a number as
-    compute_metrics.py's `safe_float` does (a number or numeric text; anything else: missing)."""
-    v = _official_json(text or "") if text and text.strip() else None
-    if not v: return None, "no JSON object in the answer"   # an empty object too: scoring.py asks again
-    def num(x):
-        if isinstance(x, bool): return None
-        if isinstance(x, (int, float)): return float(x)
-        try: return float(x.strip()) if isinstance(x, str) and x.strip() else None
-        except ValueError: return None
-    out = {}
-    for f in fields:
-        m = v.get(f) if isinstance(v.get(f), dict) else {}
-        out[f] = {"score": num(m.get("score")), "justification": str(m.get("justification") or "")}
-    return out, ""
-
 # %% ../nbs/60_sourcebench.ipynb #5b7a5301
 OFFICIAL_TEMPERATURE = 0.0   # scoring.py's TEMPERATURE: every call, its one retry included
 OFFICIAL_ATTEMPTS = 2        # scoring.py's MAX_RETRIES = 1: an answer without JSON asked once more
@@ -169,22 +139,6 @@ def ask_kinds(llm: LLM, reqs: dict[str, list], reader: str, progress: bool = Tru
                               for c, m in KINDS})
 
 # %% ../nbs/60_sourcebench.ipynb #9dda35a8
-GROUPS = {"content": "GROUP1", "metadata": "GROUP2", "layout": "GROUP3"}   # scoring.py's names of the three calls
-
-def long_date(day: str) -> str:
-    "An ISO date as scoring.py writes its current date (`January 25, 2026`)."
-    d = date.fromisoformat(str(day)[:10])
-    return f"{d:%B} {d.day}, {d.year}"
-
-def released_messages(rel: Released, kind: str, query_id: str, query: str, url: str, text: str, length: int,
-                      updated: str) -> list[dict]:
-    """scoring.py's messages of one call: its system prompt and its user template filled as `score_group1..3` fill
-    it (`str.format`; the metadata call's URL `N/A` when empty, its last-updated date as the collector left it)."""
-    fields = dict(query_id=query_id, query_text=query, source_url=url or ("N/A" if kind == "metadata" else ""),
-                  source_text=text, text_length=length, search_result_last_updated=updated)
-    return [{"role": "system", "content": rel.get(f"{GROUPS[kind]}_SYSTEM_PROMPT")},
-            {"role": "user", "content": rel.get(f"{GROUPS[kind]}_USER_PROMPT_TEMPLATE").format(**fields)}]
-
 def _page_requests(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str], shown: list[str],
                    today: str, released: Released | None = None, official: bool = False) -> dict[str, list]:
     """The three calls' requests of the judged pages: the page text as shown (`shown`), its whole length (`text`); with
@@ -256,11 +210,13 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
         st = ["not scored"] * len(pages)
         for i, r in zip(judged, rs): st[i] = r.parse_status
         out[f"{call}_parse_status"] = st
+    nan_given = [0] * len(pages)   # a score given as "nan": compute_metrics.py's safe_float keeps it a NaN number
     for m, (call, field) in FIELDS.items():
         sc, why = [np.nan] * len(pages), [""] * len(pages)
         for i, r in zip(judged, res[call]):
             if r.value and r.value[field]["score"] is not None:
                 sc[i], why[i] = r.value[field]["score"], r.value[field]["justification"]
+                nan_given[i] += sc[i] != sc[i]
         out[m], out[f"{m}_why"] = sc, why
     for call, rs in res.items():   # a metric an answer cut at its limit did not give: lost to the cut, counted
         cut = [False] * len(pages)
@@ -276,7 +232,8 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     out["text_truncated"] = [c and not f for c, f in zip(page_cut, failed)]
     out["chars_given"] = [len(x) for x in t]
     rows = [dict(zip(METRICS, row)) for row in out[list(METRICS)].itertuples(index=False)]
-    out["weighted_script"] = [weighted_score(r, missing_as_zero=True) for r in rows]
+    out["scores_nan"] = nan_given   # compute_metrics.py: such a page's weighted score, and its system's, are NaN
+    out["weighted_script"] = [np.nan if n else weighted_score(r, missing_as_zero=True) for r, n in zip(rows, nan_given)]
     out["weighted_complete"] = [weighted_score(r) for r in rows]
     out["weighted"] = out.weighted_script if scoring == "script" else out.weighted_complete
     out["missing_metrics"] = out[list(METRICS)].isna().sum(axis=1)
@@ -295,6 +252,13 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
     t = g[list(METRICS) + ["weighted"]].mean().round(2)
     for c in ("weighted_script", "weighted_complete"):   # both weighted means, whichever the run reports as `weighted`
         if c in scores: t[c] = g[c].mean().round(2)
+    if "text_truncated" in scores:   # pages cut where the judge's context ended: counted in every table
+        t["pages_text_cut"] = g.text_truncated.sum().astype(int)
+    if "scores_nan" in scores:   # compute_metrics.py's mean keeps a page's NaN: its system's weighted score is NaN
+        t["pages_with_a_nan_score"] = g.scores_nan.apply(lambda s: int((s > 0).sum()))
+        t.loc[t.pages_with_a_nan_score > 0, "weighted_script"] = np.nan
+        if (scores.get("scoring", pd.Series(["script"])).iloc[0] == "script") if len(scores) else False:
+            t.loc[t.pages_with_a_nan_score > 0, "weighted"] = np.nan
     t["Avg"] = scores.assign(_page=scores[list(METRICS)].mean(axis=1)).groupby(list(by))._page.mean().round(2)
     t["avg8"] = g[list(METRICS)].mean().mean(axis=1).round(2)
     t["pages"] = g.size()
@@ -375,12 +339,14 @@ def _page_view(src: pd.DataFrame, page_text: str, path: Path) -> pd.DataFrame:
     if gone := [c for c in PAGE_TEXTS[page_text] if c not in src]:
         raise RecordError(f"{path}: no column {gone[0]!r} (written before 30_sources kept the texts the released "
                           "collectors read): run 30_sources again (its pages come from its archive, not the web)")
-    if page_text == "released":
-        return src.assign(text=src.text_sourcebench.fillna("").astype(str),
-                          valid=pd.to_numeric(src.first_status, errors="coerce").fillna(0).eq(200), page_date="None")
+    if page_text == "released":   # the collector's own fetch where the sources stage made it, else our first attempt
+        own = pd.to_numeric(src.get("status_sourcebench", pd.Series(-1, index=src.index)), errors="coerce").fillna(-1)
+        status = own.where(own >= 0, pd.to_numeric(src.first_status, errors="coerce").fillna(0))
+        return src.assign(text=src.text_sourcebench.fillna("").astype(str), valid=status.eq(200), page_date="None",
+                          our_limit=src.get("limit_sourcebench", pd.Series("", index=src.index)).fillna("").ne(""))
     date_of = [str(u or p or "unknown") for u, p in zip(src.get("updated", pd.Series([""] * len(src))).fillna(""),
                                                          src.get("published", pd.Series([""] * len(src))).fillna(""))]
-    return src.assign(text=src.text.fillna("").astype(str), page_date=date_of,
+    return src.assign(text=src.text.fillna("").astype(str), page_date=date_of, our_limit=False,
                       valid=src.valid.fillna(False).astype(bool) & src.text.fillna("").astype(str).str.strip().ne(""))
 
 # %% ../nbs/60_sourcebench.ipynb #ee4121e0
@@ -407,7 +373,7 @@ def sourcebench_pages(run_dir: Path, sources_per_response: int = 5, max_pages: i
     if sources_per_response: kept = kept.groupby("conversation_id").head(sources_per_response)
     left = src.assign(scored=src.index.isin(kept.index)).groupby("conversation_id").agg(
         cited=("url", "size"), left_out_failed=("technical_failure", "sum"), left_out_under_500=("under_500", "sum"),
-        scored=("scored", "sum")).reset_index()
+        scored=("scored", "sum"), decided_by_our_limits=("our_limit", "sum")).reset_index()
     if selection == "cited": left[["left_out_failed", "left_out_under_500"]] = 0
     left["left_out_over_limit"] = left.cited - left.scored - left.left_out_failed - left.left_out_under_500
     left.insert(1, "assistant", [assistant_name(convs[c]) for c in left.conversation_id])
@@ -458,7 +424,8 @@ def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: 
     rel = released if reader == "official" else None
     scores = score_pages(pages, llm, ref, text_chars, scoring=scoring, reader=reader, context_tokens=context_tokens,
                          released=rel)
-    lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit"]].sum()
+    lo = left.groupby("assistant")[["left_out_failed", "left_out_under_500", "left_out_over_limit",
+                                    "decided_by_our_limits"]].sum()
     t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
     t.insert(1, "variant", name)
     t["prompts"] = prompts_line(name, released)
@@ -510,8 +477,9 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
         write_table_files(tables[0], out, "sourcebench_scores",
                           "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
                           f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "
-                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; {prompts_line(names[0], released)}; freshness as "
-                          f"of {ref}; at most {sources_per_response or 'all'} sources a response", r.is_smoke)
+                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; {prompts_line(names[0], released)}; "
+                          f"freshness as of {ref}; at most {sources_per_response or 'all'} sources a response",
+                          r.is_smoke)
         write_table_files(pd.concat(tables, ignore_index=True), out, "sourcebench_variants",
                           "SourceBench scores per assistant and variant: " + "; ".join(
                               f"{n}: {VARIANT_NOTES[n]}" for n in names), r.is_smoke)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, RecordError, Unit, compared_variants, load_settings, read_records
+from .core import Conversation, RecordError, Unit, load_settings, read_records
 from .core import write_table
 from .core import assistant_name
 from .embed import Embedder, VectorIndex, chunk_text, embedder_from_settings
@@ -23,6 +23,7 @@ from .groundedness.units import decontextualise, extract_units
 from .llm.client import LLM, complete_json, llm_from_settings, load_prompt, request, schema_json
 from .llm.context import Window, fit
 from .runfolder import Run
+from .stages import compared_variants
 from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, SOURCES, StageOutput
 from .tables import write_table_files
 from .sourcecheckup_released import STEPS as PAPER_STEPS, paper_table, run_paper
@@ -127,8 +128,12 @@ def page_view(sources: pd.DataFrame, source_text: str, path: str | Path = "sourc
     if gone := [c for c in ("text_sourcecheckup", "first_status") if c not in sources]:
         raise RecordError(f"{path}: no column {gone[0]!r} (written before 30_sources kept the texts the released "
                           "collectors read): run 30_sources again (its pages come from its archive, not the web)")
-    return sources.assign(text=sources.text_sourcecheckup.fillna("").astype(str),
-                          valid=pd.to_numeric(sources.first_status, errors="coerce").fillna(0).eq(200))
+    own = pd.to_numeric(sources.get("status_sourcecheckup", pd.Series(-1, index=sources.index)),
+                        errors="coerce").fillna(-1)   # the collector's own fetch where made, else our first attempt
+    status = own.where(own >= 0, pd.to_numeric(sources.first_status, errors="coerce").fillna(0))
+    return sources.assign(text=sources.text_sourcecheckup.fillna("").astype(str), valid=status.eq(200),
+                          our_limit=sources.get("limit_sourcecheckup", pd.Series("", index=sources.index)).fillna("")
+                          .ne(""))
 
 # %% ../nbs/65_sourcecheckup.ipynb #65b7dffa
 def _closest_chunks(u: Unit, text: str, embedder: Embedder, n: int) -> str:
@@ -238,13 +243,55 @@ VARIANTS = {"ours": "seed 003's definition: our statements (the groundedness uni
 
 def _variants(variant: str, source_text: str, others: list[str]) -> tuple[str, list[str], bool]:
     "The run's variant, the page readings to judge (its own first) and whether run.py's pipeline runs."
-    if variant not in VARIANTS: raise ValueError(f"{SOURCECHECKUP}: variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    if variant not in VARIANTS:
+        raise ValueError(f"{SOURCECHECKUP}: variant {variant!r}: use one of {', '.join(VARIANTS)}")
     if bad := [x for x in others if x not in SOURCE_TEXT and x not in VARIANTS]:
         raise ValueError(f"{SOURCECHECKUP}: compare variant {bad[0]!r}: use page readings ({', '.join(SOURCE_TEXT)}) "
                          f"or variants ({', '.join(VARIANTS)})")
     readings = [source_text] + [x for x in others if x in SOURCE_TEXT and x != source_text]
     return variant, readings, variant == "paper" or "paper" in others
 
+# %% ../nbs/65_sourcecheckup.ipynb #a9d94c61
+def _paper_variant(convs: list, view: pd.DataFrame, names: dict, llm: LLM, window: Window, settings: dict, out: Path,
+                   st) -> tuple[pd.DataFrame, dict]:
+    """run.py's own pipeline on the kept answers, their pages as its collector reads them (`view`): its table (one row
+    per assistant) and counts; writes `paper_responses.parquet` and records the released prompts used."""
+    released = load_released("sourcecheckup", settings)
+    if released: st.count(released=released.record())
+    presp, counts = run_paper(convs, view, names, llm, released, window)
+    counts["pages_decided_by_our_limits"] = int(view.our_limit.sum()) if "our_limit" in view else 0
+    write_table(presp, out / "paper_responses.parquet")
+    return paper_table(presp, released), counts
+
+# %% ../nbs/65_sourcecheckup.ipynb #ee2bffda
+def _ours_table(statements: pd.DataFrame, responses: pd.DataFrame, view: pd.DataFrame,
+                pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Our variant's table of the pages as `view` reads them, with the pairs whose page was cut where the judge's
+    context ended (`pairs`) and the pages a limit of ours decided (where counted)."""
+    validity = view.groupby("assistant").agg(citations=("url", "size"), valid=("valid", "sum")).reset_index()
+    table = support_table(statements, responses, validity).assign(variant="ours")
+    if pairs is not None and len(pairs):
+        cut = pairs.merge(statements[["unit_id", "assistant"]], on="unit_id").groupby("assistant").source_cut.sum()
+        table["pairs_page_cut"] = table.assistant.map(cut).fillna(0).astype(int)
+    if "our_limit" in view:   # pages the collector would have read that a limit of ours decided
+        lim = view.groupby("assistant").our_limit.sum().astype(int)
+        table["pages_decided_by_our_limits"] = table.assistant.map(lim).fillna(0).astype(int)
+    return table
+
+def _write_tables(out: Path, table: pd.DataFrame, by_variant: list, variant: str, readings: list, with_paper: bool,
+                  smoke: bool):
+    "The stage's two tables: the run's variant, and every reading and variant side by side."
+    write_table_files(table, out, "sourcecheckup",
+                      ("SourceCheckup: URL validity, statement-level and response-level support (%), with and without "
+                       "source-less responses (no valid cited page); the verifier saw " + SOURCE_TEXT[readings[0]])
+                      if variant == "ours" else "SourceCheckup as its run.py runs it (variant paper): "
+                      + VARIANTS["paper"], smoke)
+    write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
+                      "SourceCheckup by how the verifier reads each page and by pipeline: " + "; ".join(
+                          f"{x}: {SOURCE_TEXT[x]}" for x in readings) + (
+                          f"; paper: {VARIANTS['paper']}" if with_paper else ""), smoke)
+
+# %% ../nbs/65_sourcecheckup.ipynb #263d61ca
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
         source_text: str | None = None, compare_variants: list | None = None, variant: str | None = None,
         settings_overrides: dict | None = None) -> StageOutput:
@@ -283,32 +330,16 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         pairs = judge_pairs([u for u in stmts if u.conversation_id not in own], views[source_text], llm, emb,
                             source_chunks, source_text=source_text, window=window)
         statements, responses = aggregate_support(pairs, st_df, by_view[source_text])
-        validity = views[source_text].groupby("assistant").agg(citations=("url", "size"),
-                                                               valid=("valid", "sum")).reset_index()
-        table = support_table(statements, responses, validity).assign(variant="ours")
+        table = _ours_table(statements, responses, views[source_text], pairs)
         by_variant = [table.assign(variant=source_text)] + [
             other_view(x, stmts, views[x], llm, emb, source_chunks, window, st_df, by_view[x]) for x in readings[1:]]
-        paper_counts = {}
-        if with_paper:   # run.py's own pipeline on the same answers, its pages as its collector reads them
-            released = load_released("sourcecheckup", settings)
-            if released: st.count(released=released.record())
-            presp, paper_counts = run_paper([c for c in convs if c.conversation_id in keep], views["whole"], names,
-                                            llm, released, window)
-            write_table(presp, out / "paper_responses.parquet")
-            ptable = paper_table(presp, released)
-            by_variant.append(ptable)
-            if variant == "paper": table = ptable
+        ptable, paper_counts = (_paper_variant([c for c in convs if c.conversation_id in keep], views["whole"],
+                                               names, llm, window, settings, out, st) if with_paper else (None, {}))
+        if with_paper: by_variant.append(ptable)
+        if variant == "paper": table = ptable
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
-        write_table_files(table, out, "sourcecheckup",
-                          ("SourceCheckup: URL validity, statement-level and response-level support (%), "
-                           "with and without source-less responses (no valid cited page); the verifier saw "
-                           + SOURCE_TEXT[source_text]) if variant == "ours" else
-                          "SourceCheckup as its run.py runs it (variant paper): " + VARIANTS["paper"], r.is_smoke)
-        write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
-                          "SourceCheckup by how the verifier reads each page and by pipeline: " + "; ".join(
-                              f"{x}: {SOURCE_TEXT[x]}" for x in readings) + (
-                              f"; paper: {VARIANTS['paper']}" if with_paper else ""), r.is_smoke)
+        _write_tables(out, table, by_variant, variant, readings, with_paper, r.is_smoke)
         for step in ("extract_units", "decontextualise", "sourcecheckup", *(PAPER_STEPS if with_paper else ())):
             st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),

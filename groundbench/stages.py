@@ -11,12 +11,14 @@ import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from .core import RecordError, project_root
 
 # %% auto #0
 __all__ = ['CLAIMS', 'COLLECT', 'SOURCES', 'CREDIBILITY', 'GROUNDEDNESS', 'SOURCEBENCH', 'SOURCECHECKUP', 'PROFILE', 'VALIDATION',
-           'REPORT', 'EXPLORER', 'FINDINGS', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters']
+           'REPORT', 'EXPLORER', 'FINDINGS', 'STAGES', 'Stage', 'stage', 'StageOutput', 'stage_parameters',
+           'compared_variants']
 
 # %% ../nbs/08_stages.ipynb #bef4d0b6
 @dataclass(frozen=True)
@@ -140,3 +142,11 @@ def stage_parameters(name: str) -> dict:
             try: out[target.id] = ast.literal_eval(node.value)
             except ValueError: out[target.id] = None
     return out
+
+# %% ../nbs/08_stages.ipynb #515498de
+def compared_variants(given: Sequence[str] | str | None, settings: dict, section: str) -> list[str]:
+    """The variants a stage scores beside its own: those `given` (a stage's `compare_variants` parameter: a list, or
+    names separated by commas), or with None, settings' `[section] compare_variants` (comma-separated; empty: none)."""
+    names = settings.get(section, {}).get("compare_variants", "") if given is None else given
+    if isinstance(names, str): names = names.split(",")
+    return list(dict.fromkeys(str(x).strip() for x in names if str(x).strip()))

@@ -136,6 +136,23 @@ def import_cmd(source: Path = typer.Argument(
                   if n.get("page_texts") else "") + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
+def _say_drift(n: int, changes, page: Path):
+    "What `compare` prints of drift: its design, the trends and changes significant, the page."
+    info = json.loads((page.parent / "drift.json").read_text(encoding="utf-8"))
+    trends, steps = changes[changes.test == "trend"], changes[changes.test == "change"]
+    design = (f"paired by claim on the {info['shared_claims']} claims the runs share" if info["shared_claims"]
+              else "UNPAIRED: these runs share no claim, so every test compares independent samples of claims and a "
+                   "change mixes drift with the difference between the question sets")
+    typer.echo(f"drift over {n} runs ({design}): {int(trends.significant.sum())} of {len(trends)} trends significant "
+               f"after Holm across metrics and assistants; {int(steps.significant.sum())} of {len(steps)} consecutive "
+               "changes at a 5% false discovery rate (exploratory)")
+    sig = changes[changes.significant]
+    if len(sig): typer.echo(printable(sig[["test", "metric", "assistant", "from_run", "to_run", "from_value",
+                                           "to_value", "change", "low", "high", "p_adj"]].round(3)
+                                      .to_string(index=False)))
+    typer.echo(f"-> {page}")
+
+# %% ../../nbs/92_cli_commands.ipynb #67039739
 @commands.command("compare")
 def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<run_id>)"),
                 a: Optional[str] = typer.Option(None, "--a", help="side A: an assistant, a run id, or run:assistant"),
@@ -159,21 +176,7 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         check_out("--out", out / "index.html")
         try: changes, page = write_drift(runs, out)
         except (RecordError, OSError, ValueError) as e: fail(e)
-        info = json.loads((page.parent / "drift.json").read_text(encoding="utf-8"))
-        trends, steps = changes[changes.test == "trend"], changes[changes.test == "change"]
-        design = (f"paired by claim on the {info['shared_claims']} claims the runs share" if info["shared_claims"]
-                  else "UNPAIRED: these runs share no claim, so every test compares independent samples of claims and "
-                       "a change mixes drift with the difference between the question sets")
-        typer.echo(f"drift over {len(runs)} runs ({design}): {int(trends.significant.sum())} of {len(trends)} trends "
-                   "significant after Holm across metrics and assistants; "
-                   f"{int(steps.significant.sum())} of {len(steps)} consecutive changes at a 5% false discovery rate "
-                   "(exploratory)")
-        sig = changes[changes.significant]
-        if len(sig): typer.echo(printable(sig[["test", "metric", "assistant", "from_run", "to_run", "from_value",
-                                               "to_value", "change", "low", "high", "p_adj"]].round(3)
-                                          .to_string(index=False)))
-        typer.echo(f"-> {page}")
-        return
+        return _say_drift(len(runs), changes, page)
     if out is not None: check_out("--out", out)
     try:
         o = load_outputs(runs)   # each run's files checked; one that cannot be read is said and left out
@@ -190,9 +193,8 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         typer.echo(f"groundbench: warning: {', '.join(unpaired.metric)}: the sides share no claim (or one): the "
                    "differences are unpaired, independent-samples tests of the claims' rates, and mix the sides with "
                    "their questions", err=True)
-    typer.echo(f"A = {a}, B = {b}; diff = B - A (percentage points for shares), claim-weighted (each claim's rate, "
-               "then the mean over claims; paired where both sides answered a claim: see design); 95% CR2 interval; "
-               "p_holm: Holm-adjusted within each metric")
+    typer.echo(f"A = {a}, B = {b}; diff = B - A (points for shares), claim-weighted (each claim's rate, then the mean "
+               "over claims, paired where both answered: design); 95% CR2 interval; p_holm: Holm within each metric")
     typer.echo(printable(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check", "pooled_a", "pooled_b",
                                            "pooled_low", "pooled_high"]).round(3).to_string(index=False)))
     typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"

@@ -186,17 +186,18 @@ def trend(y: Sequence[float], t: Sequence[float], claim: Sequence, level: float 
 DRIFT_COLUMNS = ["test", "metric", "assistant", "from_run", "to_run", "runs", "from_value", "to_value", "change",
                  "low", "high", "per_year", "p", "p_adj", "significant", "correction", "paired", "design", "warning"]
 
-def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = None,
-                n_boot: int | None = None) -> pd.DataFrame:
+def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = None, n_boot: int | None = None,
+                changes: bool = True) -> pd.DataFrame:
     """Per metric and assistant: the trend over the runs of `order` (run ids in date order; `dates`: their
-    timestamps) with its change over the span, Holm-adjusted over every trend; and every change between consecutive
-    runs (paired on the claims both asked), false-discovery-rate adjusted over every change (exploratory)."""
+    timestamps) with its change over the span, Holm-adjusted over every trend; and (`changes`) every change between
+    consecutive runs (paired on the claims both asked), false-discovery-rate adjusted over every change
+    (exploratory)."""
     dates = dates or {}
     years = {r: ((dates[r] - dates[order[0]]).total_seconds() / (365.25 * 86400)
                  if all(dates.get(x) is not None for x in order) else math.nan) for r in order}
     if len(set(years.values())) < len(order) or any(v != v for v in years.values()):   # no usable dates: run order
         years = {r: float(i) for i, r in enumerate(order)}
-    trends, changes = [], []
+    trends, steps = [], []
     for m in [m for m in METRICS if m in set(obs.metric)]:
         k = 100.0 if METRICS[m][3] == "points" else 1.0
         for asst in sorted(obs[obs.metric == m].assistant.unique()):
@@ -207,23 +208,25 @@ def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = No
             tr = trend(o.y, o.run_id.map(years), o.claim_id)
             span = years[have[-1]] - years[have[0]]
             first, last = (float(o[o.run_id == r].groupby("claim_id").y.mean().mean()) for r in (have[0], have[-1]))
+            lo, hi = tr["low"] * span * k, tr["high"] * span * k
+            if METRICS[m][3] == "points": lo, hi = max(lo, -100.0), min(hi, 100.0)   # a share moves 100 points at most
             trends.append({"test": "trend", "metric": m, "assistant": asst, "from_run": have[0], "to_run": have[-1],
                            "runs": len(have), "from_value": first * k, "to_value": last * k,
-                           "change": tr["slope"] * span * k, "low": tr["low"] * span * k,
-                           "high": tr["high"] * span * k, "per_year": tr["slope"] * k, "p": tr["p"],
+                           "change": tr["slope"] * span * k, "low": lo, "high": hi, "per_year": tr["slope"] * k,
+                           "p": tr["p"],
                            "paired": int((shared >= 2).sum()), "design": design_note(int((shared >= 2).sum()),
                                                                                     len(shared)),
                            "warning": "" if tr["claims"] >= 2 else "fewer than two claims in two runs: no trend"})
-            for r0, r1 in zip(have, have[1:]):
+            for r0, r1 in zip(have, have[1:]) if changes else ():
                 s = o[o.run_id.isin([r0, r1])]
                 d = difference(s.y, s.run_id, s.claim_id, r0, r1, METRICS[m][2], check=False)
-                changes.append({"test": "change", "metric": m, "assistant": asst, "from_run": r0, "to_run": r1,
+                steps.append({"test": "change", "metric": m, "assistant": asst, "from_run": r0, "to_run": r1,
                                 "runs": 2, "from_value": d.a_value * k, "to_value": d.b_value * k,
                                 "change": d.diff * k, "low": d.low * k, "high": d.high * k, "per_year": math.nan,
                                 "p": d.p, "paired": d.paired, "design": design_note(d.paired, d.clusters),
                                 "warning": d.warning})
     tt = pd.DataFrame(trends, columns=DRIFT_COLUMNS)
-    tc = pd.DataFrame(changes, columns=DRIFT_COLUMNS)
+    tc = pd.DataFrame(steps, columns=DRIFT_COLUMNS)
     tt["p_adj"], tt["correction"] = holm(tt.p.to_numpy(float)), "Holm over every trend"
     tc["p_adj"], tc["correction"] = fdr(tc.p.to_numpy(float)), "false discovery rate over every change (exploratory)"
     t = pd.concat([tt, tc], ignore_index=True) if len(tt) else tc

@@ -21,7 +21,7 @@ __all__ = ['RANDOM_DRAWS', 'EXACT_UP_TO', 'Robust', 'Contrast', 't_contrast', 'c
 # %% ../../nbs/74_findings_inference.ipynb #ac7c135e
 @dataclass(frozen=True)
 class Robust:
-    "A fitted linear model's coefficients, their CR2 covariance and the Bell-McCaffrey degrees of freedom of a contrast."
+    "A fitted linear model's coefficients, their CR2 covariance and a contrast's Bell-McCaffrey degrees of freedom."
     beta: np.ndarray
     vcov: np.ndarray | None       # None: a cluster holds all the information of a coefficient (no variance)
     df: Callable[[Sequence[float]], float]

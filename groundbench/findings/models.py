@@ -100,7 +100,7 @@ def two_cells(v: Sequence[float], is_b: Sequence[bool], groups: Sequence, binomi
               n_obs: tuple[int, int] | None = None, check_p: float = math.nan) -> tuple[Contrast, str]:
     """B - A of the means of `v` (is_b False: side A) with the CR2 variance clustered by `groups` and Bell-McCaffrey
     degrees of freedom; where a side of a share has no variation, or the difference has none, Wilson on the effective
-    sample (`n_obs`: each side's observations) and Newcombe, the p-value `check_p`. Returns the contrast and its method."""
+    sample (`n_obs`: each side's observations) and Newcombe, the p-value `check_p`. Returns the contrast, its method."""
     v, is_b = np.round(np.asarray(v, float), 12), np.asarray(is_b, bool)
     g = _codes(groups)
     sides = [(v[~is_b], g[~is_b]), (v[is_b], g[is_b])]
@@ -111,8 +111,8 @@ def two_cells(v: Sequence[float], is_b: Sequence[bool], groups: Sequence, binomi
         return c, "CR2 clustered by claim, Bell-McCaffrey df"
     n_obs = n_obs or (len(sides[0][0]), len(sides[1][0]))
     own = [_side_interval(s, gg, level) for s, gg in sides]
-    deff = [o.se ** 2 / (o.estimate * (1 - o.estimate) / n) if binomial and o.se > 0 and 0 < o.estimate < 1 else math.nan
-            for o, n in zip(own, n_obs)]
+    deff = [o.se ** 2 / (o.estimate * (1 - o.estimate) / n) if binomial and o.se > 0 and 0 < o.estimate < 1
+            else math.nan for o, n in zip(own, n_obs)]
     ivals = []
     for k, ((s, gg), o) in enumerate(zip(sides, own)):
         if binomial and (degenerate[k] or not o.se > 0):
@@ -140,8 +140,7 @@ def difference(y: Sequence, side: Sequence, cluster: Sequence, a: str, b: str, k
     `cluster`: the `estimand` ("claim": claim-weighted, paired over the claims both sides answered when two or more
     did, else unpaired; "pooled": every observation) as the primary difference, the pooled one beside it, each with its
     CR2 interval and Bell-McCaffrey p; the claim-level randomisation p as the check (`check=False`: only where a side
-    has no variation, which needs it). `kind`: "binomial" (0/1 outcomes) or "gaussian" (scores). `n_boot` is accepted
-    for callers of the earlier bootstrap and ignored."""
+    has no variation). `kind`: "binomial" (0/1) or "gaussian" (scores); `n_boot` is ignored (the old bootstrap's)."""
     if kind not in ("binomial", "gaussian"): raise ValueError(f"difference: kind {kind!r}: use binomial or gaussian")
     if estimand not in ESTIMANDS: raise ValueError(f"difference: estimand {estimand!r}: use {' or '.join(ESTIMANDS)}")
     yv = pd.to_numeric(pd.Series(list(y)), errors="coerce").to_numpy(float)

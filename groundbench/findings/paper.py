@@ -20,7 +20,7 @@ from ..stages import CREDIBILITY
 
 # %% auto #0
 __all__ = ['FACTORS', 'EXPECT', 'ROLES', 'COLUMNS', 'load_paper_findings', 'study_assistant', 'whose_claims', 'test_contrast',
-           'paper_findings', 'difference_at']
+           'family_tests', 'paper_findings', 'difference_at']
 
 # %% ../../nbs/77_findings_paper.ipynb #3ddc5501
 FACTORS = ("assistant", "role", "topic", "thinking", "role_effect", "role_effect_sum", "measure", "level")
@@ -169,6 +169,26 @@ def _finding_verdict(g: pd.DataFrame, p_holm: float, p_contra: float) -> str:
     return out + (f" ({len(t)} of {len(g)} contrasts testable)" if len(t) < len(g) else "")
 
 # %% ../../nbs/77_findings_paper.ipynb #765581d8
+def family_tests(t: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per finding of the contrast rows `t`: its intersection-union p (`p_support`), its contradiction p (Bonferroni
+    within the finding), both Holm-adjusted within its paper's family, and the level Holm tests it at (`alpha`)."""
+    per = t.groupby("finding_id", sort=False).agg(source=("source", "first"), expect=("expect", "first"),
+                                                  p_support=("p_dir", "max"), testable=("testable", "sum"),
+                                                  k=("p_opp", lambda p: int(p.notna().sum())),
+                                                  p_opp=("p_opp", "min"))
+    per["p_contra"] = (per.p_opp * per.k).clip(upper=1.0)
+    per.loc[per.testable == 0, ["p_support", "p_contra"]] = math.nan
+    per["family"] = [f"seed {s}" if e != "level" else "" for s, e in zip(per.source, per.expect)]
+    per["p_holm"] = per["p_contra_holm"] = per["alpha"] = math.nan
+    for fam, g in per[per.family != ""].groupby("family"):
+        ok = g.p_support.notna()
+        per.loc[g.index, "p_holm"], per.loc[g.index, "p_contra_holm"] = holm(g.p_support), holm(g.p_contra)
+        rank = g.p_support[ok].rank(method="first")
+        per.loc[rank.index, "alpha"] = alpha / (int(ok.sum()) - rank + 1)
+    per["alpha"] = per.alpha.fillna(alpha)
+    return per
+
+# %% ../../nbs/77_findings_paper.ipynb #9dbd5b1a
 def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapping: dict | None = None,
                    smoke: bool = False, alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every row of the paper's findings tested on a run's observations (assistants mapped to the papers' names by
@@ -189,20 +209,7 @@ def paper_findings(obs: pd.DataFrame, findings: pd.DataFrame | None = None, mapp
         rows[-1]["pools"] = "; ".join(f"{p} pools {', '.join(pools[p])}" for p in dict.fromkeys(named)
                                       if len(pools.get(p, [])) > 1)
     t = pd.DataFrame(rows)
-    per = t.groupby("finding_id", sort=False).agg(source=("source", "first"), expect=("expect", "first"),
-                                                  p_support=("p_dir", "max"), testable=("testable", "sum"),
-                                                  k=("p_opp", lambda p: int(p.notna().sum())),
-                                                  p_opp=("p_opp", "min"))
-    per["p_contra"] = (per.p_opp * per.k).clip(upper=1.0)
-    per.loc[per.testable == 0, ["p_support", "p_contra"]] = math.nan
-    per["family"] = [f"seed {s}" if e != "level" else "" for s, e in zip(per.source, per.expect)]
-    per["p_holm"] = per["p_contra_holm"] = per["alpha"] = math.nan
-    for fam, g in per[per.family != ""].groupby("family"):
-        ok = g.p_support.notna()
-        per.loc[g.index, "p_holm"], per.loc[g.index, "p_contra_holm"] = holm(g.p_support), holm(g.p_contra)
-        rank = g.p_support[ok].rank(method="first")
-        per.loc[rank.index, "alpha"] = alpha / (int(ok.sum()) - rank + 1)
-    per["alpha"] = per.alpha.fillna(alpha)
+    per = family_tests(t, alpha)
     t["alpha"] = t.finding_id.map(per.alpha)
     adj = [(c if c.se == c.se else difference_at(obs, r, 1 - a)) for c, r, a in
            zip((t_contrast(x, s, f, 1 - a) for x, s, f, a in zip(t["diff"], t.se, t.df, t.alpha)),

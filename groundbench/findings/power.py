@@ -37,6 +37,7 @@ class Variance:
     @property
     def is_share(self) -> bool: return 0 < self.mean < 1
 
+# %% ../../nbs/79_findings_power.ipynb #d2099879
 _GH = np.polynomial.hermite_e.hermegauss(48)   # nodes and weights for E[f(Z)], Z standard normal
 _GW = _GH[1] / _GH[1].sum()
 
@@ -64,6 +65,7 @@ def logit_sd(v: Variance) -> float:
     if v.between >= top: return 20.0
     return float(optimize.brentq(lambda s: logit_normal_cov(v.mean, v.mean, s, 1.0) - v.between, 1e-6, 20.0))
 
+# %% ../../nbs/79_findings_power.ipynb #1d006cd0
 def _se(v: Variance, claims: int, prompts: int, pa: float, pb: float, ma: float, mb: float,
         sigma: float | None = None) -> float:
     "The standard error of the claim-weighted paired difference with rates pa, pb and volumes ma, mb (see above)."
@@ -250,9 +252,9 @@ def power_lines(claims: int, prompts: int, rules: str = "paper", volumes: tuple[
     try: t = planned_power(claims, prompts, rules, volumes=vols)
     except (RecordError, OSError, ValueError) as e: return [f"power: not computed ({e})"]
     level, m = verdict_level()
-    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, the claim-weighted "
-            f"difference paired by claim, 80% power: at the level the paper's {m} findings are tested at "
-            f"(alpha 0.05/{m} = {level:.4f}, Holm's first step) the smallest difference it can detect is "
+    head = (f"power: two assistants (or two dates) asking these {claims} claims x {prompts} prompts, the "
+            f"claim-weighted difference paired by claim, 80% power: at the level the paper's {m} findings are tested "
+            f"at (alpha 0.05/{m} = {level:.4f}, Holm's first step) the smallest difference it can detect is "
             + ", ".join(f"{r.metric} {r.detectable_pp:.1f} points" for r in t.itertuples())
             + "; at alpha 0.05: " + ", ".join(f"{r.metric} {r.detectable_pp_05:.1f}" for r in t.itertuples()))
     vol = (f"rated citations an answer from {where}: the two smallest, {t.per_answer_a[0]:.1f} and "

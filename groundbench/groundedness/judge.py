@@ -18,7 +18,7 @@ import pydantic
 from ..core import Judgment, Unit
 from ..embed import Embedder, VectorIndex, chunk_text
 from .units import PAPER, Variant
-from ..llm.client import LLM, complete_json, load_prompt, request
+from ..llm.client import RAW, LLM, complete_json, load_prompt, request
 
 # %% auto #0
 __all__ = ['SCOPES', 'JUDGE_LABELS', 'Evidence', 'source_chunks', 'retrieve', 'Verdict', 'judge_grammar', 'parse_bracket_label',
@@ -129,7 +129,7 @@ def judge_reasoning_chars(llm: LLM, settings: dict | None = None) -> int:
 def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequence[str] = SCOPES,
                 prompt_version: int | None = None,
                 progress: bool = True, reasoning_chars: int | None = None, step: str = "judge",
-                variant: Variant = PAPER, stats: dict | None = None) -> list[Judgment]:
+                variant: Variant = PAPER, stats: dict | None = None, released=None) -> list[Judgment]:
     """Judgments of every unit in every scope (one batched LLM step, named `step`) in VERIFY's four steps and final
     bracketed label, its reasoning held to `reasoning_chars` where a grammar can; the prompt and the reading are the
     `variant`'s (paper: VERIFY's prompt shape and reader, asked again as VERIFY does, an answer never read left out;
@@ -146,10 +146,17 @@ def judge_units(units: Sequence[Unit], evidence: dict, llm: LLM, scopes: Sequenc
     text, numbered = pt.version >= 2, pt.version == 2     # v3 (VERIFY's shape): knowledge points unnumbered
     reasoning_chars = reasoning_chars or judge_reasoning_chars(llm)
     kw = dict(max_tokens=variant.budget or judge_max_tokens(reasoning_chars),
-              grammar=judge_grammar(reasoning_chars, numbered)) if text else dict(max_tokens=300)
+              grammar=judge_grammar(reasoning_chars, numbered) if variant.holds(llm) else "") if text else dict(
+        max_tokens=300)
     knowledge = lambda ev: "\n".join(f"[{i}] {c}" if numbered else c for i, c in enumerate(ev.chunks, 1))
     reqs = [request(llm, pt.render(statement=u.decontextualised or u.text, evidence=knowledge(ev)), **kw)
             for u, s, ev in todo]
+    if released is not None and text:   # VERIFY's code: its raw prompt, knowledge points joined by newlines, at 0.5
+        from groundbench.llm.released import VERIFY_MAX_TOKENS, VERIFY_TEMPERATURE, verify_prompt
+        reqs = [request(llm, [{"role": RAW, "content": verify_prompt(released, "judge", statement=u.decontextualised
+                                                                     or u.text, knowledge=ev.chunks)}],
+                        max_tokens=VERIFY_MAX_TOKENS, temperature=VERIFY_TEMPERATURE, grammar=kw["grammar"])
+                for u, s, ev in todo]
     if text:   # VERIFY's judge: its inner retries inside its pipeline rounds
         got = variant.ask(llm, reqs, step, (read_first_bracket, parse_bracket_label), "End with the label in square "
                           "brackets: [Supported], [Contradicted] or [Unverifiable].",

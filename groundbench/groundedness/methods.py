@@ -23,7 +23,8 @@ from .judge import judge_units, retrieve
 from .units import (MAX_UNIT_CHARS, MAX_UNITS, PAPER, VARIANTS, VERIFIED, Variant,
                                             decontextualise,
                                             parse_unit_lines, read_verify_units, trim_units, unit_grammar)
-from ..llm.client import LLM, complete_retried, load_prompt, request
+from ..llm.client import RAW, LLM, complete_retried, load_prompt, request
+from ..llm.released import VERIFY_MAX_TOKENS, VERIFY_TEMPERATURE, verify_prompt
 from ..llm.context import Window, chars_for_tokens
 
 # %% auto #0
@@ -48,7 +49,7 @@ def output_tokens(step: str, llm: LLM, variant: Variant | None = None) -> int:
 
 # %% ../../nbs/54_groundedness_methods.ipynb #3cfa25ca
 def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
-                    stats: dict | None = None, variant: Variant = PAPER) -> list:
+                    stats: dict | None = None, variant: Variant = PAPER, released=None) -> list:
     """VERIFY's extraction requests: one per response, the whole response (cut to `context_chars`, fewer where the
     model's tokenizer counts more than one token in 4 characters; counted)."""
     pt, g, reqs, win = load_prompt("verify_extract"), unit_grammar(VERIFY_LABELS), [], Window(llm, context_chars // 4)
@@ -56,8 +57,16 @@ def verify_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int 
         n = chars_for_tokens(win, c.answer_text, context_chars)
         if stats is not None and len(c.answer_text) > n:
             stats["verify_context_truncated"] = stats.get("verify_context_truncated", 0) + 1
+        if released is not None:   # VERIFY's code: its raw prompt, at 0.5 with its 2,048 tokens
+            reqs.append(request(llm, [{"role": RAW, "content": verify_prompt(released, "extract",
+                                                                             response=c.answer_text[:n])}],
+                                max_tokens=VERIFY_MAX_TOKENS if not llm.smoke else output_tokens(
+                                    "verify_extract", llm, variant), temperature=VERIFY_TEMPERATURE,
+                                grammar=g if variant.holds(llm) else ""))
+            continue
         reqs.append(request(llm, pt.render(response=c.answer_text[:n]),
-                            max_tokens=output_tokens("verify_extract", llm, variant), grammar=g))
+                            max_tokens=output_tokens("verify_extract", llm, variant),
+                            grammar=g if variant.holds(llm) else ""))
     return reqs
 
 # %% ../../nbs/54_groundedness_methods.ipynb #c2196749
@@ -71,11 +80,11 @@ def _place(c: Conversation, text: str) -> tuple[int, int, int, tuple[int, ...]]:
 
 # %% ../../nbs/54_groundedness_methods.ipynb #bc0e141f
 def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000, progress: bool = True,
-                 stats: dict | None = None, variant: Variant = PAPER) -> list[Unit]:
+                 stats: dict | None = None, variant: Variant = PAPER, released=None) -> list[Unit]:
     """VERIFY's units of every response (step `verify_extract`; a cut answer asked again once with twice the budget),
     read as `variant` reads them and kept as it keeps them (`trim_units`); an unreadable response is one failed unit,
     counted."""
-    reqs = verify_requests(convs, llm, context_chars, stats, variant)
+    reqs = verify_requests(convs, llm, context_chars, stats, variant, released)
     got = variant.ask(llm, reqs, "verify_extract", (lambda t: read_verify_units(t, VERIFY_LABELS),  # VERIFY asks once
                                                     lambda t: parse_unit_lines(t, VERIFY_LABELS)),
                       "Write one line per unit: '- <unit>: <type>'.", 1, progress, retry_cut=True)
@@ -93,16 +102,19 @@ def verify_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 1
 # %% ../../nbs/54_groundedness_methods.ipynb #83b9bafb
 def run_verify(convs: Sequence[Conversation], chunks: pd.DataFrame, llm: LLM, embedder, top_k: int = 5,
                context_chars: int = 12000, reasoning_chars: int = 1500, progress: bool = True,
-               stats: dict | None = None, variant: Variant = PAPER) -> tuple[list[Unit], list[Judgment]]:
+               stats: dict | None = None, variant: Variant = PAPER,
+               released=None) -> tuple[list[Unit], list[Judgment]]:
     """VERIFY end to end, as `variant` asks and reads: its units (Fact and Claim decontextualised) and one judgment per
-    Fact and Claim (scope `all`)."""
-    units = verify_units(convs, llm, context_chars, progress, stats, variant)
+    Fact and Claim (scope `all`); `released` (VERIFY's readers' variants only): its own prompts from the user's clone,
+    sent as its code sends them."""
+    released = released if variant.readers == "verify" else None
+    units = verify_units(convs, llm, context_chars, progress, stats, variant, released)
     units, _ = decontextualise(units, convs, llm, context_chars, progress=progress, stats=stats,
-                               step="verify_decontextualise", variant=variant)
+                               step="verify_decontextualise", variant=variant, released=released)
     todo = [u for u in units if u.label in VERIFIED]
     ev = retrieve(todo, chunks, embedder, top_k, ("all",))
     return units, judge_units(todo, ev, llm, ("all",), progress=progress, reasoning_chars=reasoning_chars,
-                              step="verify_judge", variant=variant, stats=stats)
+                              step="verify_judge", variant=variant, stats=stats, released=released)
 
 # %% ../../nbs/54_groundedness_methods.ipynb #79d7f3b7
 FACTSCORE_INSTRUCTION = "Please breakdown the following sentence into independent facts: "
@@ -333,7 +345,7 @@ def factscore_facts(convs: Sequence[Conversation], llm: LLM, demos: dict | None 
     split = {c.conversation_id: factscore_split(c.answer_text) for c in convs}
     jobs = sorted({s for c in convs for i, s in enumerate(split[c.conversation_id][0]) if not factscore_skipped(i, s)})
     reqs = [request(llm, atomic_fact_prompt(s, demos), max_tokens=output_tokens("factscore_facts", llm),
-                    grammar=FACT_GRAMMAR) for s in jobs]
+                    grammar=FACT_GRAMMAR if variant.holds(llm) else "") for s in jobs]
     got = dict(zip(jobs, complete_retried(llm, reqs, read_fact_lines, "factscore_facts", 1, progress=progress,
                                           retry_cut=True)))
     keep = lambda facts: [f for f in facts if f or not variant.trim]

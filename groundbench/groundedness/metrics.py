@@ -191,15 +191,17 @@ VARIANT_CAPTIONS = {"paper": "variant paper: ours and VERIFY asked and read as V
                     "lenient": "variant lenient (ours): the last code block and label, a repair round, worked examples"}
 
 def groundedness_outputs(resp: dict, meta: pd.DataFrame, n_boot: int = N_BOOT, smoke: bool = False,
-                         variant: str = "") -> list:
+                         variant: str = "", prompts: str = "") -> list:
     """Table 4, Tables 14 and 15 (when the other views were scored), Figure 3 and its box-plot view, as `Output`s;
-    the tables' captions name the `variant` that asked and read the judge (several, comma-separated: runs differ)."""
+    the tables' captions name the `variant` that asked and read the judge (several, comma-separated: runs differ)
+    and, for VERIFY, whose words its prompts were (`prompts`)."""
     from groundbench.tables import Output
     t4 = breakdowns(resp["ours"], meta, n_boot=n_boot)
     failed = int(resp["ours"].no_page_text.sum()) if "no_page_text" in resp["ours"] else 0
     note = (f"; {failed} conversation(s) whose cited pages all failed to fetch count, their units Unverifiable (GS 0)"
             if failed else "")
     note += "".join(f"; {VARIANT_CAPTIONS.get(v, 'variant ' + v)}" for v in variant.split(",") if v)
+    note += f"; {prompts}" if prompts else ""
     laid = paper_layout(t4, ["gs", "ncg", "cg"])
     dash = ("; -: no response of that assistant in that group has a score (none of its units got a verdict: no page "
             "text, the judge's answer unread, or no fact to check), or the assistant has no response there"

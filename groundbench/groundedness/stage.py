@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core import Conversation, Prompt, Unit, compared_variants, load_settings, read_records
+from ..core import Conversation, Prompt, Unit, load_settings, read_records
 from ..core import write_jsonl, write_table
 from ..core import assistant_name
 from ..embed import Embedder, embedder_from_settings, top_k_of
@@ -25,14 +25,17 @@ from .units import (UNIT_COUNTS, VERIFIED, Variant, decontextualise, extract_uni
                                             variant_from_settings)
 from ..llm.client import LLM, llm_from_settings
 from ..llm.flight import concurrently
+from ..llm.released import load_released, own_wording
 from ..runfolder import Run
+from ..stages import compared_variants
 from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCES, StageOutput
 from ..tables import write_output, write_table_files
 
 # %% auto #0
 __all__ = ['FAILED_PAGES', 'METHOD_STEPS', 'conversations_with_text', 'select_conversations', 'groundedness_inputs', 'add_counts',
            'comparison_methods', 'run_ours', 'run_methods', 'variant_table', 'variant_scores', 'variant_counts',
-           'unit_label_shares', 'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run_variants', 'run']
+           'unit_label_shares', 'write_units_and_judgments', 'write_scores', 'context_tokens_of', 'run_variants',
+           'verify_prompts', 'run']
 
 # %% ../../nbs/50_groundedness.ipynb #44a7b3a2
 def conversations_with_text(convs: list[Conversation], sources: pd.DataFrame) -> list[Conversation]:
@@ -92,14 +95,14 @@ METHOD_STEPS = {"verify": ("verify_extract", "verify_decontextualise", "verify_j
 
 def comparison_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
                        topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict,
-                       variant: Variant | None = None) -> dict:
+                       variant: Variant | None = None, released=None) -> dict:
     """The paper's comparison methods asked for, each its own pipeline over the same conversations and sources:
     {method: (units, judgments)}; VERIFY asks and reads as `variant` does, and both keep units and facts as it does
-    (FActScore's readers are its own code's)."""
+    (FActScore's readers are its own code's); `released`: VERIFY's own prompts from the user's clone."""
     variant, jobs, counts = variant or variant_from_settings(), {}, {m: {} for m in methods}
     if "verify" in methods:
         jobs["verify"] = lambda: run_verify(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars,
-                                            stats=counts["verify"], variant=variant)
+                                            stats=counts["verify"], variant=variant, released=released)
     if "factscore" in methods:
         jobs["factscore"] = lambda: run_factscore(convs, chunks, llm, emb, topics, top_k, stats=counts["factscore"],
                                                   variant=variant)
@@ -124,7 +127,7 @@ def run_ours(convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Emb
 # %% ../../nbs/50_groundedness.ipynb #f6259243
 def run_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFrame, llm: LLM, emb: Embedder,
                 topics: dict, top_k: int, context_chars: int, reasoning_chars: int, caps: dict,
-                variant: Variant) -> tuple[tuple, dict]:
+                variant: Variant, released=None) -> tuple[tuple, dict]:
     """Ours and the comparison methods asked for, at once where the judge is a server (`concurrently`: their requests
     are independent), else one after another: ((units, decontextualisation statuses, judgments, evidence),
     {method: (units, judgments)}); what each counts is added into `caps` when all have ended."""
@@ -132,7 +135,7 @@ def run_methods(methods: list[str], convs: list[Conversation], chunks: pd.DataFr
     r = concurrently(llm, {
         "ours": lambda: run_ours(convs, chunks, llm, emb, top_k, context_chars, reasoning_chars, mine, variant),
         "other": lambda: comparison_methods(methods, convs, chunks, llm, emb, topics, top_k, context_chars,
-                                            reasoning_chars, caps, variant)})
+                                            reasoning_chars, caps, variant, released)})
     add_counts(caps, mine)
     return r["ours"], r["other"]
 
@@ -207,7 +210,7 @@ def write_units_and_judgments(out: Path, units: list, dstatus: dict, judgments: 
 
 # %% ../../nbs/50_groundedness.ipynb #31497516
 def write_scores(out: Path, units: list, judgments: list, other: dict, no_text: set, alpha: float, meta: pd.DataFrame,
-                 n_boot: int, smoke: bool, variant: str = "") -> tuple[dict, list]:
+                 n_boot: int, smoke: bool, variant: str = "", prompts: str = "") -> tuple[dict, list]:
     """Every method's response scores (`response_scores.csv`), Tables 4, 14, 15, Figure 3 and the unit label shares;
     ({method: response scores}, the outputs written)."""
     resp = {"ours": response_scores(units, judgments, "ours", alpha),
@@ -215,7 +218,7 @@ def write_scores(out: Path, units: list, judgments: list, other: dict, no_text: 
     for x in resp.values():
         if len(x): x["no_page_text"] = x.conversation_id.isin(no_text)  # every cited page failed: Unverifiable
     write_table(pd.concat(resp.values(), ignore_index=True), out / "response_scores.csv")
-    outputs = groundedness_outputs(resp, meta, n_boot, smoke, variant)
+    outputs = groundedness_outputs(resp, meta, n_boot, smoke, variant, prompts)
     for o in outputs: write_output(o, out)
     write_table_files(unit_label_shares(units, meta), out, "unit_labels",
                       "Unit labels per assistant (% of units), and the share not classified as Fact or Claim", smoke)
@@ -256,6 +259,15 @@ def run_variants(settings: dict, variant: str | None, compare_variants: list | N
                if x != v.name]
 
 # %% ../../nbs/50_groundedness.ipynb #a9d8f40b
+def verify_prompts(settings: dict, methods: list, variant: Variant) -> tuple:
+    """VERIFY's released prompts from the user's clone (`[released] factbench`) when VERIFY runs, and the line its
+    tables carry: whose words its prompts were (its readers' variants only; ours are ours)."""
+    released = load_released("factbench", settings) if "verify" in methods else None
+    line = ("VERIFY's prompts: " + (released.describe() if released else own_wording("factbench"))
+            if "verify" in methods and variant.readers == "verify" else "")
+    return released, line
+
+# %% ../../nbs/50_groundedness.ipynb #1a618a2b
 def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", failed_pages: str = "unverifiable",
         methods: list | None = None, top_k: int | None = None, context_tokens: int | None = None,
         variant: str | None = None, compare_variants: list | None = None, n_boot: int = 1000,
@@ -272,9 +284,10 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
     if "ours" not in methods or set(methods) - {"ours", "verify", "factscore"}:
         raise ValueError(f"{GROUNDEDNESS}: parameter methods={methods!r}: 'ours' and any of 'verify', 'factscore'")
     v, others = run_variants(settings, variant, compare_variants)
+    released, prompts = verify_prompts(settings, methods, v)
     params = dict(max_conversations=max_conversations, pick=pick, failed_pages=failed_pages, methods=methods,
                   top_k=top_k, context_tokens=context_tokens, variant=v.name,
-                  compare_variants=[x.name for x in others])
+                  compare_variants=[x.name for x in others], verify_prompts=prompts)
     with r.record_stage(GROUNDEDNESS, parameters=params) as st:
         convs_all, prompts, sources = groundedness_inputs(r.dir)
         convs = select_conversations(convs_all, sources, max_conversations, pick, failed_pages)
@@ -286,15 +299,17 @@ def run(run_dir: str | Path, max_conversations: int = 0, pick: str = "first", fa
         chunks = source_chunks(sources[sources.conversation_id.isin({c.conversation_id for c in convs})],
                                emb.chunk_chars)
         topics = {c.conversation_id: c.prompt_text for c in convs}   # FactBench's FActScore: the user prompt
+        if released: st.count(released=released.record())
         (units, dstatus, judgments, ev), other = run_methods(methods, convs, chunks, llm, emb, topics, top_k,
-                                                             context_chars, reasoning_chars, caps, v)
+                                                             context_chars, reasoning_chars, caps, v, released)
         ours = [u for u in units if u.label in VERIFIED]
         write_units_and_judgments(out, units, dstatus, judgments, ev, other)
         meta = pd.DataFrame([{"conversation_id": c.conversation_id, "assistant": assistant_name(c),
                               "topic": pr[c.prompt_id].topic if c.prompt_id in pr else "",
                               "role": pr[c.prompt_id].role if c.prompt_id in pr else ""} for c in convs])
         alpha = settings["groundedness"]["hallucination_alpha"]
-        resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke, v.name)
+        resp, outputs = write_scores(out, units, judgments, other, no_text, alpha, meta, n_boot, r.is_smoke, v.name,
+                                     prompts)
         other_caps = {x.name: {} for x in others}
         by_variant = {v.name: {m: resp[m] for m in ("ours", "verify", "factscore") if m in resp},
                       **{x.name: variant_scores(x, methods, convs, chunks, llm, emb, top_k, context_chars,

@@ -15,7 +15,7 @@ from typing import Literal, Sequence
 import pydantic
 
 from ..core import Conversation, Unit
-from ..llm.client import (LLM, complete_json, complete_parsed, complete_retried, load_prompt, request,
+from ..llm.client import (RAW, LLM, complete_json, complete_parsed, complete_retried, load_prompt, request,
                                     with_schema)
 from ..llm.context import Window, chars_for_tokens
 
@@ -61,6 +61,12 @@ class Variant:
     pipeline_attempts: int = 3
     retry_temperature: float = 0.5
     group: int = 1
+
+    def holds(self, llm: LLM) -> bool:
+        """Whether requests carry a grammar that holds the answer to its format: ours do; VERIFY's readers' variants
+        send none, as the released code sends none (an empty unit body, `": "` inside a unit, long reasoning or
+        backticks are the reader's to take), except to the bundled smoke model, which writes no format unheld."""
+        return self.readers != "verify" or bool(getattr(llm, "smoke", False))
 
     def ask(self, llm: LLM, requests: Sequence, step: str, readers: tuple, hint: str = "", attempts: int = 1,
             progress: bool = True, retry_cut: bool = False) -> list:
@@ -221,15 +227,16 @@ def extract_requests(convs: Sequence[Conversation], llm: LLM, context_chars: int
     unit-line grammar for v2): one per segment (what the estimate counts)."""
     pt = load_prompt("extract_units", prompt_version)
     jobs = [(c, i, s) for c in convs for i, s in enumerate(c.segments)]
-    grammar = unit_grammar() if pt.version >= 2 else ""
+    lines = pt.version >= 2   # VERIFY's unit lines (held to them by a grammar where the variant holds), else JSON
+    grammar = unit_grammar() if lines and variant.holds(llm) else ""
     reqs, win = [], Window(llm, context_chars // 4)
     for c, i, s in jobs:     # the budget in the model's own tokens where it can count them (a Chinese answer: fewer)
         ctx, cut = answer_context(c, i, chars_for_tokens(win, c.answer_text, context_chars))
         _count(stats, "extract_context_truncated", cut)
         reqs.append(request(llm, pt.render(context=ctx, sentence=s.text),
-                            max_tokens=extract_tokens(llm, variant) if grammar else EXTRACT_TOKENS,
+                            max_tokens=extract_tokens(llm, variant) if lines else EXTRACT_TOKENS,
                             grammar=grammar))
-    return jobs, (reqs if grammar else with_schema(reqs, UnitList))
+    return jobs, (reqs if lines else with_schema(reqs, UnitList))
 
 # %% ../../nbs/51_groundedness_units.ipynb #c9983122
 def extract_units(convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
@@ -295,8 +302,9 @@ def read_first_code_block(text: str) -> tuple[dict | None, str]:
 # %% ../../nbs/51_groundedness_units.ipynb #f7daabae
 def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                        prompt_version: int | None = None, stats: dict | None = None,
-                       variant: Variant = PAPER) -> tuple[list[Unit], list]:
-    "The Fact and Claim units and their decontextualisation requests (what the estimate counts)."
+                       variant: Variant = PAPER, released=None) -> tuple[list[Unit], list]:
+    """The Fact and Claim units and their decontextualisation requests (what the estimate counts); `released`:
+    VERIFY's own prompt, sent as its code sends it (`llm.released.verify_prompt`)."""
     pt = load_prompt("decontextualise", prompt_version)
     by = {c.conversation_id: c for c in convs}
     todo = [u for u in units if u.label in VERIFIED]
@@ -306,7 +314,14 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
         c = by[u.conversation_id]
         ctx, cut = answer_context(c, u.segment_index, chars_for_tokens(win, c.answer_text, context_chars))
         _count(stats, "decontext_context_truncated", cut)
-        grammar = "" if not lines else DECONTEXT_GRAMMAR_LONG if len(u.text) > MAX_UNIT_CHARS else DECONTEXT_GRAMMAR
+        grammar = ("" if not lines or not variant.holds(llm) else DECONTEXT_GRAMMAR_LONG if len(u.text) > MAX_UNIT_CHARS
+                   else DECONTEXT_GRAMMAR)
+        if released is not None:   # VERIFY's code: its raw prompt, sampled at 0.5 with its 2,048 tokens
+            from groundbench.llm.released import VERIFY_MAX_TOKENS, VERIFY_TEMPERATURE, verify_prompt
+            reqs.append(request(llm, [{"role": RAW, "content": verify_prompt(released, "decontextualise", unit=u.text,
+                                                                             response=ctx)}],
+                                max_tokens=VERIFY_MAX_TOKENS, temperature=VERIFY_TEMPERATURE, grammar=grammar))
+            continue
         reqs.append(request(llm, pt.render(context=ctx, unit=u.text), max_tokens=variant.budget or DECONTEXT_TOKENS,
                             grammar=grammar))
     return todo, (reqs if lines else with_schema(reqs, Decontextualised))
@@ -315,10 +330,10 @@ def decontext_requests(units: Sequence[Unit], convs: Sequence[Conversation], llm
 def decontextualise(units: Sequence[Unit], convs: Sequence[Conversation], llm: LLM, context_chars: int = 12000,
                     prompt_version: int | None = None, progress: bool = True,
                     stats: dict | None = None, step: str = "decontextualise",
-                    variant: Variant = PAPER) -> tuple[list[Unit], dict[str, str]]:
+                    variant: Variant = PAPER, released=None) -> tuple[list[Unit], dict[str, str]]:
     """Units with `decontextualised` filled for Fact and Claim units, and {unit_id: status} (ok, repaired, failed:
     original kept)."""
-    todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats, variant)
+    todo, reqs = decontext_requests(units, convs, llm, context_chars, prompt_version, stats, variant, released)
     if text_format("decontextualise", prompt_version):
         got = variant.ask(llm, reqs, step, (read_first_code_block, parse_code_block),
                           "End with the revised unit alone in a code block (three backticks before and after).",

@@ -23,7 +23,7 @@ import httpx
 from ..core import package_dirs, sha256_file
 from .context import ServerTokenizer, byte_prefix
 from ..redaction import secret_env, url_secrets
-from .client import Backend, ChatRequest, Completion
+from .client import RAW, Backend, ChatRequest, Completion
 from .flight import SENDING, counted
 
 # %% auto #0
@@ -175,6 +175,14 @@ class LlamaCppBackend(Backend):
         out = []
         for r in requests:
             fmt = {"type": "json_object", "schema": r.schema_dict()} if r.schema else None
+            if r.is_raw:   # a text completion of exactly the prompt (VERIFY's code sends its prompts so)
+                res = self.llm.create_completion(prompt=r.raw_prompt, max_tokens=r.max_tokens,
+                                                 temperature=r.temperature, seed=r.seed,
+                                                 grammar=self._grammar(r.grammar) if r.grammar else None)
+                ch, u = res["choices"][0], res.get("usage") or {}
+                out.append(Completion(ch.get("text") or "", u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
+                                      ch.get("finish_reason") or ""))
+                continue
             res = self.llm.create_chat_completion(messages=r.message_dicts(), max_tokens=r.max_tokens,
                                                   temperature=r.temperature, seed=r.seed, response_format=fmt,
                                                   grammar=self._grammar(r.grammar) if r.grammar and not r.schema
@@ -279,7 +287,8 @@ def completion_of(url: str, resp: httpx.Response) -> Completion:
     try:
         data = resp.json()
         ch, u = data["choices"][0], data.get("usage") or {}
-        return Completion(ch["message"].get("content") or "", int(u.get("prompt_tokens") or 0),
+        text = ch["message"].get("content") if "message" in ch else ch["text"]   # a chat or a text completion
+        return Completion(text or "", int(u.get("prompt_tokens") or 0),
                           int(u.get("completion_tokens") or 0), ch.get("finish_reason") or "")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
         raise LLMHTTPError(f"{url}: not a chat completion ({type(e).__name__}: {e}): {resp.text[:300]}") from None
@@ -298,7 +307,8 @@ class ServerTokenized:
 def openai_payload(model: str, r: ChatRequest, mode: str, grammar_field: str = "") -> dict:
     """The chat-completions body of request `r`: its schema as `mode` says (json_schema, json_object, or none), else its
     grammar in the server's own field (`GRAMMAR_FIELDS`)."""
-    p = {"model": model, "messages": r.message_dicts(), "max_tokens": r.max_tokens, "temperature": r.temperature}
+    p = {"model": model, **({"prompt": r.raw_prompt} if r.is_raw else {"messages": r.message_dicts()}),
+         "max_tokens": r.max_tokens, "temperature": r.temperature}
     if r.seed is not None: p["seed"] = r.seed
     if r.schema and mode == "json_schema":
         p["response_format"] = {"type": "json_schema",
@@ -347,7 +357,8 @@ class OpenAIBackend(ServerTokenized, Backend):
     def _one(self, r: ChatRequest) -> Completion:
         probing = self.structured == "auto" and bool(r.schema)
         mode = "json_schema" if self.structured == "auto" else self.structured
-        url, limits = f"{self.base_url}/chat/completions", {"deadline_s": self.timeout_s, "max_bytes": JUDGE_MAX_BYTES}
+        url = f"{self.base_url}/{'completions' if r.is_raw else 'chat/completions'}"   # a raw prompt: a text completion
+        limits = {"deadline_s": self.timeout_s, "max_bytes": JUDGE_MAX_BYTES}
         try:
             resp = post_with_retries(self.client, url, self._payload(r, mode), self._headers, self.max_retries,
                                      self.backoff_s, final=_refuses_json_schema if probing else None, **limits)

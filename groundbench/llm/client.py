@@ -33,34 +33,36 @@ from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
 from .flight import InFlight, Pending, batch_in_flight, sending
 
 # %% auto #0
-__all__ = ['CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
+__all__ = ['RAW', 'CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
            'LLM', 'report_progress', 'budget_stop', 'send_chunks', 'Structured', 'parse_json_answer', 'repair_request',
            'schema_json', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models',
            'llm_from_settings', 'request', 'models_dir']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
+RAW = "raw"   # the role of a raw text prompt: a text completion of exactly that string, no chat template applied
+
 @dataclass(frozen=True)
 class ChatRequest:
-    """One chat request: messages, an optional JSON schema or GBNF grammar for the answer, and the settings that change
-    the output. A grammar constrains a text format (VERIFY's unit lines, a final bracketed label) where the backend can
-    (llama.cpp, vLLM, an OpenAI-compatible server given its `grammar_field`); other backends get the instructions alone,
-    and the answer's parser decides."""
+    """One chat request (or a raw text prompt): messages, an optional JSON schema or GBNF grammar for the answer (where
+    the backend can: llama.cpp, vLLM, a server given its `grammar_field`; else the parser decides), and settings."""
     messages: tuple[tuple[str, str], ...]
     schema: str = ""
     max_tokens: int = 512
     temperature: float = 0.0
     seed: int | None = 0
     grammar: str = ""
-
     @classmethod
     def of(cls, messages: str | Sequence[dict], schema: dict | None = None, **kw) -> "ChatRequest":
         "Build from a user string or OpenAI-style message dicts; `schema` is a JSON schema dict."
         if isinstance(messages, str): messages = [{"role": "user", "content": messages}]
         msgs = tuple((m["role"], m["content"]) for m in messages)
         return cls(msgs, json.dumps(schema, sort_keys=True) if schema else "", **kw)
-
     def message_dicts(self) -> list[dict]: return [{"role": r, "content": c} for r, c in self.messages]
+    @property   # a raw text prompt (one message of role `raw`): a text completion, as VERIFY's code sends its prompts
+    def is_raw(self) -> bool: return len(self.messages) == 1 and self.messages[0][0] == RAW
+    @property
+    def raw_prompt(self) -> str: return self.messages[0][1] if self.is_raw else ""
     def schema_dict(self) -> dict | None: return json.loads(self.schema) if self.schema else None
 
 # %% ../../nbs/11_llm_client.ipynb #a8827989

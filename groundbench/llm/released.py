@@ -13,12 +13,13 @@ import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from ..core import RecordError, load_settings, project_root
 
 # %% auto #0
-__all__ = ['RELEASED', 'Repository', 'module_strings', 'Released', 'clone_commit', 'own_wording', 'load_released',
-           'prompt_source']
+__all__ = ['RELEASED', 'VERIFY_TEMPERATURE', 'VERIFY_MAX_TOKENS', 'Repository', 'module_strings', 'Released', 'clone_commit',
+           'own_wording', 'load_released', 'prompt_source', 'verify_prompt']
 
 # %% ../../nbs/15a_llm_released.ipynb #dc993103
 @dataclass(frozen=True)
@@ -154,3 +155,19 @@ def prompt_source(method: str, settings: dict | None = None) -> str:
     "The line every table of a `paper` variant carries: whose words its prompts are."
     rel = load_released(method, settings)
     return rel.describe() if rel else own_wording(method)
+
+# %% ../../nbs/15a_llm_released.ipynb #90cd798b
+VERIFY_TEMPERATURE = 0.5   # modeling.Model's temperature: every VERIFY call
+VERIFY_MAX_TOKENS = 2048   # modeling.Model's max_tokens
+
+def verify_prompt(rel: Released, kind: str, *, response: str = "", unit: str = "", statement: str = "",
+                  knowledge: Sequence[str] = ()) -> str:
+    "The raw prompt VERIFY's code sends for `kind` (extract, decontextualise, judge), from the user's clone."
+    if kind == "extract":
+        text = rel.get("UNIT_EXTRACTION_POROMPT").format(_RESPONSE_PLACEHOLDER=response)
+    elif kind == "decontextualise": text = rel.get("_DECONTEXT_PROMPT").format(UNIT=unit, RESPONSE=response)
+    elif kind == "judge":
+        text = rel.get("_FINAL_ANSWER_FORMAT").replace(rel.get("_STATEMENT_PLACEHOLDER"), statement)
+        text = text.replace(rel.get("_KNOWLEDGE_PLACEHOLDER"), "\n".join(knowledge))
+    else: raise ValueError(f"verify_prompt: {kind!r}: use extract, decontextualise or judge")
+    return text.strip(" \n")

@@ -112,6 +112,20 @@ def make_sampling(vllm, spec: dict):
         else: sp["guided_decoding"] = sparams.GuidedDecodingParams(**how)
     return vllm.SamplingParams(**sp)
 
+def _chat_or_generate(llm, items: list, sampling: list, progress: bool) -> list:
+    """vLLM's outputs of a batch in order: chat messages through `chat`, raw prompts (a string) through `generate`,
+    exactly as VERIFY's code sends its prompts."""
+    raw = [i for i, x in enumerate(items) if isinstance(x, str)]
+    chat = [i for i, x in enumerate(items) if not isinstance(x, str)]
+    out = [None] * len(items)
+    if chat:
+        for i, o in zip(chat, llm.chat([items[i] for i in chat], sampling_params=[sampling[i] for i in chat],
+                                       use_tqdm=progress)): out[i] = o
+    if raw:
+        for i, o in zip(raw, llm.generate([items[i] for i in raw], sampling_params=[sampling[i] for i in raw],
+                                          use_tqdm=progress)): out[i] = o
+    return out
+
 def _vllm_rows(outs) -> list[tuple]:
     return [(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []),
              o.outputs[0].finish_reason or "") for o in outs]
@@ -136,8 +150,8 @@ def _dp_worker(devices: str, args: dict, conn):
             if job is None: return
             msgs, specs = job
             try:
-                conn.send(("ok", _vllm_rows(llm.chat(msgs, sampling_params=[make_sampling(vllm, s) for s in specs],
-                                                     use_tqdm=False))))
+                conn.send(("ok", _vllm_rows(_chat_or_generate(llm, msgs, [make_sampling(vllm, s) for s in specs],
+                                                              False))))
             except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
     finally: _shutdown(llm)
 
@@ -258,9 +272,8 @@ class VLLMBackend(EngineTokenized, Backend):
     def generate(self, requests):
         "One `chat` call for the batch, or one per data-parallel engine for its contiguous share."
         if self.workers: return [Completion(*row) for row in _parallel_rows(self.workers, requests)]
-        outs = self.llm.chat([r.message_dicts() for r in requests],
-                             sampling_params=[make_sampling(self._vllm, _sampling_spec(r)) for r in requests],
-                             use_tqdm=True)
+        outs = _chat_or_generate(self.llm, [r.raw_prompt if r.is_raw else r.message_dicts() for r in requests],
+                                 [make_sampling(self._vllm, _sampling_spec(r)) for r in requests], True)
         return [Completion(*row) for row in _vllm_rows(outs)]
 
     def close(self):
@@ -300,7 +313,8 @@ def _parallel_rows(workers: list, requests) -> list[tuple]:
     bounds = [round(i * len(requests) / n) for i in range(n + 1)]
     shares = [requests[bounds[i]:bounds[i + 1]] for i in range(n)]
     for (p, conn), share in zip(workers, shares):
-        if share: conn.send(([r.message_dicts() for r in share], [_sampling_spec(r) for r in share]))
+        if share: conn.send(([r.raw_prompt if r.is_raw else r.message_dicts() for r in share],
+                             [_sampling_spec(r) for r in share]))
     rows = []
     for (p, conn), share in zip(workers, shares):
         if not share: continue
@@ -317,4 +331,5 @@ def _stop_workers(workers: list):
     for p, _ in workers:
         p.join(30)
         if p.is_alive(): p.kill(); p.join(5)
+
 

@@ -228,7 +228,7 @@ def plan_sourcebench(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
     from groundbench.sourcebench import VARIANTS as SBV, page_tokens
     # the run's own output budget for this model (the smoke model's is shorter than the official 4,096)
     budget = {s: page_tokens(ctx.llm, s.removeprefix("sourcebench_")) for s in STAGE_STEPS[SOURCEBENCH]}
-    from groundbench.core import compared_variants
+    from groundbench.stages import compared_variants
     sb = ctx.settings["sourcebench"]
     names = [str(p.get("variant") or sb.get("variant", "paper"))]   # the run's variant, and those scored beside it
     names += [x for x in compared_variants(p.get("compare_variants"), ctx.settings, "sourcebench") if x not in names]
@@ -286,7 +286,7 @@ def _paper_pipeline_rows(ctx: Context, p: dict, answers: int, pairs: float, pair
                          answer_tokens: float, page_chars: float) -> list[StepEstimate]:
     """SourceCheckup's run.py pipeline (its `paper` variant, the run's or compared): one parser call an answer, and its
     verifier on statements x readable pages (as many as our statements x pages: its parser splits as finely)."""
-    from groundbench.core import compared_variants
+    from groundbench.stages import compared_variants
     scs = ctx.settings.get("sourcecheckup", {})
     on = (p.get("variant") or scs.get("variant", "ours")) == "paper" or "paper" in compared_variants(
         p.get("compare_variants"), ctx.settings, "sourcecheckup")
@@ -303,7 +303,7 @@ def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]
     "65_sourcecheckup: statements extracted here for responses 50_groundedness does not score, and the judge."
     scored, verified = inp.scored, inp.verified
     from groundbench.core import assistant_name
-    from groundbench.core import compared_variants
+    from groundbench.stages import compared_variants
     from groundbench.sourcecheckup import CONTEXT_TOKENS as SC_CONTEXT, page_view, pick_responses, response_table
     stg = SOURCECHECKUP
     if inp.convs is None: return _sourcecheckup_unseen(ctx, p, inp)

@@ -314,7 +314,8 @@ def _groundedness_items(o: RunOutputs, n_boot: int, missing: list[str]) -> tuple
     if o.responses is not None and len(o.responses):
         by = {m: g.drop(columns=["run_id"]) for m, g in o.responses.groupby("method")}
         if "ours" in by:
-            gouts = groundedness_outputs(by, o.meta, n_boot, sm, stage_parameter(o, GROUNDEDNESS, "variant"))
+            gouts = groundedness_outputs(by, o.meta, n_boot, sm, stage_parameter(o, GROUNDEDNESS, "variant"),
+                                         stage_parameter(o, GROUNDEDNESS, "verify_prompts"))
             ground_rates = gouts[0].table
             items += [g for g in gouts if g.name != "groundedness_rates"]
             if not {"verify", "factscore"} <= set(by):

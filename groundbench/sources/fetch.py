@@ -27,9 +27,11 @@ from ..core import now_iso
 from ..urls import browser_host
 
 # %% auto #0
-__all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'TRANSIENT', 'ACCEPT_ENCODING', 'FetchFailure', 'Refused', 'InvalidURL',
-           'Unresolvable', 'is_transient', 'address_is_public', 'ascii_host', 'url_parts', 'allowed_private',
-           'check_url', 'FetchRecord', 'FetchSettings', 'reusable', 'resolve_all', 'fetch_all']
+__all__ = ['REASONS', 'BROWSER_UA', 'REDIRECTS', 'CONTENT_TYPE_MAX', 'TRANSIENT', 'ACCEPT_ENCODING', 'SOURCEBENCH_UA',
+           'COLLECTORS', 'OUR_LIMITS', 'FetchFailure', 'Refused', 'InvalidURL', 'Unresolvable', 'is_transient',
+           'address_is_public', 'ascii_host', 'url_parts', 'allowed_private', 'check_url', 'FetchRecord',
+           'FetchSettings', 'requests_user_agent', 'collector_settings', 'limit_for', 'reusable', 'resolve_all',
+           'fetch_all']
 
 # %% ../../nbs/31_sources_fetch.ipynb #e1a0c0d2
 REASONS = {  # reason: (transient, what it means)
@@ -168,6 +170,7 @@ class FetchRecord:
 # Chromium 156 on Linux, as a real browser sends it
 BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 REDIRECTS = {301, 302, 303, 307, 308}
+CONTENT_TYPE_MAX = 8192   # servers refuse header lines past about 8 KB: a longer Content-Type is no real page's
 TRANSIENT = {408, 425, 429, 500, 502, 503, 504}
 ACCEPT_ENCODING = "gzip, deflate"
 
@@ -185,6 +188,8 @@ class FetchSettings:
     per_host: int = 2
     user_agent: str = BROWSER_UA
     allow_private: bool | list = False
+    accept: str = "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8"
+    accept_language: str = "en,*;q=0.5"   # empty: none sent
 
     def __post_init__(self):
         for k in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
@@ -203,7 +208,42 @@ class FetchSettings:
         allow = self.allow_private if isinstance(self.allow_private, bool) else sorted(self.allow_private)
         d = {"allow_private": allow, "max_bytes": self.max_bytes, "max_redirects": self.max_redirects,
              "user_agent": self.user_agent}
+        if (self.accept, self.accept_language) != (FetchSettings.accept, FetchSettings.accept_language):
+            d |= {"accept": self.accept, "accept_language": self.accept_language}   # a collector's own headers
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+# %% ../../nbs/31_sources_fetch.ipynb #3f190448
+SOURCEBENCH_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+COLLECTORS = ("sourcebench", "sourcecheckup")
+
+def requests_user_agent() -> str:
+    "The User-Agent requests sends by default (python-requests/<its version>)."
+    try:
+        import requests
+        return requests.utils.default_user_agent()
+    except ImportError: return "python-requests/2.32.3"
+
+def collector_settings(name: str, ours: FetchSettings) -> FetchSettings:
+    "Our fetch settings changed to fetch as the released collector `name` fetches (our safety limits kept)."
+    import dataclasses
+    common = dict(max_redirects=30, retries=0, accept="*/*", accept_language="",
+                  total_timeout_s=max(4 * ours.total_timeout_s, 60.0))
+    if name == "sourcebench":
+        return dataclasses.replace(ours, user_agent=SOURCEBENCH_UA, connect_timeout_s=15.0, read_timeout_s=15.0,
+                                   **common)
+    if name == "sourcecheckup":   # no timeout upstream: generous ones here, and the total deadline
+        return dataclasses.replace(ours, user_agent=requests_user_agent(), connect_timeout_s=60.0,
+                                   read_timeout_s=120.0, **common)
+    raise ValueError(f"collector {name!r}: use one of {', '.join(COLLECTORS)}")
+
+OUR_LIMITS = {"refused": "the address guard", "too_large": "the body cap",
+              "decompression_limit": "the decoded-body cap", "unsupported_encoding": "the encodings we accept",
+              "deadline": "the total deadline"}
+
+def limit_for(rec: FetchRecord) -> str:
+    "The limit of ours that decided a collector's fetch (a key of `OUR_LIMITS`), or '' (its own rules decided)."
+    if rec.reason == "timeout" and "total" in rec.error: return "deadline"
+    return rec.reason if rec.reason in OUR_LIMITS and rec.reason != "deadline" else ""
 
 # %% ../../nbs/31_sources_fetch.ipynb #fdb609fa
 def reusable(rec: FetchRecord, cfg: FetchSettings) -> bool:
@@ -269,8 +309,7 @@ async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> 
         pinned = urlunsplit((p.scheme.lower(), f"{netloc}:{port}", p.path or "/", p.query, ""))
         host_header = (f"[{host}]" if ":" in host else host) + (f":{p.port}" if p.port else "")
         headers = {"Host": host_header, "User-Agent": cfg.user_agent, "Accept-Encoding": ACCEPT_ENCODING,
-                   "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8",
-                   "Accept-Language": "en,*;q=0.5"}
+                   "Accept": cfg.accept, **({"Accept-Language": cfg.accept_language} if cfg.accept_language else {})}
         ext = {"sni_hostname": host} if p.scheme.lower() == "https" else {}
         async with client.stream("GET", pinned, headers=headers, extensions=ext) as resp:
             if resp.status_code in REDIRECTS and "location" in resp.headers:
@@ -278,7 +317,8 @@ async def _get(client, rec: FetchRecord, cfg: FetchSettings, resolve, store) -> 
                 rec.hops.append({"url": current, "status": resp.status_code, "location": nxt})
                 current = nxt
                 continue
-            rec.status, rec.content_type = resp.status_code, resp.headers.get("content-type", "")[:200]
+            # the whole Content-Type (a charset named late in it decides how the text is read), within a header's size
+            rec.status, rec.content_type = resp.status_code, resp.headers.get("content-type", "")[:CONTENT_TYPE_MAX]
             rec.content_encoding = resp.headers.get("content-encoding", "")[:100]
             dec, body, raw = _Decoder(rec.content_encoding, cfg.max_bytes), bytearray(), 0
             async for chunk in resp.aiter_raw():

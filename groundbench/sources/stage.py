@@ -26,33 +26,34 @@ from ..runfolder import Run
 from ..stages import COLLECT, SOURCES, StageOutput
 from .browser import render_with_browser
 from .extract import ExtractLimits, ExtractWorker, Extracted, extract
-from .fetch import REASONS, FetchRecord, FetchSettings, fetch_all, reusable
+from .fetch import (COLLECTORS, REASONS, FetchRecord, FetchSettings, collector_settings, fetch_all,
+                                       limit_for, reusable)
 
 # %% auto #0
 __all__ = ['PageStore', 'record_path', 'read_extraction', 'first_status', 'source_doc', 'failure_reason', 'reason_counts',
-           'fetch_and_extract', 'source_rows', 'validity_tables', 'run']
+           'fetch_and_extract', 'collector_fetch', 'source_rows', 'validity_tables', 'run']
 
 # %% ../../nbs/30_sources.ipynb #e5ab5054
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 class PageStore:
-    "Fetch records, archived bodies and extractions of one run's sources."
-    def __init__(self, root: str | Path, limits: ExtractLimits | None = None, min_extract_s: float = 5.0):
-        self.root = Path(root)
+    "A run's fetch records (`profile`: a released collector's, kept apart), archived bodies and extractions."
+    def __init__(self, root: str | Path, limits: ExtractLimits | None = None, min_extract_s: float = 5.0,
+                 profile: str = ""):
+        self.root, self.profile = Path(root), profile
         self.archive = Archive(self.root)
         self.limits, self.min_extract_s = limits or ExtractLimits(), min_extract_s
         self._worker: ExtractWorker | None = None
 
     def record(self, url: str) -> FetchRecord | None:
         "The stored fetch record of `url`, if any (a corrupt record counts as none)."
-        p = record_path(self.root, url)
+        p = record_path(self.root, url, self.profile)
         try: rec = FetchRecord(**json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
         except (ValueError, TypeError, OSError): return None
         if rec is not None and rec.sha256 and not _SHA256.fullmatch(str(rec.sha256)): return None  # a path: refused
         return rec
 
-    def save(self, rec: FetchRecord): write_json(dataclasses.asdict(rec), record_path(self.root, rec.url))
-
+    def save(self, rec: FetchRecord): write_json(dataclasses.asdict(rec), record_path(self.root, rec.url, self.profile))
     def store_body(self, body: bytes) -> str: return Path(self.archive.put(body, "bin")).stem  # archived: its sha256
 
     def body(self, sha: str) -> bytes:
@@ -69,9 +70,10 @@ class PageStore:
         return self._worker(body, content_type, url, timeout_s)
 
     def extracted(self, rec: FetchRecord, total_timeout_s: float | None = None) -> Extracted:
-        "A record's body extracted (cached by body hash and limits), within what is left of the page's time budget."
+        "A body's extraction, cached by body, whole Content-Type (text/plain and HTML read apart) and limits."
         if not rec.sha256: return Extracted("empty")
-        p = self.root / "extracted" / rec.sha256[:2] / f"{rec.sha256}.json"
+        key = hashlib.sha256(f"{rec.sha256}\n{rec.content_type}".encode("utf-8", "surrogatepass")).hexdigest()
+        p = self.root / "extracted" / key[:2] / f"{key}.json"
         if (e := read_extraction(p, self._limits_key())) is not None: return e
         left = None if total_timeout_s is None else max(self.min_extract_s, total_timeout_s - rec.seconds)
         e = self.extract(self.body(rec.sha256), rec.content_type, rec.final_url or rec.url, left)
@@ -93,10 +95,11 @@ class PageStore:
         return {**have, **{r.url: r for r in new}}
 
 # %% ../../nbs/30_sources.ipynb #aac84e69
-def record_path(root: Path, url: str) -> Path:
-    "Where a run's sources folder `root` keeps the fetch record of `url` (by the URL's sha256)."
+def record_path(root: Path, url: str, profile: str = "") -> Path:
+    """Where a run's sources folder `root` keeps the fetch record of `url` (by the URL's sha256); a collector's fetch
+    (`profile`) in a folder of its own."""
     h = hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
-    return root / "fetch" / h[:2] / f"{h}.json"
+    return root / (f"fetch_{profile}" if profile else "fetch") / h[:2] / f"{h}.json"
 
 def read_extraction(path: Path, limits_key: str) -> Extracted | None:
     "A cached extraction made under the same limits and not timed out; None otherwise (or when unreadable)."
@@ -162,6 +165,29 @@ def fetch_and_extract(store: PageStore, urls: list[str] | None, cfg: FetchSettin
     finally: store.close()
     return recs, docs, reasons
 
+# %% ../../nbs/30_sources.ipynb #d8001726
+def collector_fetch(store: PageStore, urls: Sequence[str], ours: FetchSettings, total_s: float,
+                    docs: dict) -> dict[str, int]:
+    """Every URL of `urls` fetched again as the released collector `store.profile` fetches it
+    (`fetch.collector_settings`), and its documents in `docs` given that fetch's status, the collector's text of that
+    body and the limit of ours that decided it (`fetch.limit_for`); returns the URLs counted by outcome: fetched,
+    answered 200, decided by our limits."""
+    name = store.profile
+    recs = store.fetch(list(urls), collector_settings(name, ours))
+    counts = {"fetched": len(recs), "answered_200": 0, "decided_by_our_limits": 0}
+    try:
+        for u, rec in tqdm(recs.items(), desc=f"read as {name}", leave=False):
+            ex = store.extracted(rec, max(total_s, 4 * total_s)) if rec.status == 200 and not rec.reason else None
+            text = getattr(ex, f"text_{name}") if ex is not None else ""
+            limit = limit_for(rec)
+            counts["answered_200"] += rec.status == 200 and not rec.reason
+            counts["decided_by_our_limits"] += bool(limit)
+            if u in docs:
+                docs[u] = dataclasses.replace(docs[u], **{f"status_{name}": int(rec.status if not rec.reason else 0),
+                                                          f"text_{name}": text, f"limit_{name}": limit})
+    finally: store.close()
+    return counts
+
 # %% ../../nbs/30_sources.ipynb #40eb1083
 def source_rows(convs: Sequence[Conversation], pre: pd.DataFrame, docs: dict, reasons: dict) -> pd.DataFrame:
     """One row per citation: its pre-supplied text (ExpertQA's evidence), its fetched document, or why it has
@@ -222,8 +248,11 @@ def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = Fa
                         max_redirects=int(sc.get("max_redirects", 5)))
     limits = ExtractLimits(float(sc.get("extract_timeout_s", 30)), int(sc.get("extract_memory_mb", 1024)),
                            int(sc.get("max_text_chars", 2_000_000)), int(sc.get("max_pdf_pages", 300)))
+    collectors = [x.strip() for x in str(sc.get("collector_fetches", ",".join(COLLECTORS))).split(",") if x.strip()]
+    if bad := [x for x in collectors if x not in COLLECTORS]:
+        raise ValueError(f"{SOURCES}: [sources] collector_fetches {bad[0]!r}: use {', '.join(COLLECTORS)} or nothing")
     params = dict(fetch=fetch, allow_private=allow_private, browser_fetch=browser_fetch, max_urls=max_urls,
-                  total_timeout_s=total_s, limits=dataclasses.asdict(limits))
+                  total_timeout_s=total_s, limits=dataclasses.asdict(limits), collector_fetches=collectors)
     with r.record_stage(SOURCES, parameters=params) as st:
         convs = read_records(src / "conversations.jsonl", Conversation)
         pre = (pd.read_parquet(src / "sources_presupplied.parquet") if (src / "sources_presupplied.parquet").exists()
@@ -234,6 +263,9 @@ def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = Fa
         if max_urls: to_fetch = to_fetch[:max_urls]
         store = PageStore(out, limits, float(sc.get("min_extract_s", 5)))
         recs, docs, reasons = fetch_and_extract(store, to_fetch if fetch else None, cfg, total_s, browser_fetch)
+        collected = {name: collector_fetch(PageStore(out, limits, float(sc.get("min_extract_s", 5)), name),
+                                           [u for u in to_fetch if u in docs], cfg, total_s, docs)
+                     for name in (collectors if fetch else [])}
         sources = source_rows(convs, pre, docs, reasons)
         write_table(sources, out / "sources.parquet")
         write_table(pd.DataFrame([dataclasses.asdict(x) | {"hops": json.dumps(x.hops)} for x in recs.values()],
@@ -245,6 +277,7 @@ def run(run_dir: str | Path, fetch: bool = True, allow_private: bool | list = Fa
                  fetched_now=len(to_fetch) and sum(1 for u in to_fetch if u in recs),
                  presupplied=int(sources.presupplied.sum()), valid=int(sources.valid.sum()),
                  substantive=int(sources.substantive.sum()),
-                 **{f"urls_{k}": v for k, v in reason_counts(reasons.values()).items()})
+                 **{f"urls_{k}": v for k, v in reason_counts(reasons.values()).items()},
+                 **{f"{name}_fetch_{k}": v for name, c in collected.items() for k, v in c.items()})
     print("distinct URLs by outcome:", reason_counts(reasons.values()))
     return StageOutput.since(out, started, val)
