@@ -208,7 +208,7 @@ def test_real_answers_paired_differences_and_the_randomisation_check_agrees(tmp_
         if m in ("CR", "NCR"):   # citations as if independent: a narrower interval than the claims'
             assert r.indep_high - r.indep_low < r.high - r.low
     # the variance table estimate uses is what the bundled answers give
-    assert variance_table().equals(pd.read_csv(ROOT / VARIANCE_FILE, keep_default_na=False))
+    assert variance_table().equals(pd.read_csv(ROOT / VARIANCE_FILE))
 
 
 def _run(tmp_path, name, date, urls_b):

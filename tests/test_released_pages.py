@@ -13,10 +13,15 @@ Sources read (the re-statements are ours, written from the behaviour of these fi
   (extract_contents_from_url: requests.get; None unless 200; BeautifulSoup(content, "html.parser").get_text()) and
   run.py (a None page skipped, every other page, empty or not, put to the verifier with each statement).
 The verifier and the SourceBench judge are constructed (MockBackend): what is compared is which pages are kept, what
-text each model call is given, and the numbers the official aggregation makes of the same scores.
+text each model call is given, and the numbers the official aggregation makes of the same scores. Issue 61: the
+re-statements fetch as the collectors fetch (SourceBench's Chrome/120 User-Agent and 15 s timeout, requests' own
+User-Agent and no timeout for SourceCheckup), the sources stage fetches each page again as each collector does, and
+the pages add redirect chains of 6, a body that takes 17 s, a User-Agent block, a body broken once, identical bytes
+under two types, a charset named after 200 characters of Content-Type and a body over our size cap.
 """
 import json
 import threading
+import time
 import zlib
 from collections import Counter
 from http.server import ThreadingHTTPServer
@@ -32,6 +37,7 @@ from groundbench.llm.client import LLM, MockBackend
 from groundbench.runfolder import Run
 from groundbench.sourcebench import METRICS, score_pages, sourcebench_pages, system_scores
 from groundbench.sourcecheckup import judge_pairs, page_view
+from groundbench.sources.fetch import SOURCEBENCH_UA
 from groundbench.sources.stage import run as sources_stage
 from groundbench.stages import COLLECT, SOURCES
 
@@ -68,19 +74,53 @@ PAGES = {
     "/empty": b"",
 }
 PLAIN = ("\n" * 60 + S * 5 + " " * 60).encode()     # a text file padded with blank lines and spaces
+SAME = (S * 7).encode()                                # the same bytes served as HTML and as plain text
+CYRILLIC = ("<html><body><p>" + "Совет одобрил новый план водоснабжения после долгих публичных дебатов. " * 8
+            + "</p></body></html>").encode("cp1251")
+LATE_CHARSET = "text/html; " + "; ".join(f"x-note{i}=filler" for i in range(14)) + "; charset=windows-1251"
+HUGE = html(paras(2000))                              # about 200 KB: over the cap this run sets (100 KB)
 
 
 class Site(PageHandler):
-    hits = Counter()
+    hits = Counter()   # by path and User-Agent: each collector's own first request
 
     def do_GET(self):
-        p = self.path
-        type(self).hits[p] += 1
+        p, ua = self.path, self.headers.get("User-Agent", "")
+        type(self).hits[p, ua] += 1
+        first = type(self).hits[p, ua] == 1
         if p in PAGES: return self.send(200, PAGES[p])
         if p == "/padded": return self.send(200, PLAIN, "text/plain")
         if p == "/gzip": return self.send(200, zlib.compress(PAGES["/long"]), headers=[("content-encoding", "deflate")])
         if p == "/flaky":   # a rate limit on the first request, then the page
-            return self.send(429, b"slow down") if type(self).hits[p] == 1 else self.send(200, PAGES["/long"])
+            return self.send(429, b"slow down") if first else self.send(200, PAGES["/long"])
+        if p.startswith("/r") and p[2:].isdigit():   # a chain of redirects: /r6 -> /r5 ... -> /r1 -> /long
+            n = int(p[2:])
+            return self.send(302, b"", headers=[("location", f"/r{n - 1}" if n > 1 else "/long")])
+        if p == "/slow17":   # the headers at once, the body after 17 s
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(PAGES["/long"])))
+            self.end_headers(); self.wfile.flush()
+            time.sleep(17)
+            try: self.wfile.write(PAGES["/long"])
+            except (BrokenPipeError, ConnectionResetError): pass
+            return
+        if p == "/uablock":   # a site that turns away requests' own User-Agent
+            return (self.send(403, b"<html><body>bots not welcome</body></html>") if "python-requests" in ua
+                    else self.send(200, PAGES["/long"]))
+        if p == "/broken" and first:   # the body cut off mid-read, once for each client
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(PAGES["/long"])))
+            self.end_headers()
+            self.wfile.write(PAGES["/long"][:300]); self.wfile.flush()
+            self.close_connection = True
+            return
+        if p == "/broken": return self.send(200, PAGES["/long"])
+        if p == "/same-html": return self.send(200, SAME, "text/html")
+        if p == "/same-plain": return self.send(200, SAME, "text/plain")
+        if p == "/charset": return self.send(200, CYRILLIC, LATE_CHARSET)
+        if p == "/huge": return self.send(200, HUGE)
         return self.send(404, b"<html><body>not found</body></html>")
 
 
@@ -93,13 +133,16 @@ def site():
 
 
 CITES = {"A": ["/sidebar", "/gone", "/flaky", "/long", "/nav", "/comments", "/exact500", "/padded", "/table"],
-         "B": ["/js", "/empty", "/exact499", "/repeat", "/gzip", "/nav", "/table"]}
+         "B": ["/js", "/empty", "/exact499", "/repeat", "/gzip", "/nav", "/table"],
+         "C": ["/r6", "/slow17", "/broken", "/huge", "/uablock", "/same-html"],
+         "D": ["/same-plain", "/charset"]}
+DECIDED_BY_OUR_LIMITS = {"/huge"}   # over the body cap this run sets: the collectors would keep it; counted
 
 
 # ---------------------------------------------------------------- the released collectors, re-stated
 def sourcebench_scrape(url: str) -> tuple[str, str]:
     "SourceBench's scrape_url: (status, text): ok, blocked (not 200), too_short (under 500), error."
-    try: resp = requests.get(url, headers={"User-Agent": "Mozilla/5.0"}, timeout=15)
+    try: resp = requests.get(url, headers={"User-Agent": SOURCEBENCH_UA}, timeout=15)
     except requests.RequestException: return "error", ""
     if resp.status_code != 200: return "blocked", ""
     ctype = resp.headers.get("Content-Type", "")
@@ -123,8 +166,10 @@ def sourcebench_selection(urls: list[str], top_k: int = 5) -> list[tuple[str, st
 
 
 def sourcecheckup_contents(url: str) -> str | None:
-    "SourceCheckup's extract_contents_from_url."
-    resp = requests.get(url)
+    """SourceCheckup's extract_contents_from_url: requests' own User-Agent, no timeout. A body broken mid-read raises
+    there, and run.py stops; here such a page is one its code could not read (None)."""
+    try: resp = requests.get(url)
+    except requests.RequestException: return None
     return BeautifulSoup(resp.content, "html.parser").get_text() if resp.status_code == 200 else None
 
 
@@ -170,7 +215,8 @@ def released_run(site, tmp_path_factory):
         prompts.append(p)
     write_jsonl(convs, run.stage_dir(COLLECT) / "conversations.jsonl")
     write_table(pd.DataFrame([vars(p) for p in prompts]), run.stage_dir(COLLECT) / "prompts.parquet")
-    sources_stage(run.dir, allow_private=allow, total_timeout_s=20)
+    sources_stage(run.dir, allow_private=allow, total_timeout_s=20,
+                  settings_overrides={"sources.max_bytes": 100_000})   # a cap /huge is over
     return run, official, checkup, {c.provider: c for c in convs}
 
 
@@ -180,8 +226,20 @@ def test_sourcebench_paper_keeps_the_pages_the_official_collector_keeps(released
     pages = sourcebench_pages(run.dir, 5, 0, "official", "released")[0]
     for a, kept in official.items():
         ours = pages[pages.assistant == a]
-        assert ours.url.tolist() == [u for u, _ in kept]                   # the same pages, in the same order
-        assert ours.text.tolist() == [t for _, t in kept]                  # and the same text, to the character
+        theirs = [(u, t) for u, t in kept if u[len(base):] not in DECIDED_BY_OUR_LIMITS]
+        assert ours.url.tolist() == [u for u, _ in theirs]                 # the same pages, in the same order
+        assert ours.text.tolist() == [t for _, t in theirs]                # and the same text, to the character
+    # the new classes: 6 redirects followed, 17 s too slow for its 15 s timeout, a broken body its failure, the
+    # Chrome User-Agent let in, identical bytes read as HTML and as text apart, a late charset read
+    assert [u for u, _ in official["C"]] == [base + p for p in ("/r6", "/huge", "/uablock", "/same-html")]
+    assert [u for u, _ in official["D"]] == [base + p for p in ("/same-plain", "/charset")]
+    assert "Совет одобрил" in official["D"][1][1] and "Совет одобрил" in pages.text[pages.assistant == "D"].iloc[1]
+    src = pd.read_parquet(run.dir / SOURCES / "sources.parquet").set_index("url")
+    assert src.loc[base + "/huge", "limit_sourcebench"] == "too_large"      # decided by our limit, and said so
+    assert src.loc[base + "/same-html", "text_sourcebench"] != src.loc[base + "/same-plain", "text_sourcebench"]
+    counts = Run(run.dir).manifest()["stages"][SOURCES]["counts"]
+    assert counts["sourcebench_fetch_decided_by_our_limits"] == counts["sourcecheckup_fetch_decided_by_our_limits"]
+    assert counts["sourcebench_fetch_decided_by_our_limits"] == 1
     assert [u for u, _ in official["A"]] == [base + p for p in ("/sidebar", "/long", "/comments", "/exact500",
                                                                  "/padded")]
     assert [u for u, _ in official["B"]] == [base + p for p in ("/repeat", "/gzip", "/table")]
@@ -190,8 +248,7 @@ def test_sourcebench_paper_keeps_the_pages_the_official_collector_keeps(released
     ext = sourcebench_pages(run.dir, 5, 0, "official", "extracted")[0]
     assert ext[ext.assistant == "A"].url.tolist() == [base + p for p in ("/flaky", "/long", "/table")]
     assert ext[ext.assistant == "B"].url.tolist() == [base + p for p in ("/gzip", "/table")]
-    src = pd.read_parquet(run.dir / SOURCES / "sources.parquet").set_index("url")
-    assert (src.loc[base + "/flaky", "first_status"], src.loc[base + "/flaky", "status"]) == (429, 200)
+    assert (src.loc[base + "/flaky", "status_sourcebench"], src.loc[base + "/flaky", "status"]) == (429, 200)
 
 
 def test_sourcebench_paper_scores_as_compute_metrics_on_the_official_selection(released_run):
@@ -208,6 +265,7 @@ def test_sourcebench_paper_scores_as_compute_metrics_on_the_official_selection(r
     scores = score_pages(pages, LLM(MockBackend("sb", judge)), today="2026-01-25", progress=False)
     ours = system_scores(scores).set_index("assistant")
     for a, kept in official.items():
+        kept = [(u, t) for u, t in kept if "/" + u.split("/", 3)[3] not in DECIDED_BY_OUR_LIMITS]   # counted apart
         w, avg = official_system([scores_of("/" + u.split("/", 3)[3]) for u, _ in kept])
         assert ours.loc[a, "weighted"] == pytest.approx(round(w, 2), abs=0.006)
         assert ours.loc[a, "Avg"] == pytest.approx(round(avg, 2), abs=0.006)
@@ -222,7 +280,12 @@ def test_sourcecheckup_verifier_reads_get_text_and_counts_a_200_page_valid(relea
     src = pd.read_parquet(run.dir / SOURCES / "sources.parquet")
     view = page_view(src, "whole")
     got = dict(zip(view.url, view.valid))
-    assert got == {u: c is not None for u, c in checkup.items()}            # valid exactly where their code reads
+    limited = {base + p for p in DECIDED_BY_OUR_LIMITS}
+    assert {u: v for u, v in got.items() if u not in limited} == {
+        u: c is not None for u, c in checkup.items() if u not in limited}  # valid exactly where their code reads
+    assert checkup[base + "/huge"] is not None and not got[base + "/huge"]   # our cap decided it: counted below
+    assert view.set_index("url").our_limit[base + "/huge"]
+    assert not got[base + "/uablock"] and got[base + "/slow17"] and got[base + "/r6"]   # their User-Agent, no timeout
     assert got[base + "/empty"] and not got[base + "/flaky"] and not got[base + "/gone"]
     seen = []
     llm = LLM(MockBackend("sc", lambda r: (seen.append(r.messages[-1][1]),
@@ -230,9 +293,10 @@ def test_sourcecheckup_verifier_reads_get_text_and_counts_a_200_page_valid(relea
     units = [Unit(c.conversation_id, 0, "The council approved the water plan.", "Fact") for c in convs.values()]
     pairs = judge_pairs(units, view, llm, None, progress=False, budget=10 ** 6)
     asked = pairs[~pairs.parse_status.str.startswith("skipped")]
-    assert len(asked) == sum(checkup[base + p] is not None for paths in CITES.values() for p in paths)   # all asked
+    assert len(asked) == sum(checkup[base + p] is not None and p not in DECIDED_BY_OUR_LIMITS
+                             for paths in CITES.values() for p in paths)   # all asked
     for u, contents in checkup.items():
-        if contents: assert any(contents in s for s in seen), u             # get_text()'s text, whole
+        if contents and u not in limited: assert any(contents in s for s in seen), u   # get_text()'s text, whole
     assert int((asked.chars_total == 0).sum()) == 1                         # the empty page, asked as it is
     ours = page_view(src, "extracted").set_index("url")
     assert not ours.loc[base + "/empty", "valid"] and ours.loc[base + "/flaky", "valid"]   # ours differs there

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import RecordError, write_text
-from .inference import cr2
+from .inference import weighted_mean
 from .models import METRICS, difference, fdr, holm, level_estimate
 from .stage import observations
 from ..runfolder import Run
@@ -55,7 +55,8 @@ def compare_sides(obs: pd.DataFrame, a: str, b: str, n_boot: int | None = None) 
     if (ma & mb).any(): raise ValueError(f"compare: {a!r} and {b!r} share observations; name two disjoint sides")
     o = obs[ma | mb].assign(side=np.where(ma[ma | mb], a, b))
     rows = []
-    for m in [m for m in METRICS if m in set(o.metric)]:
+    present = set(o.metric.unique())
+    for m in [m for m in METRICS if m in present]:
         om = o[o.metric == m]
         groups = [("overall", om)] + [(f"{col}: {v}", om[om[col] == v]) for col in ("role", "topic")
                                       for v in sorted(set(om[col]) - {""}) if om[om[col] == v].side.nunique() == 2]
@@ -175,8 +176,7 @@ def trend(y: Sequence[float], t: Sequence[float], claim: Sequence, level: float 
     s = s[s.xx > 1e-12]
     nan = math.nan
     if len(s) < 2: return {"slope": nan, "low": nan, "high": nan, "p": nan, "claims": len(s)}
-    fit = cr2(np.ones((len(s), 1)), (s.xy / s.xx).to_numpy(), np.arange(len(s)), weights=s.xx.to_numpy())
-    c = fit.contrast([1.0], level)
+    c = weighted_mean((s.xy / s.xx).to_numpy(), s.xx.to_numpy(), level)   # the claims' slopes, weighted
     if not c.se > 1e-12:   # every claim's slope the same: nothing varies (no interval); p 1 when it is 0
         return {"slope": c.estimate, "low": nan, "high": nan, "p": 1.0 if abs(c.estimate) < 1e-12 else nan,
                 "claims": len(s)}
@@ -198,11 +198,13 @@ def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = No
     if len(set(years.values())) < len(order) or any(v != v for v in years.values()):   # no usable dates: run order
         years = {r: float(i) for i, r in enumerate(order)}
     trends, steps = [], []
-    for m in [m for m in METRICS if m in set(obs.metric)]:
+    present = set(obs.metric.unique())
+    for m in [m for m in METRICS if m in present]:
         k = 100.0 if METRICS[m][3] == "points" else 1.0
         for asst in sorted(obs[obs.metric == m].assistant.unique()):
             o = obs[(obs.metric == m) & (obs.assistant == asst)]
-            have = [r for r in order if r in set(o.run_id)]
+            runs = set(o.run_id.unique())
+            have = [r for r in order if r in runs]
             if len(have) < 2: continue
             shared = o.groupby("claim_id").run_id.nunique()
             tr = trend(o.y, o.run_id.map(years), o.claim_id)
@@ -244,7 +246,8 @@ def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str],
     assistant with its intervals; a change significant at the false discovery rate marked *, a significant trend
     named in the legend."""
     plt, sns = plotting()
-    metrics = [m for m in metrics if m in set(est.metric)]
+    present = set(est.metric.unique())
+    metrics = [m for m in metrics if m in present]
     names = sorted(est.assistant.unique())
     colours = dict(zip(names, sns.color_palette("husl" if len(names) > 10 else "tab10", max(len(names), 1))))
     when = [dates.get(r) for r in order]

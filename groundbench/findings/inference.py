@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['RANDOM_DRAWS', 'EXACT_UP_TO', 'Robust', 'Contrast', 't_contrast', 'cell_cr2', 'cr2', 'wilson', 'newcombe',
-           'sign_flip_p', 'permutation_p', 'tost_p', 'beyond_p', 'mde']
+__all__ = ['RANDOM_DRAWS', 'EXACT_UP_TO', 'Robust', 'Contrast', 't_contrast', 'cell_cr2', 'cr2', 'weighted_mean', 'wilson',
+           'newcombe', 'sign_flip_p', 'permutation_p', 'tost_p', 'beyond_p', 'mde']
 
 # %% ../../nbs/74_findings_inference.ipynb #ac7c135e
 @dataclass(frozen=True)
@@ -107,6 +107,21 @@ def cr2(X: np.ndarray, y: Sequence[float], groups: Sequence[int], weights: Seque
         tr2 = float(np.sum(om * om))
         return float(np.trace(om) ** 2 / tr2) if tr2 > 1e-300 else math.nan
     return Robust(beta, M @ meat @ M, df)
+
+# %% ../../nbs/74_findings_inference.ipynb #7b6c4c92
+def weighted_mean(y: Sequence[float], w: Sequence[float], level: float = 0.95) -> Contrast:
+    "The `w`-weighted mean of independent values `y` with its CR2 (HC2) interval on Bell-McCaffrey df (closed form)."
+    y, w = np.asarray(y, float), np.asarray(w, float)
+    W = w.sum()
+    if len(y) < 2 or not W > 0: return Contrast(float(y.mean()) if len(y) else math.nan, *(math.nan,) * 5)
+    est, h = float((w * y).sum() / W), w / W
+    if (h > 1 - 1e-10).any(): return Contrast(est, *(math.nan,) * 5)
+    a = 1 / np.sqrt(1 - h)
+    var = float(((w * a * (y - est)) ** 2).sum()) / W ** 2
+    d, q = w * a ** 2 / W ** 2, w * a / W          # |p_g|^2 and X_g' p_g with M = 1 / W
+    tr = d.sum() - (q ** 2).sum() / W
+    tr2 = (d ** 2).sum() - 2 * (d * q ** 2).sum() / W + ((q ** 2).sum() / W) ** 2
+    return t_contrast(est, math.sqrt(max(var, 0.0)), tr ** 2 / tr2 if tr2 > 1e-300 else math.nan, level)
 
 # %% ../../nbs/74_findings_inference.ipynb #85b62096
 def wilson(x: float, n: float, level: float = 0.95) -> tuple[float, float]:

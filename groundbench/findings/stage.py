@@ -171,7 +171,8 @@ def findings_table(obs: pd.DataFrame, n_boot: int | None = None, seed: int = 0, 
     false-coverage level, the interval as if independent for shares; shares in percentage points. `run_kind` marks
     the rows a smoke model judged."""
     rows = []
-    for m in metrics or [m for m in METRICS if m in set(obs.metric)]:
+    present = set(obs.metric.unique())
+    for m in metrics or [m for m in METRICS if m in present]:
         o = obs[obs.metric == m]
         kind, scale = METRICS[m][2], METRICS[m][3]
         k = 100.0 if scale == "points" else 1.0

@@ -183,7 +183,8 @@ def collector_fetch(store: PageStore, urls: Sequence[str], ours: FetchSettings, 
             counts["answered_200"] += rec.status == 200 and not rec.reason
             counts["decided_by_our_limits"] += bool(limit)
             if u in docs:
-                docs[u] = dataclasses.replace(docs[u], **{f"status_{name}": int(rec.status if not rec.reason else 0),
+                answered = not rec.reason or rec.reason in ("http_error", "http_transient")   # a status, not a failure
+                docs[u] = dataclasses.replace(docs[u], **{f"status_{name}": int(rec.status if answered else 0),
                                                           f"text_{name}": text, f"limit_{name}": limit})
     finally: store.close()
     return counts
