@@ -21,12 +21,27 @@ PIP=("$VENV/bin/python" -m pip)   # an array: a path with a space stays one word
 "${PIP[@]}" install -q --upgrade pip
 
 # llama-cpp-python first, compiled from source without -march=native and never from pip's
-# wheel cache (the cache ignores CMAKE_ARGS, so a wheel built natively elsewhere would be reused).
+# wheel cache (the cache ignores CMAKE_ARGS, so a wheel built natively elsewhere would be reused). The wheel we build is
+# kept in our own cache, keyed by version, build flags, Python and machine, so a second checkout on this machine (or a
+# second CI run on it) installs it in seconds instead of compiling again.
+LLAMA_VERSION=0.3.36
+LLAMA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+LLAMA_KEY=$(printf '%s|%s|%s|%s' "$LLAMA_VERSION" "$LLAMA_FLAGS" "$("$PY" -c 'import sys; print(sys.version[:7])')" \
+            "$(uname -m)" | sha256sum | cut -c1-16)
+WHEELS="${GROUNDBENCH_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/groundbench/wheels}/llama-cpp-python-$LLAMA_VERSION-$LLAMA_KEY"
 if ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  # said before it starts: pip is quiet while it compiles (4-5 minutes on an idle 2-core machine, far longer on a busy one)
-  echo "setup: compiling llama-cpp-python from source (4-5 minutes on 2 idle cores; longer on a busy machine) ..."
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
-    "${PIP[@]}" install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
+  if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    # said before it starts: pip is quiet while it compiles (about 10 minutes on an idle 2-core machine, far longer on
+    # a busy one); once per machine: the wheel is kept in $WHEELS
+    echo "setup: compiling llama-cpp-python from source, once per machine (about 10 minutes on 2 idle cores) ..."
+    mkdir -p "$WHEELS.part"
+    CMAKE_ARGS="$LLAMA_FLAGS" "${PIP[@]}" wheel -q --no-cache-dir --no-deps -w "$WHEELS.part" \
+      "llama-cpp-python==$LLAMA_VERSION"
+    rm -rf "$WHEELS" && mv "$WHEELS.part" "$WHEELS"
+  else
+    echo "setup: llama-cpp-python from the wheel built on this machine before ($WHEELS)"
+  fi
+  "${PIP[@]}" install -q "$(ls "$WHEELS"/llama_cpp_python-*.whl | head -1)[server]"
 fi
 
 # torch pinned in the same call: 2.13.0 is the CPU build available here; an unpinned torch

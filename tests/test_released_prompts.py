@@ -125,19 +125,20 @@ def main(citation_url=None, question=None, output_file="example_output.csv"):
     df.to_csv(output_file, index=False)
 '''
 
-VERIFY_FILES = {
-    "VERIFY/get_atomic_units.py": 'UNIT_EXTRACTION_POROMPT="""<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n'
-                                  '\nStand-in: split into units, one per line.\n\nTEXT: {_RESPONSE_PLACEHOLDER}'
-                                  '<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nUNITS:\n"""\n',
-    "VERIFY/decontextualize_fact_.py": '_DECONTEXT_PROMPT = """<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n'
-                                      'Stand-in: make the UNIT stand alone.\nUNIT:\n{UNIT}\n\nRESPONSE:\n{RESPONSE}\n\n'
-                                      'REVISED UNIT:<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"""\n',
-    "VERIFY/rate_atomic_fact_.py": "SUPPORTED_LABEL = 'Supported'\n_STATEMENT_PLACEHOLDER = '[STATEMENT]'\n"
-                                   "_KNOWLEDGE_PLACEHOLDER = '[KNOWLEDGE]'\n"
-                                   '_FINAL_ANSWER_FORMAT = f"""<|begin_of_text|><|start_header_id|>user<|end_header_id|>'
-                                   '\n\nStand-in: judge, ending with [{SUPPORTED_LABEL}] or another label.\n\nKNOWLEDGE: '
-                                   '\n{_KNOWLEDGE_PLACEHOLDER}\n\nSTATEMENT:\n{_STATEMENT_PLACEHOLDER}<|eot_id|>'
-                                   '<|start_header_id|>assistant<|end_header_id|>\n"""\n'}
+EXTRACT_STANDIN = ('UNIT_EXTRACTION_POROMPT="""<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n'
+                   'Stand-in: split into units, one per line.\n\nTEXT: {_RESPONSE_PLACEHOLDER}<|eot_id|>'
+                   '<|start_header_id|>assistant<|end_header_id|>\n\nUNITS:\n"""\n')
+DECONTEXT_STANDIN = ('_DECONTEXT_PROMPT = """<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n'
+                     'Stand-in: make the UNIT stand alone.\nUNIT:\n{UNIT}\n\nRESPONSE:\n{RESPONSE}\n\n'
+                     'REVISED UNIT:<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"""\n')
+JUDGE_STANDIN = ("SUPPORTED_LABEL = 'Supported'\n_STATEMENT_PLACEHOLDER = '[STATEMENT]'\n"
+                 "_KNOWLEDGE_PLACEHOLDER = '[KNOWLEDGE]'\n"
+                 '_FINAL_ANSWER_FORMAT = f"""<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n'
+                 'Stand-in: judge, ending with [{SUPPORTED_LABEL}] or another label.\n\nKNOWLEDGE: \n'
+                 '{_KNOWLEDGE_PLACEHOLDER}\n\nSTATEMENT:\n{_STATEMENT_PLACEHOLDER}<|eot_id|>'
+                 '<|start_header_id|>assistant<|end_header_id|>\n"""\n')
+VERIFY_FILES = {"VERIFY/get_atomic_units.py": EXTRACT_STANDIN, "VERIFY/decontextualize_fact_.py": DECONTEXT_STANDIN,
+                "VERIFY/rate_atomic_fact_.py": JUDGE_STANDIN}
 
 
 def clone(tmp_path: Path, method: str) -> Path:
