@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 import pydantic
 
-from .redaction import redact_frame, redact_secrets, redact_value, register_secrets
+from .redaction import printable, redact_frame, redact_secrets, redact_value, register_secrets
 from .settings_schema import check_setting, coerce
 from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
 
@@ -33,8 +33,8 @@ from .sheets import _unsafe, spreadsheet_safe, spreadsheet_safe_frame
 __all__ = ['SUBSTANTIVE_CHARS', 'RECORD_TYPES', 'OPEN_SECTIONS', 'stable_id', 'sha256_file', 'Claim', 'Prompt', 'Citation',
            'Segment', 'Conversation', 'assistant_name', 'SourceDoc', 'DomainRating', 'Unit', 'Judgment', 'RecordError',
            'regular_file', 'atomic_path', 'write_text', 'write_json', 'to_plain', 'write_jsonl', 'records_frame',
-           'write_table', 'read_table', 'read_records', 'load_yaml', 'printable', 'package_dir', 'project_root',
-           'package_dirs', 'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path', 'now_iso']
+           'write_table', 'read_table', 'read_records', 'load_yaml', 'package_dir', 'project_root', 'package_dirs',
+           'unknown_setting', 'check_own_settings', 'load_settings', 'resolve_path', 'now_iso']
 
 # %% ../nbs/00_core.ipynb #25eefaa1
 def stable_id(*parts: Any, n: int = 16) -> str:
@@ -375,14 +375,6 @@ def load_yaml(text: str) -> Any:
     import yaml
     return yaml.load(text, Loader=_no_alias_loader())
 
-# %% ../nbs/00_core.ipynb #38930fce
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-def printable(text: object) -> str:
-    """Text safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides) shown as \\x..
-    escapes."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
-
 # %% ../nbs/00_core.ipynb #758b1e3f
 def package_dir(sub: str = "") -> Path:
     "The installed groundbench package's folder (or its subfolder `sub`: prompts, templates, collect ...)."
@@ -427,9 +419,23 @@ def _line_of(lines: list[str], key: str) -> int:
     "The line (from 1) of a settings file where `key` is set; 0 when none."
     return next((i for i, l in enumerate(lines, 1) if re.match(rf"\s*{re.escape(key)}\s*[=:]", l)), 0)
 
+def _ini_text(path: Path) -> str:
+    """A settings file's text: a regular file (a FIFO or a device would hang the reader; refused), at most 1 MB, UTF-8
+    with or without a byte order mark; another encoding named with its line."""
+    path = regular_file(path, "settings file")
+    if (size := path.stat().st_size) > 2**20:
+        raise RecordError(f"{path}: a settings file of {size:,} bytes (over 1 MB): not a settings file")
+    raw = path.read_bytes()
+    try: return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise RecordError(f"{path}: line {line}: not UTF-8 (byte {raw[e.start]:#04x}); "
+                          "save the file as UTF-8") from None
+
 def _read_ini(path: Path) -> dict[str, dict]:
     cp = configparser.ConfigParser(inline_comment_prefixes=None, interpolation=None)
-    cp.read(path, encoding="utf-8")
+    try: cp.read_string(_ini_text(path), source=str(path))
+    except configparser.Error as e: raise RecordError(f"{path}: {' '.join(str(e).split())}") from None
     return {s: {k: coerce(v) for k, v in cp[s].items()} for s in cp.sections()}
 
 def check_own_settings(path: Path, read: dict[str, dict]) -> dict[str, dict] | None:
@@ -439,7 +445,7 @@ def check_own_settings(path: Path, read: dict[str, dict]) -> dict[str, dict] | N
     shipped file, or there is none, as in an installed wheel)."""
     shipped = package_dir().parent / "settings.ini"
     if not shipped.exists() or shipped.resolve() == Path(path).resolve(): return None
-    known, lines = _read_ini(shipped), Path(path).read_text(encoding="utf-8").splitlines()
+    known, lines = _read_ini(shipped), _ini_text(Path(path)).splitlines()
     for sec, values in read.items():
         for key in values:
             if why := unknown_setting(sec, key, known):
@@ -447,7 +453,7 @@ def check_own_settings(path: Path, read: dict[str, dict]) -> dict[str, dict] | N
                                   f"{shipped})")
     return known
 
-# %% ../nbs/00_core.ipynb #242b4547
+# %% ../nbs/00_core.ipynb #f2afe36e
 def load_settings(path: str | Path | None = None, overrides: dict | None = None,
                   sources: dict | None = None) -> dict[str, dict[str, Any]]:
     """Settings as {section: {key: value}}: the file (yours over the shipped one), with `overrides` ({'llm.model': ...}
@@ -460,7 +466,7 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None,
     own = _read_ini(path)
     shipped = check_own_settings(path, own) or own
     out = {s: {**shipped.get(s, {}), **own.get(s, {})} for s in {**shipped, **own}}
-    defaults, given, lines = {s: dict(v) for s, v in shipped.items()}, {}, path.read_text(encoding="utf-8").splitlines()
+    defaults, given, lines = {s: dict(v) for s, v in shipped.items()}, {}, _ini_text(path).splitlines()
     out.setdefault("paths", {})["root"] = str(path.parent.resolve())
     for key, value in (overrides or {}).items():
         if isinstance(value, dict): pairs = [(key, k, v) for k, v in value.items()]
@@ -476,7 +482,8 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None,
             try: out[sec][k] = check_setting(sec, k, out[sec][k], default)
             except ValueError as e:
                 where = given.get((sec, k)) or f"{path}: line {_line_of(lines, k)}"
-                raise RecordError(f"{where}: setting [{sec}] {k} = {out[sec][k]!r}: {e} (settings.ini has "
+                shown = repr(out[sec][k]); shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                raise RecordError(f"{where}: setting [{sec}] {k} = {shown}: {e} (settings.ini has "
                                   f"{default!r})") from None
     register_secrets(out)   # a base URL's credentials, a key's variable: redacted from whatever a run writes
     return out

@@ -19,8 +19,8 @@ from .stages import COLLECT, GROUNDEDNESS, SOURCECHECKUP, STAGES, VALIDATION
 RETRIEVING = (GROUNDEDNESS, SOURCECHECKUP, VALIDATION)   # the stages that embed pages to retrieve evidence
 
 # %% auto #0
-__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_problems', 'variant_problems', 'setting_problems',
-           'preflight', 'stage_params', 'PreflightFailed', 'run_preflight']
+__all__ = ['RETRIEVING', 'collection_problems', 'judge_problems', 'endpoint_status', 'endpoint_problems', 'variant_problems',
+           'setting_problems', 'preflight', 'stage_params', 'PreflightFailed', 'run_preflight']
 
 # %% ../nbs/94_preflight.ipynb #cb3cbdc0
 def collection_problems(params: dict, run_dir: Path | None, planned: int) -> list[str]:
@@ -75,20 +75,37 @@ def judge_problems(settings: dict, timeout_s: float = 3.0, retrieves: bool = Tru
     return out
 
 # %% ../nbs/94_preflight.ipynb #c94de287
+def endpoint_status(url: str, headers: dict, deadline_s: float) -> int:
+    """The HTTP status of a GET of `url`, within `deadline_s` seconds in all: only the status line and headers are read
+    (the body never: a 3 GiB answer costs nothing), on a daemon thread the caller stops waiting for at the deadline
+    (httpx's timeouts bound each read, so headers trickled a byte a second would otherwise hold it for ever)."""
+    import threading
+    import httpx
+    box: dict = {}
+    def get():
+        try:
+            with httpx.Client(timeout=deadline_s) as c, c.stream("GET", url, headers=headers) as r:
+                box["status"] = r.status_code
+        except Exception as e: box["error"] = e
+    t = threading.Thread(target=get, daemon=True, name="groundbench-preflight")
+    t.start(); t.join(deadline_s)
+    if "status" in box: return box["status"]
+    raise box.get("error") or TimeoutError(f"no answer within {deadline_s:g} s")
+
 def endpoint_problems(llm: dict, timeout_s: float = 3.0) -> list[str]:
-    "An OpenAI-compatible judge's endpoint: set, answering, and taking the key (one GET of /models)."
+    """An OpenAI-compatible judge's endpoint: set, answering within `timeout_s` in all, and taking the key (the status
+    of one GET of /models: `endpoint_status`)."""
     import httpx
     base = str(llm.get("base_url") or "").rstrip("/")
     if not base: return ["llm.base_url: not set (the judge's OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1)"]
     env = str(llm.get("api_key_env") or "")
     key = os.environ.get(env, "") if env else ""
-    try:
-        r = httpx.get(f"{base}/models", headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=timeout_s)
-    except (httpx.HTTPError, OSError, ValueError) as e:
+    try: status = endpoint_status(f"{base}/models", {"Authorization": f"Bearer {key}"} if key else {}, timeout_s)
+    except (httpx.HTTPError, OSError, ValueError) as e:    # TimeoutError is an OSError
         return [f"llm.base_url = {base}: the endpoint does not answer ({type(e).__name__}; start the server, or give "
                 "its address with --setting llm.base_url=...)"]
-    if r.status_code in (401, 403):
-        return [f"llm.base_url = {base}: the endpoint refused the key (HTTP {r.status_code}; llm.api_key_env = "
+    if status in (401, 403):
+        return [f"llm.base_url = {base}: the endpoint refused the key (HTTP {status}; llm.api_key_env = "
                 f"{env or '(none)'}: export it, or name the variable that holds it)"]
     return []
 
@@ -107,8 +124,7 @@ def variant_problems(stages: Sequence[str], params, settings: dict) -> list[str]
                                  (SOURCEBENCH, "sourcebench", {"variant": list(SBV)}),
                                  (SOURCECHECKUP, "sourcecheckup", {"source_text": list(SOURCE_TEXT),
                                                                    "variant": list(SCV)})):
-        if stage not in stages: continue
-        p, given = params(stage), []
+        p, given = params(stage) if stage in stages else {}, []   # a setting is checked whether or not its stage runs
         for key, known in keys.items():
             own = p.get(key) or settings.get(section, {}).get(key)
             given += [(f"{section}.{key}" if not p.get(key) else f"{stage} parameter {key}", own, known)] if own else []
@@ -126,6 +142,9 @@ def setting_problems(stages: Sequence[str], params, settings: dict) -> list[str]
     backend that is none (the tests' `mock` included), a [vllm] engine argument groundbench sets itself, that is none
     of the engine's, or `trust_remote_code` unasked. `estimate` refuses them too."""
     out = variant_problems(stages, params, settings)
+    if (c := cache_dir(settings)).exists() and not c.is_dir():
+        out.append(f"paths.cache_dir: {c} is a file, not a folder (the cache of model answers and embeddings is a "
+                   "folder: move the file, or give another path with --setting paths.cache_dir=...)")
     if not any(STAGES[s].llm_steps for s in stages if s in STAGES and s != COLLECT): return out
     import groundbench.llm.backends  # noqa: F401  (registers the backends)
     from groundbench.llm.client import BACKENDS

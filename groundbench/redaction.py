@@ -16,7 +16,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['REDACTED', 'MIN_SECRET', 'SECRET_NAME', 'add_secret', 'secret_env', 'url_secrets', 'register_secrets',
-           'known_secrets', 'redact_secrets', 'redact_value', 'redact_bytes', 'redact_frame', 'redact']
+           'known_secrets', 'redact_secrets', 'mask', 'redact_value', 'redact_bytes', 'redact_frame', 'redact',
+           'printable']
 
 # %% ../nbs/00b_redaction.ipynb #b2262311
 REDACTED = "[redacted]"
@@ -38,14 +39,26 @@ def secret_env(name: str | None) -> str:
 # %% ../nbs/00b_redaction.ipynb #59c8156f
 _USERINFO = re.compile(r"://([^/\s@?#]+)@")   # user:password@ (or a bare token@) in a URL
 
+# a URL query value whose name says it is a credential (`?api_key=`, `&X-Amz-Signature=`, `?auth=`), any case: a value
+# under another name (`?api-version=2024-02-01`, `?model=`) is not a secret, and registering it would hide it everywhere
+_CRED_NAME = r"[^=&#\s]*(?:key|token|secret|pass|auth|sig|cred)[^=&#\s]*"
+_QUERY = re.compile(r"[?&]" + _CRED_NAME + r"=([^&#\s]+)", re.I)
+
 def url_secrets(text: object) -> None:
-    "Register the credentials of every URL in `text` (`https://user:password@host/`): the pair, and the password."
+    """Register the credentials of every URL in `text`: `user:password@` (the pair, the password, and the pair as HTTP
+    Basic authorization sends it, base64, which a server's error body may echo) and every value of its query string
+    whose name says it is a credential (`?api_key=...`, `&access_token=...`)."""
+    import base64
     for m in _USERINFO.finditer(str(text)):
         info = m.group(1)
         add_secret(info)
         if ":" in info:
             password = info.split(":", 1)[1]
             add_secret(password); add_secret(unquote(password))
+            for pair in {info, unquote(info)}:   # Basic authorization: base64 of user:password
+                add_secret(base64.b64encode(pair.encode("utf-8", "surrogatepass")).decode("ascii"))
+    for m in _QUERY.finditer(str(text)):
+        add_secret(m.group(1)); add_secret(unquote(m.group(1)))
 
 def register_secrets(obj: Any, limit: int = 10_000) -> None:
     """Register the secrets a run's settings or parameters carry: the value of every variable a key ending in `_env`
@@ -58,7 +71,7 @@ def register_secrets(obj: Any, limit: int = 10_000) -> None:
                 if str(k).endswith("_env") and isinstance(v, str): secret_env(v)
                 todo.append(v)
         elif isinstance(x, (list, tuple)): todo.extend(x)
-        elif isinstance(x, str) and "@" in x: url_secrets(x)
+        elif isinstance(x, str) and ("@" in x or "?" in x) and "://" in x: url_secrets(x)
 
 # %% ../nbs/00b_redaction.ipynb #4c629799
 def known_secrets(extra: Sequence[str] = ()) -> tuple[str, ...]:
@@ -75,12 +88,37 @@ def redact_secrets(text: str, secrets: Sequence[str] | None = None) -> str:
     return text
 
 # %% ../nbs/00b_redaction.ipynb #c042d9db
+def mask(secret: str) -> str:
+    "A marker as long as `secret` (`[redacted]` then stars; stars alone under 10 characters): offsets stay true."
+    return ("[redacted]" + "*" * len(secret)) [:len(secret)] if len(secret) >= 10 else "*" * len(secret)
+
+def _answer_with_spans(obj: dict, secrets: Sequence[str]) -> dict:
+    """A conversation record: its answer with every secret masked at its own length, and each segment whose span
+    points at its text given the masked answer's text there, so that every span still points at its text."""
+    ans, red = obj["answer_text"], obj["answer_text"]
+    for s in secrets:
+        if s in red: red = red.replace(s, mask(s))
+    segs = []
+    for seg in obj.get("segments") or []:
+        if isinstance(seg, dict) and isinstance(seg.get("start"), int) and isinstance(seg.get("end"), int) and \
+                0 <= seg["start"] <= seg["end"] <= len(ans) and seg.get("text") == ans[seg["start"]:seg["end"]]:
+            seg = {**redact_value({k: v for k, v in seg.items() if k != "text"}, secrets),
+                   "text": red[seg["start"]:seg["end"]]}
+        else: seg = redact_value(seg, secrets)
+        segs.append(seg)
+    rest = {k: v for k, v in obj.items() if k not in ("answer_text", "segments")}
+    return {**redact_value(rest, secrets), "answer_text": red, "segments": type(obj["segments"])(segs)}
+
 def redact_value(obj: Any, secrets: Sequence[str] | None = None) -> Any:
     """`obj` (text, or dicts and lists of them, at any depth) with every secret replaced, before it is serialised: a
-    secret holding a quote is found as it is, not as JSON escapes it. Returned as is when there is nothing to hide."""
+    secret holding a quote is found as it is, not as JSON escapes it. An answer and its segments keep their spans
+    (`_answer_with_spans`). Returned as is when there is nothing to hide."""
     secrets = known_secrets() if secrets is None else secrets
     if not secrets: return obj
     if isinstance(obj, str): return redact_secrets(obj, secrets)
+    if isinstance(obj, dict) and isinstance(obj.get("answer_text"), str) and isinstance(obj.get("segments"),
+                                                                                        (list, tuple)):
+        if any(s in obj["answer_text"] for s in secrets): return _answer_with_spans(obj, secrets)
     if isinstance(obj, dict):
         return {redact_value(k, secrets): redact_value(v, secrets) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return type(obj)(redact_value(v, secrets) for v in obj)
@@ -104,7 +142,10 @@ def redact_frame(df: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/00b_redaction.ipynb #a8527ae2
 # what an API key looks like in free text: the providers' key formats, a bearer token, a key passed in a URL
 _KEY_LIKE = re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|xai-[A-Za-z0-9_-]{20,}|"
-                       r"pplx-[A-Za-z0-9_-]{20,})|(?<=Bearer )[A-Za-z0-9._~+/=-]{16,}|(?<=[?&]key=)[A-Za-z0-9_-]{16,}")
+                       r"pplx-[A-Za-z0-9_-]{20,})|(?<=Bearer )[A-Za-z0-9._~+/=-]{16,}|(?<=Basic )[A-Za-z0-9+/=]{12,}|"
+                       r"(?<=[?&]key=)[A-Za-z0-9_-]{16,}")
+# a URL query value whose name says it is a credential (`?api_key=`, `&access_token=`, `?auth=` ...), any case
+_QUERY_KEY = re.compile(r"([?&]" + _CRED_NAME + r"=)[^&#\s]{8,}", re.I)
 _URL_PASSWORD = re.compile(r"(?<=://)[^/\s@?#:]+:[^/\s@?#]+(?=@)")
 
 def redact(text: object, secrets: Sequence[str] = ()) -> str:
@@ -112,4 +153,14 @@ def redact(text: object, secrets: Sequence[str] = ()) -> str:
     every URL's `user:password`, and anything that looks like an API key replaced by `[redacted]`: what goes into a
     terminal or a run's notebooks (an API's error body may echo the key it was sent)."""
     out = redact_secrets(str(text), known_secrets(secrets))
-    return _KEY_LIKE.sub(REDACTED, _URL_PASSWORD.sub(REDACTED, out))
+    return _QUERY_KEY.sub(r"\1" + REDACTED, _KEY_LIKE.sub(REDACTED, _URL_PASSWORD.sub(REDACTED, out)))
+
+# %% ../nbs/00b_redaction.ipynb #6b8fbb65
+# what a terminal would act on rather than show
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+def printable(text: object) -> str:
+    """Text safe for a terminal, the one function every printed line goes through: every secret and credential-like
+    value redacted (`redaction.redact`), control characters (escape sequences, carriage returns, bidi overrides) shown
+    as \\x.. escapes."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), redact(str(text)))

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import yaml
 
-from .core import (RecordError, load_settings, load_yaml, printable, project_root, regular_file,
+from .core import (RecordError, load_settings, load_yaml, now_iso, printable, project_root, regular_file,
                               resolve_path, write_text)
 from .redaction import redact, register_secrets
 from .runfolder import PROGRESS_FILE, Run, StageExecution, cut_outputs, stage_usage, with_runs_dir
@@ -29,9 +29,9 @@ from .stages import COLLECT, CREDIBILITY, STAGES, stage, stage_parameters
 
 # %% auto #0
 __all__ = ['SPEC_FIELDS', 'RunSpec', 'setting_lines', 'load_run_spec', 'declared_parameters', 'check_parameters', 'StageFailed',
-           'say', 'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'recorded_path', 'run_study',
-           'collection_notes', 'credibility_notes', 'RunSummary', 'run_summary', 'parse_worker', 'parse_params',
-           'run_file']
+           'say', 'StageProgress', 'estimate_into_run', 'SharedKernel', 'scrub_notebook', 'mark_failed',
+           'recorded_path', 'run_study', 'collection_notes', 'credibility_notes', 'RunSummary', 'run_summary',
+           'parse_worker', 'parse_params', 'run_file']
 
 # %% ../nbs/90_runner.ipynb #49797ea6
 @dataclass
@@ -173,20 +173,27 @@ class StageProgress:
 # %% ../nbs/90_runner.ipynb #4c843e69
 def estimate_into_run(spec: RunSpec, stages: Sequence[str], settings: dict, run: Run, runs_dir: Path):
     """Print the run's estimate (notebook 89) and keep it as estimate.csv/.json for the report's estimate-vs-actual
-    table. An estimate never stops a run: an error is printed and kept in the manifest (`estimate_error`), and no stale
-    table is kept."""
+    table. An error of the estimate never stops a run: it is printed and kept in the manifest (`estimate_error`), and no
+    stale table is kept. What the estimate says does, once: a long run with the bundled smoke judge (its warning) stops
+    here, before any stage spends anything (collection included), unless `estimate.allow_long_smoke_run` is true."""
     from groundbench.plan.estimate import estimate_run, format_estimate, write_estimate
-    t0 = time.perf_counter()
+    t0, stop = time.perf_counter(), ()
     try:
         est = estimate_run(stages, spec.parameters, settings, run.dir, runs_dir)
         write_estimate(est, run.dir)
         say(format_estimate(est) + f"\n[{spec.run_id}] estimate made in {time.perf_counter() - t0:.1f} s")
         run.update_manifest(lambda m: m.pop("estimate_error", None))
+        allowed = (settings.get("estimate") or {}).get("allow_long_smoke_run") is True
+        if est.warnings and not allowed: stop = est.warnings
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
         for f in ("estimate.csv", "estimate.json"): (run.dir / f).unlink(missing_ok=True)
         say(f"[{spec.run_id}] estimate skipped: {msg}")
         run.update_manifest(lambda m: m.__setitem__("estimate_error", msg))
+    if stop:
+        raise PreflightFailed(f"run {spec.run_id} stopped before its first stage, nothing spent:\n" + "\n".join(
+            " ".join(w.split()) for w in stop) + "\nTo run it with the smoke judge all the same: --setting "
+            "estimate.allow_long_smoke_run=true")
 
 # %% ../nbs/90_runner.ipynb #536bb9dc
 _FRESH_NAMESPACE = """%reset -f
@@ -229,6 +236,7 @@ class SharedKernel:
                                f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
 
 
+
 # %% ../nbs/90_runner.ipynb #ce8e9465
 def scrub_notebook(path: Path):
     """Rewrite an executed notebook with every secret and key-like string redacted (`redaction.redact`): its parameters
@@ -239,6 +247,22 @@ def scrub_notebook(path: Path):
     if (clean := redact(text)) != text: write_text(clean, path)
 
 # %% ../nbs/90_runner.ipynb #5175321f
+def mark_failed(run: Run, name: str, error: str, since: str):
+    """Record stage `name` failed in the manifest when its notebook failed: after its `run()` had recorded it done (a
+    check cell after it raised), or before `run()` began (its record is an earlier execution's). A record of this
+    execution already failed is kept as the stage wrote it."""
+    def f(m):
+        st = m.setdefault("stages", {}).setdefault(name, {"history": []})
+        if st.get("status") == "failed" and str(st.get("started_at", "")) >= since: return
+        entry = {"status": "failed", "error": error[:2000], "finished_at": now_iso()}
+        if str(st.get("started_at", "")) < since: entry["started_at"] = since      # run() never began
+        st.update(entry)
+        hist = st.setdefault("history", [])
+        if hist and str(hist[-1].get("started_at", "")) >= since: hist[-1].update(entry)
+        else: hist.append({"started_at": since, **entry})
+    run.update_manifest(f)
+
+# %% ../nbs/90_runner.ipynb #29c75a98
 def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: str, log_output: bool,
                shared: SharedKernel | None, clean: bool, quiet: bool = False):
     "Execute one stage notebook with papermill (in `shared`, its namespace cleaned first when `clean`)."
@@ -252,7 +276,7 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
     out = run.dir / "notebooks" / (f"{name}.worker-{k}-of-{n}.ipynb" if spec.worker else f"{name}.ipynb")
     out.parent.mkdir(parents=True, exist_ok=True)
     say(f"[{spec.run_id}] {name} ...")
-    t0 = time.perf_counter()
+    t0, since = time.perf_counter(), now_iso()
     try:
         if shared is not None and clean: shared.fresh()
         with StageProgress(run.dir, f"{spec.run_id} {name}", quiet=quiet):
@@ -261,10 +285,12 @@ def _run_stage(spec: RunSpec, run: Run, name: str, declared: set[str], kernel: s
         scrub_notebook(out)
     except papermill.PapermillExecutionError as e:
         scrub_notebook(out)
+        mark_failed(run, name, redact(f"{e.ename}: {e.evalue}"), since)
         raise StageFailed(redact(f"run {spec.run_id}: stage {name} failed: {e.ename}: {e.evalue} "
                                  f"(executed notebook: {out})")) from None
     except (DeadKernelError, RuntimeError) as e:  # the kernel died, or was gone before the stage
         scrub_notebook(out)
+        mark_failed(run, name, redact(f"its kernel stopped ({type(e).__name__}: {e})"), since)
         raise StageFailed(redact(f"run {spec.run_id}: stage {name} failed: its kernel stopped "
                                  f"({type(e).__name__}: {e}) (executed notebook: {out})")) from None
     say(f"[{spec.run_id}] {name} done in {time.perf_counter() - t0:.1f} s")
@@ -354,6 +380,7 @@ def credibility_notes(run: Run, m: dict) -> list[str]:
     return ["credibility " + s for s in corrections_headline(pd.read_csv(f), str(rs))]
 
 
+
 # %% ../nbs/90_runner.ipynb #7424e3e0
 @dataclass
 class RunSummary:
@@ -395,6 +422,7 @@ class RunSummary:
 def run_summary(run: Run) -> str:
     "The text of `RunSummary.of(run)`."
     return RunSummary.of(run).text()
+
 
 
 # %% ../nbs/90_runner.ipynb #39fe9732

@@ -74,6 +74,8 @@ def check_setting(section: str, key: str, value: Any, default: Any) -> Any:
         if not isinstance(v, bool):
             raise ValueError(f"give true or false (yes/no, on/off), not {value!r}")
     elif numeric or (empty_ok and v != ""):
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 10**300:   # past any float: no OverflowError
+            raise ValueError(f"give {_number_rule(section, key)}, not a number of {len(str(abs(v)))} digits")
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
         ok = ok and not ((key in ABOVE_ZERO.get(section, ()) or key.endswith("_per_s")) and v == 0)
         ok = ok and not (key in WHOLE.get(section, ()) and v != int(v))

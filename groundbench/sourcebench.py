@@ -18,26 +18,23 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from .core import Conversation, Prompt, RecordError, load_settings, read_records
-from .core import write_table
-from .core import assistant_name
+from .core import Conversation, Prompt, RecordError, assistant_name, load_settings, read_records, write_table
 from .llm.client import (LLM, complete_json, complete_retried, llm_from_settings,
                                     load_prompt, request, schema_json, with_schema)
 from .llm.context import Window, fit
 from .llm.flight import absorb, concurrently, view
-from .llm.released import Released, load_released, own_wording
-from .sourcebench_released import GROUPS, long_date, read_scores_official, released_messages
+from .llm.released import Released, load_released
+from .sourcebench_released import GROUPS, long_date, prompts_line, read_scores_official, released_messages
 from .runfolder import Run
-from .stages import compared_variants
-from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput
+from .stages import COLLECT, SOURCEBENCH, SOURCES, StageOutput, compared_variants
 from .tables import write_table_files
 
 # %% auto #0
 __all__ = ['METRICS', 'WEIGHTS', 'FIELDS', 'TECHNICAL_FAILURE', 'SCORING', 'MAX_TOKENS', 'SMOKE_TOKENS', 'VARIANTS',
-           'CONTEXT_TOKENS', 'OFFICIAL_TEMPERATURE', 'OFFICIAL_ATTEMPTS', 'KINDS', 'PAGE_TEXTS', 'VARIANT_NOTES',
-           'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores', 'page_tokens', 'Variant',
-           'ask_kinds', 'fit_pages', 'score_pages', 'system_scores', 'human_scores', 'judge_mae', 'sourcebench_prompts',
-           'sourcebench_pages', 'prompts_line', 'run']
+           'CONTEXT_TOKENS', 'OFFICIAL_TEMPERATURE', 'OFFICIAL_ATTEMPTS', 'KINDS', 'SCALES', 'PAGE_TEXTS',
+           'VARIANT_NOTES', 'weighted_score', 'MetricScore', 'ContentScores', 'MetadataScores', 'LayoutScores',
+           'page_tokens', 'Variant', 'ask_kinds', 'fit_pages', 'score_pages', 'system_scores', 'human_scores',
+           'judge_mae', 'sourcebench_prompts', 'sourcebench_pages', 'run']
 
 # %% ../nbs/60_sourcebench.ipynb #f6c13264
 METRICS = ("CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC")
@@ -182,6 +179,17 @@ def fit_pages(llm: LLM, pages: pd.DataFrame, judged: list[int], text: list[str],
     return shown, cut, window.describe()
 
 # %% ../nbs/60_sourcebench.ipynb #757e0d09
+def _lost_to_cut(out: pd.DataFrame, res: dict, judged: list[int]) -> None:
+    """Each call's `<call>_cut` (its answer cut at the output limit) and `metrics_lost_to_cut` (the metrics such an
+    answer did not give: lost to the cut, counted), added to `out` in place."""
+    for call, rs in res.items():
+        cut = [False] * len(out)
+        for i, r in zip(judged, rs): cut[i] = r.cut
+        out[f"{call}_cut"] = cut
+    out["metrics_lost_to_cut"] = [sum(out.at[i, f"{c}_cut"] and out.at[i, m] != out.at[i, m]
+                                      for m, (c, _) in FIELDS.items()) for i in range(len(out))]
+
+# %% ../nbs/60_sourcebench.ipynb #121ebe11
 def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_chars: int | None = None,
                 progress: bool = True, scoring: str = "script", reader: str = "official",
                 context_tokens: int = CONTEXT_TOKENS, released: Released | None = None) -> pd.DataFrame:
@@ -218,12 +226,7 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
                 sc[i], why[i] = r.value[field]["score"], r.value[field]["justification"]
                 nan_given[i] += sc[i] != sc[i]
         out[m], out[f"{m}_why"] = sc, why
-    for call, rs in res.items():   # a metric an answer cut at its limit did not give: lost to the cut, counted
-        cut = [False] * len(pages)
-        for i, r in zip(judged, rs): cut[i] = r.cut
-        out[f"{call}_cut"] = cut
-    out["metrics_lost_to_cut"] = [sum(out.at[i, f"{c}_cut"] and out.at[i, m] != out.at[i, m]
-                                      for m, (c, _) in FIELDS.items()) for i in range(len(out))]
+    _lost_to_cut(out, res, judged)
     out["technical_failure"] = failed
     if scoring == "rubric":   # the rubric: content relevance 1 for a technical failure, whatever the judge said
         out.loc[out.technical_failure, "CR"] = 1
@@ -244,10 +247,15 @@ def score_pages(pages: pd.DataFrame, llm: LLM, today: str | None = None, text_ch
     return out
 
 # %% ../nbs/60_sourcebench.ipynb #7b5fa71a
+SCALES = {**{m: (1, 5) for m in METRICS}, "Avg": (1, 5), "avg8": (1, 5),
+          **{w: (0, 100) for w in ("weighted", "weighted_script", "weighted_complete")}}
+
 def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> pd.DataFrame:
     """Mean of each metric and of the weighted score over a system's pages, with pages scored and pages missing a
-    score. `Avg` as compute_metrics.py computes it (each page's mean over the metrics it has, then the mean over the
-    pages that have one); `avg8` ours (each metric's mean over pages, then the mean of the eight)."""
+    score; a mean off its scale (`SCALES`: a score of 4.2e16 the official reader kept) is left empty, never shown as a
+    score, its pages counted in `scores_off_scale`. `Avg` as compute_metrics.py computes it (each page's mean over the
+    metrics it has, then the mean over the pages that have one); `avg8` ours (each metric's mean over pages, then the
+    mean of the eight)."""
     g = scores.groupby(list(by))
     t = g[list(METRICS) + ["weighted"]].mean().round(2)
     for c in ("weighted_script", "weighted_complete"):   # both weighted means, whichever the run reports as `weighted`
@@ -268,6 +276,9 @@ def system_scores(scores: pd.DataFrame, by: Sequence[str] = ("assistant",)) -> p
         if c in scores: t[c] = g[c].sum().astype(int)
     t["weighted_ci95"] = g.weighted.apply(lambda s: 1.96 * s.std(ddof=1) / np.sqrt(s.notna().sum())
                                           if s.notna().sum() > 1 else np.nan).round(2)
+    for c, (lo, hi) in SCALES.items():   # a mean off its scale (the official reader keeps any number): never a score
+        if c in t: t[c] = t[c].where(t[c].isna() | t[c].between(lo, hi))
+    t.loc[t.weighted.isna(), "weighted_ci95"] = np.nan
     return t.reset_index()
 
 # %% ../nbs/60_sourcebench.ipynb #44010e73
@@ -408,11 +419,6 @@ VARIANT_NOTES = {
     "rubric": "seed 001's rubric: the first 5 cited pages (our main text), a failed page judged on a note and given "
               "relevance 1"}
 
-def prompts_line(name: str, released: Released | None) -> str:
-    "Whose words a variant's prompts are: scoring.py's (read from the user's clone), or ours."
-    if VARIANTS[name].reader != "official": return "prompts: groundbench's own (a variant of ours)"
-    return released.describe() if released else own_wording("sourcebench")
-
 def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: LLM, ref: str,
                    text_chars: int | None, context_tokens: int, st, primary: bool,
                    released: Released | None = None) -> pd.DataFrame:
@@ -428,7 +434,7 @@ def _score_variant(r: Run, out: Path, name: str, spr: int, max_pages: int, llm: 
                                     "decided_by_our_limits"]].sum()
     t = system_scores(scores).merge(lo.reset_index(), on="assistant", how="left")
     t.insert(1, "variant", name)
-    t["prompts"] = prompts_line(name, released)
+    t["prompts"] = prompts_line(VARIANTS[name].reader, released)
     if primary:
         write_table(scores, out / "page_scores.parquet")
         write_table(left, out / "pages_left_out.csv")
@@ -473,11 +479,11 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
             r, out, name, sources_per_response, max_pages, views[name], ref, text_chars, ctx, st, primary=k == 0,
             released=released)) for k, name in enumerate(names)})
         absorb(llm, views.values())
-        tables = [got[name] for name in names]
+        tables, said = [got[name] for name in names], prompts_line(VARIANTS[names[0]].reader, released)
         write_table_files(tables[0], out, "sourcebench_scores",
                           "SourceBench scores per assistant: mean of each metric (1-5) and of the weighted page score "
                           f"(max 100); Avg as compute_metrics.py (each page's mean, then over pages), avg8 ours; "
-                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; {prompts_line(names[0], released)}; "
+                          f"variant {names[0]}: {VARIANT_NOTES[names[0]]}; {said}; "
                           f"freshness as of {ref}; at most {sources_per_response or 'all'} sources a response",
                           r.is_smoke)
         write_table_files(pd.concat(tables, ignore_index=True), out, "sourcebench_variants",
@@ -486,6 +492,6 @@ def run(run_dir: str | Path, current_date: str | None = None, max_pages: int = 0
         for s in ("sourcebench_content", "sourcebench_metadata", "sourcebench_layout"):
             st.add_llm(s, llm.step_stats(s))
         st.count(text_chars=text_chars or "the whole page, as far as the context holds", reference_date=ref,
-                 variant=names[0], sources_per_response=sources_per_response, prompts=prompts_line(names[0], released),
+                 variant=names[0], sources_per_response=sources_per_response, prompts=said,
                  **Window(llm, ctx).describe())
     return StageOutput.since(out, started, tables[0])

@@ -12,10 +12,10 @@ import re
 from datetime import date
 from typing import Sequence
 
-from .llm.released import Released
+from .llm.released import Released, own_wording
 
 # %% auto #0
-__all__ = ['GROUPS', 'long_date', 'released_messages', 'read_scores_official']
+__all__ = ['GROUPS', 'long_date', 'released_messages', 'read_scores_official', 'prompts_line']
 
 # %% ../nbs/59_sourcebench_released.ipynb #d1203da0
 GROUPS = {"content": "GROUP1", "metadata": "GROUP2", "layout": "GROUP3"}   # scoring.py's names of the three calls
@@ -64,3 +64,10 @@ def read_scores_official(text: str, fields: Sequence[str]) -> tuple[dict | None,
         m = v.get(f) if isinstance(v.get(f), dict) else {}
         out[f] = {"score": num(m.get("score")), "justification": str(m.get("justification") or "")}
     return out, ""
+
+# %% ../nbs/59_sourcebench_released.ipynb #eb5b5415
+def prompts_line(reader: str, released: Released | None) -> str:
+    """Whose words a variant's prompts are (`reader`: how it reads answers): scoring.py's, read from the user's clone,
+    or ours."""
+    if reader != "official": return "prompts: groundbench's own (a variant of ours)"
+    return released.describe() if released else own_wording("sourcebench")

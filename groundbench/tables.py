@@ -11,15 +11,17 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
 from .core import RecordError, atomic_path, regular_file, spreadsheet_safe_frame, write_text
+from .latex import latex_table
 from .redaction import redact_frame
 
 # %% auto #0
-__all__ = ['SMOKE_NOTE', 'WRAP_CHARS', 'WIDE_CHARS', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text', 'shown_cells',
-           'markdown_table', 'html_table', 'readable_table', 'tex_caption', 'write_table_files',
+__all__ = ['SMOKE_NOTE', 'WRAP_CHARS', 'WIDE_CHARS', 'CAPTION_NUMBER', 'SCORE_TEXT_COLUMNS', 'Output', 'number_text',
+           'shown_cells', 'markdown_table', 'html_table', 'readable_table', 'tex_caption', 'write_table_files',
            'figure_layout_problems', 'plotting', 'save_figure', 'write_output', 'pm', 'read_scores']
 
 # %% ../nbs/04_tables.ipynb #a0c3e1b6
@@ -36,6 +38,7 @@ class Output:
     index: bool = False
     smoke: bool = False
     formats: tuple[str, ...] = ("csv", "md", "tex")
+    tex_columns: tuple[str, ...] | None = None   # the columns the .tex shows (None: all; the CSV keeps every one)
 
 # %% ../nbs/04_tables.ipynb #274c5f61
 def number_text(v: float) -> str:
@@ -115,17 +118,21 @@ def readable_table(df: pd.DataFrame) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
+CAPTION_NUMBER = re.compile(r"^\s*(Table|Figure)\s+[\w.]+\s*(\([^)]*\))?\s*:\s*")   # LaTeX numbers its own
+
 def tex_caption(caption: str) -> str:
     """A caption as LaTeX reads it: its special characters escaped (an unescaped % comments out the rest of the line,
     an _ stops the document), and a leading 'Table 1:' or 'Figure 3:' left to LaTeX, which numbers its own."""
-    text = re.sub(r"^\s*(Table|Figure)\s+[\w.]+\s*(\([^)]*\))?\s*:\s*", "", str(caption))
+    text = CAPTION_NUMBER.sub("", str(caption))
     return "".join(_TEX.get(ch, ch) for ch in text)
 
 # %% ../nbs/04_tables.ipynb #a1e01952
 def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption: str, smoke: bool = False,
-                      index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex")) -> list[Path]:
-    """Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths. The LaTeX escapes its cells and
-    its caption and writes a missing value as --."""
+                      index: bool = False, formats: tuple[str, ...] = ("csv", "md", "tex"),
+                      tex_columns: Sequence[str] | None = None) -> list[Path]:
+    """Write `name`.csv, .md and .tex (atomically) with a caption; returns the paths. The .tex is
+    `latex.latex_table`'s (only `tex_columns` where given: a paper's set): ASCII LaTeX, a longtable when long, in parts
+    when wide, a missing value as --."""
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     if smoke: caption += f" [{SMOKE_NOTE}]"
     paths = []
@@ -137,8 +144,8 @@ def write_table_files(df: pd.DataFrame, out_dir: str | Path, name: str, caption:
         write_text(f"**{caption}**\n\n" + markdown_table(df, index) + "\n", paths[-1])
     if "tex" in formats:
         paths.append(out_dir / f"{name}.tex")
-        write_text(df.to_latex(index=index, caption=tex_caption(caption), label=f"tab:{name}",
-                               float_format=number_text, escape=True, na_rep="--"), paths[-1])
+        shown = df[[c for c in tex_columns if c in df.columns]] if tex_columns else df
+        write_text(latex_table(shown, CAPTION_NUMBER.sub("", str(caption)), f"tab:{name}", index), paths[-1])
     return paths
 
 # %% ../nbs/04_tables.ipynb #35d660c9
@@ -184,7 +191,8 @@ def save_figure(fig, out_dir: str | Path, name: str, smoke: bool = False) -> lis
 # %% ../nbs/04_tables.ipynb #376fd71e
 def write_output(o: Output, out_dir: str | Path) -> list[Path]:
     "Write one `Output` (its table files or its figure files)."
-    if o.table is not None: return write_table_files(o.table, out_dir, o.name, o.caption, o.smoke, o.index, o.formats)
+    if o.table is not None:
+        return write_table_files(o.table, out_dir, o.name, o.caption, o.smoke, o.index, o.formats, o.tex_columns)
     return save_figure(o.figure, out_dir, o.name, o.smoke)
 
 # %% ../nbs/04_tables.ipynb #94ee50a2
@@ -195,7 +203,7 @@ def pm(v: float, half: float, digits: int = 2) -> str:
 
 # %% ../nbs/04_tables.ipynb #c7b099b9
 SCORE_TEXT_COLUMNS = ("conversation_id", "method", "assistant", "variant", "group", "metric", "run_id", "breakdown",
-                      "conv_overall")
+                      "conv_overall", "prompts")
 
 def read_scores(path: str | Path, text: tuple[str, ...] = SCORE_TEXT_COLUMNS) -> pd.DataFrame:
     """A stage's CSV of scores: every column but `text` holds numbers (or True/False); a value that is neither is an

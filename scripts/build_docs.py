@@ -35,8 +35,8 @@ SECTIONS = [("Foundations", tuple(f"{i:02d}" for i in range(10))), ("Claims", ("
             ("Collection", tuple(str(i) for i in range(20, 30))), ("Sources", ("30", "31", "32", "33")),
             ("Credibility", ("40", "41", "42", "43", "44", "45")),
             ("Groundedness", ("50", "51", "52", "53", "54", "55")),
-            ("More lenses", ("60", "65", "68")), ("Labels and validation", ("70", "71", "72", "73")),
-            ("Findings", ("75", "76", "77", "78", "79")),
+            ("More lenses", ("59", "60", "64", "65", "68")), ("Labels and validation", ("70", "71", "72", "73")),
+            ("Findings", ("74", "75", "76", "77", "78", "79")),
             ("Report and explorer", ("80", "81", "85")), ("Cost before you run", ("86", "87", "88", "89")),
             ("Running a study", ("90", "91", "92", "93", "94"))]
 # the repository files the README links, and the site's page for each (every README link resolves on the site)

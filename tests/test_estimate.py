@@ -189,3 +189,57 @@ def test_gpu_hours_are_for_the_card_and_weights_the_settings_name():
     assert "on A100-80G, bf16 weights" in out and float(re.search(r"GPU-hours ([\d.]+) \(", out).group(1)) > h100
     p = groundbench("estimate", ROOT / "papermill_params" / "gpu.yaml", "--setting", "gpu.card=B300")
     assert p.returncode != 0 and "gpu.card 'B300': not in data/gpu_cards.csv" in p.stderr
+
+
+def test_a_long_run_with_the_smoke_judge_stops_before_its_first_stage_unless_allowed(tmp_path):
+    """Issue 63 (4): past `estimate.smoke_warning_hours` (here lowered so that two question rewrites pass it) a run with
+    the bundled smoke judge stops before any stage, its estimate kept; `estimate.allow_long_smoke_run=true` runs it."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text("run_id: s\nstages: [10_claims]\nparameters: {question_rewrite_sample: 2}\n")
+    low = ("--setting", "estimate.smoke_warning_hours=0.0001")
+    p = groundbench("run", spec, "--runs-dir", tmp_path / "runs", *low)
+    assert p.returncode == 1 and "run s stopped before its first stage, nothing spent" in p.stderr, p.stderr[-2000:]
+    assert "estimate.allow_long_smoke_run=true" in p.stderr and "SMOKE RUN" in p.stderr
+    assert (tmp_path / "runs" / "s" / "estimate.csv").exists() and not (tmp_path / "runs" / "s" / "10_claims").exists()
+    groundbench("run", spec, "--runs-dir", tmp_path / "runs", *low, "--setting", "estimate.allow_long_smoke_run=true",
+                check=True)
+    assert (tmp_path / "runs" / "s" / "10_claims" / "prompts.parquet").exists()
+
+
+def test_a_full_study_s_estimate_holds_every_call_to_the_judge_s_context_and_takes_stages(tmp_path):
+    """Issue 63 (2): gpt-4o.yaml with a 70B judge under vLLM at 8,192 tokens of context prices no call above that
+    context (each step's expected prompt tokens over its expected calls), says what the hold took off, prints each
+    stage's total first, and `--stages` prices the stages named alone."""
+    vllm = ("--setting", "llm.backend=vllm", "--setting", "llm.model=meta-llama/Llama-3.3-70B-Instruct",
+            "--setting", "llm.max_model_len=8192", "--setting", "llm.quantization=awq")
+    out = tmp_path / "e.csv"
+    p = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", "--runs-dir", tmp_path / "runs", *vllm,
+                    "--out", out, check=True)
+    t = pd.read_csv(out)
+    per_call = t.prompt_tokens / t.calls_expected
+    assert (per_call.dropna() <= 8192).all(), t[["stage", "step", "prompt_tokens", "calls_expected"]]
+    assert "held to the judge's context of 8,192 tokens" in p.stdout and t.prompt_cut_tokens.gt(0).any()
+    head = p.stdout.split("stage ")[0]
+    assert "per stage:" in head and "65_sourcecheckup" in head and "GPU-hours" in head, head
+    only = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", "--runs-dir", tmp_path / "runs", *vllm,
+                       "--stages", "50_groundedness", "--out", tmp_path / "g.csv", check=True)
+    assert set(pd.read_csv(tmp_path / "g.csv").stage) == {"50_groundedness"}, only.stdout
+    bad = groundbench("estimate", ROOT / "papermill_params" / "gpt-4o.yaml", "--stages", "50_grounded")
+    assert bad.returncode == 2 and "--stages 50_grounded: not a stage of" in bad.stderr
+
+
+def test_the_guide_s_gpu_hours_for_gpu_yaml_are_what_the_estimate_computes(tmp_path):
+    "The user guide's figures for papermill_params/gpu.yaml, total and per stage, recomputed from the same code."
+    import json
+    cells = json.loads((ROOT / "nbs" / "guide.ipynb").read_text())["cells"]
+    guide = "".join("".join(c["source"]) for c in cells)
+    said = re.search(r"gpu\.yaml` \(.*?\): \*\*([\d.]+) GPU-hours expected \(([\d.]+) to no bound\)\*\* \(per stage: "
+                     r"groundedness ([\d.]+), SourceBench ([\d.]+), SourceCheckup ([\d.]+), validation ([\d.]+);",
+                     guide)
+    assert said, "the guide no longer gives gpu.yaml's GPU-hours in the form this test reads"
+    out = groundbench("estimate", ROOT / "papermill_params" / "gpu.yaml", "--runs-dir", tmp_path / "runs",
+                      check=True).stdout
+    total = re.search(r"^total: .*GPU-hours ([\d.]+) \(([\d.]+) to no bound\)", out, re.M).groups()
+    stage = {s: re.search(rf"^  {s}\s+calls .*, GPU-hours ([\d.]+) ", out, re.M).group(1)
+             for s in ("50_groundedness", "60_sourcebench", "65_sourcecheckup", "70_validation")}
+    assert said.groups() == (*total, *stage.values()), (said.groups(), total, stage)

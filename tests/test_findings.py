@@ -207,6 +207,11 @@ def test_real_answers_paired_differences_and_the_randomisation_check_agrees(tmp_
         if m.startswith("CR"): assert abs(r.p - r.p_check) < 0.1, (m, r.p, r.p_check)
         if m in ("CR", "NCR"):   # citations as if independent: a narrower interval than the claims'
             assert r.indep_high - r.indep_low < r.high - r.low
+    # issue 60: the paper's findings tested on general-knowledge questions (paper_assistants maps the two) say so
+    s = pd.read_csv(tmp_path / "runs" / spec["run_id"] / "75_findings" / "paper_findings_summary.csv")
+    tested = s[~s.verdict.str.startswith("not testable")]
+    assert len(tested) and tested.verdict.str.contains("(not the paper's claims)", regex=False).all(), tested
+    assert (tested.data == "not the paper's claims").all()
     # the variance table estimate uses is what the bundled answers give
     assert variance_table().equals(pd.read_csv(ROOT / VARIANCE_FILE))
 

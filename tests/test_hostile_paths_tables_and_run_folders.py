@@ -168,15 +168,29 @@ def test_import_never_writes_over_its_input(tmp_path, name):
         assert (tmp_path / "elsewhere" / "conversations.jsonl").exists() and "1 answers" in ok.stdout
 
 
-def test_compare_and_estimate_never_write_into_a_run_s_stage_folders(tmp_path):
+def test_compare_and_estimate_never_write_into_a_run_folder(tmp_path):
+    "Issue 62 (12): not a stage's folder, not the report, not the run folder itself, not a figure beside the table."
     run = tmp_path / "runs" / "r"
     (run / "20_collect").mkdir(parents=True)
+    (run / "report").mkdir()
+    table = run / "report" / "table_1.csv"
+    table.write_text("kept\n")
     (run / "manifest.json").write_text(json.dumps({"run_id": "r", "stages": {}}))
     conv = run / "20_collect" / "conversations.jsonl"
     conv.write_text("{}\n")
     p = groundbench("compare", run, "--a", "x", "--b", "y", "--out", conv)
     one_line_error(p, "inside the run folder r/20_collect")
     assert conv.read_text() == "{}\n"
+    ab = ("--a", "x", "--b", "y")
+    one_line_error(groundbench("compare", run, *ab, "--out", table), "inside the run folder r/report")
+    one_line_error(groundbench("compare", run, *ab, "--out", tmp_path / "c.csv"),
+                   "conversations.jsonl: row 1")   # outside every run: on to reading the run
+    (run / "report" / "c.png").write_text("kept")
+    one_line_error(groundbench("compare", run, *ab, "--out", run / "c.csv"), "inside the run folder r")
+    for out in (run / "report", run):          # drift's page and figures
+        one_line_error(groundbench("compare", run, run, "--out", out), "inside the run folder r")
+    assert table.read_text() == "kept\n"
+    assert sorted(q.name for q in (run / "report").iterdir()) == ["c.png", "table_1.csv"]
     params = tmp_path / "p.yaml"
     params.write_text("run_id: r\nstages: [10_claims]\nparameters: {question_rewrite_sample: 0}\n")
     p = groundbench("estimate", params, "--runs-dir", tmp_path / "runs", "--out", run / "10_claims" / "e.csv")

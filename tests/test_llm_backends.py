@@ -179,6 +179,25 @@ def test_concurrency_is_bounded_and_used(flaky_server, tmp_path):
     assert one.stats["judge"].in_flight_max == 1      # a step sent one at a time shows as such
 
 
+def test_a_concurrency_above_httpx_s_default_pool_reaches_the_server_within_the_deadline(tmp_path):
+    """Issue 62 (6): at llm.concurrency 300 the server sees more than httpx's default 100 connections at once, and 300
+    requests of 2 s each end within a 6 s deadline (none waits for a pooled connection inside its deadline)."""
+    class Wide(ThreadingHTTPServer):
+        request_queue_size = 1024       # the stand-in server accepts a burst of 300 (its default backlog is 5)
+    FlakyHandler.script, FlakyHandler.log, FlakyHandler.inflight = [], [], 0
+    FlakyHandler.max_inflight, FlakyHandler.delay = 0, 2.0
+    srv = Wide(("127.0.0.1", 0), FlakyHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        b = OpenAIBackend("m", base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1", concurrency=300,
+                          timeout_s=6, max_retries=0, structured="none")
+        outs = b.generate([ChatRequest.of(f"q{i}") for i in range(300)])
+    finally:
+        srv.shutdown()
+    assert [o.text for o in outs] == [f"Q{i}" for i in range(300)]
+    assert FlakyHandler.max_inflight > 100, FlakyHandler.max_inflight
+
+
 def test_json_schema_payload_forms(flaky_server):
     base, h = flaky_server
     schema = Verdict.model_json_schema()

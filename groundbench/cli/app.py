@@ -14,11 +14,10 @@ import typer
 
 from ..core import RecordError
 from ..core import printable
-from ..redaction import redact
 from ..runner import parse_params
 
 # %% auto #0
-__all__ = ['GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'command_family', 'build_app', 'error_line', 'say_error', 'fail',
+__all__ = ['GLOBAL_SETTINGS', 'SETTING_COMMANDS', 'command_family', 'build_app', 'error_line', 'say_error', 'echo', 'fail',
            'checked_settings', 'same_file', 'check_out']
 
 # %% ../../nbs/91_cli_app.ipynb #424ec064
@@ -75,7 +74,12 @@ def say_error(message: object, hint: str = ""):
     """Print one error line on stderr: an exception as `error_line` words it, whitespace folded, control characters
     escaped."""
     text = error_line(message) if isinstance(message, BaseException) else str(message)
-    typer.echo(f"groundbench: error: {printable(redact(' '.join(text.split())))}{hint}", err=True)
+    typer.echo(f"groundbench: error: {printable(' '.join(text.split()))}{hint}", err=True)
+
+def echo(text: object = "", err: bool = False):
+    """Print what a command prints, through `core.printable`, the one function every printed line goes through: every
+    secret and credential-like value redacted, control characters escaped."""
+    typer.echo(printable(text), err=err)
 
 # %% ../../nbs/91_cli_app.ipynb #e7345fbb
 def fail(message: object, code: int = 2):
@@ -106,21 +110,33 @@ def same_file(a: Path, b: Path) -> bool:
     except OSError: return False
 
 # %% ../../nbs/91_cli_app.ipynb #320d3106
-def _in_run_folder(p: Path) -> str | None:
-    "The run folder part (`<run>/<stage folder>` or `<run>/notebooks`) that `p` lies in, if any."
-    from groundbench.stages import STAGES
-    for d in [p, *p.parents]:
-        if (d.parent / "manifest.json").is_file() and (d.name in STAGES or d.name == "notebooks"):
-            return f"{d.parent.name}/{d.name}"
-    return None
+def _is_run(d: Path) -> bool:
+    "A run folder: its `manifest.json` a JSON object with a run id (another project's manifest.json is not one)."
+    import json
+    m = d / "manifest.json"
+    try:
+        if not m.is_file() or m.stat().st_size > 50 * 2**20: return False
+        return isinstance(man := json.loads(m.read_text(encoding="utf-8")), dict) and "run_id" in man
+    except (OSError, ValueError): return False
 
 # %% ../../nbs/91_cli_app.ipynb #26b87bc7
+def _in_run_folder(p: Path) -> str | None:
+    """The part of a run folder (`_is_run`) that `p` lies in, if any: `<run>/<its folder>`
+    (a stage's folder, `report`, `notebooks` ...), or `<run>` for a file right in it. Nothing of a run is written by a
+    command but the run itself: not its stage tables, not its report."""
+    for d in p.parents:
+        if _is_run(d):
+            below = p.relative_to(d).parts
+            return f"{d.name}/{below[0]}" if len(below) > 1 else d.name
+    return None
+
+# %% ../../nbs/91_cli_app.ipynb #bd329a60
 def check_out(opt: str, out: Path, reads: Sequence[Path] | dict[str, Path | None] = (),
               writes: Sequence[str] = ()) -> Path:
     """Refuse an output path that would overwrite what the command reads: `out` itself (a file output) or `out/<name>`
     for each name in `writes` (a folder output) being one of `reads` (a dict names each input by its option), or
-    anything inside a run's stage folders (only that stage writes there). Fails with one line naming the option and
-    the file."""
+    anything inside a run folder (`_in_run_folder`: only the run writes there). Fails with one line naming the option
+    and the file."""
     targets = [out / w for w in writes] if writes else [out]
     named = reads.items() if isinstance(reads, dict) else [("", r) for r in reads]
     for t in targets:
@@ -130,6 +146,6 @@ def check_out(opt: str, out: Path, reads: Sequence[Path] | dict[str, Path | None
                         else f"would overwrite {t}, which this command reads")
                 fail(f"{opt} {out}: {what}; choose another {'folder' if writes else 'file'}")
         if where := _in_run_folder(t.resolve() if t.exists() else t.absolute()):
-            fail(f"{opt} {out}: {t} is inside the run folder {where}, which only that stage writes; choose a path "
-                 "outside the run's stage folders")
+            fail(f"{opt} {out}: {t} is inside the run folder {where}, which only the run itself writes; choose a "
+                 "path outside every run folder")
     return out

@@ -21,7 +21,7 @@ import yaml
 
 from ..claims import ROLES, prompts_from_files
 from ..collect.table import TableMapping
-from .app import GLOBAL_SETTINGS, build_app, check_out, command_family, fail, say_error
+from .app import GLOBAL_SETTINGS, build_app, check_out, echo, command_family, fail, say_error
 from .tools import COMMANDS as TOOL_COMMANDS, tools
 from ..core import RecordError, load_settings, load_yaml, project_root, resolve_path, write_table
 from ..tables import save_figure
@@ -56,7 +56,7 @@ def prompts_cmd(out: Path = typer.Option(..., "--out", "-o", help="output table 
         write_table(ps, out)
     except (RecordError, OSError, ValueError) as e: fail(e)
     per_role = ", ".join(f"{sum(p.role == r for p in ps)} {r}" for r in ROLES)
-    typer.echo(f"{len(ps)} prompts ({per_role}) from {len({p.claim_id for p in ps})} claims -> {out}")
+    echo(f"{len(ps)} prompts ({per_role}) from {len({p.claim_id for p in ps})} claims -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0002
 def import_specs(source: Path, maps: list[str]) -> list[dict]:
@@ -96,7 +96,7 @@ def duplicates_said(n: dict) -> str:
 
 # %% ../../nbs/92_cli_commands.ipynb #35df0418
 IMPORT_OUTPUTS = ("conversations.jsonl", "prompts.parquet", "imported_answers.parquet", "rejected_rows.csv",
-                  "import_counts.json", "sources_presupplied.parquet")
+                  "url_changes.csv", "import_counts.json", "sources_presupplied.parquet")
 
 @commands.command("import")
 def import_cmd(source: Path = typer.Argument(
@@ -123,17 +123,21 @@ def import_cmd(source: Path = typer.Argument(
         write_import(imp, out)
         write_json(imp.counts, out / "import_counts.json")
         if len(imp.sources): write_table(imp.sources, out / "sources_presupplied.parquet")   # the pages it brought
+        else: (out / "sources_presupplied.parquet").unlink(missing_ok=True)                   # never an earlier one
     except (RecordError, OSError, ValueError) as e: fail(e)
     rules = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["segment_rules"].items()))
     found = ", ".join(f"{v} {k}" for k, v in sorted(imp.counts["markers_found"].items())) or "none"
     n = imp.counts
-    typer.echo(f"{n['answers']} answers, {n['citations']} citations; segment rules: {rules}; markers: {found}"
+    echo(f"{n['answers']} answers, {n['citations']} citations; segment rules: {rules}; markers: {found}"
                + (f"; {n['rows_rejected']} rows rejected -> {out / 'rejected_rows.csv'}" if n["rows_rejected"] else "")
                + (f"; cited URLs: {n['urls_repaired']} repaired, {n['urls_dropped']} dropped -> "
                   f"{out / 'url_changes.csv'}" if n["urls_repaired"] or n["urls_dropped"] else "")
                + (f"; {duplicates_said(n)}" if n["duplicate_answers"] or n.get("rows_continued") else "")
                + ("; page texts brought: " + ", ".join(f"{v} {k}" for k, v in sorted(n["page_texts"].items()))
-                  if n.get("page_texts") else "") + f" -> {out}")
+                  if n.get("page_texts") else "")
+               + (f"; {sum(n['pages_unread'].values())} archived pages not read ("
+                  + ", ".join(f"{v} {k}" for k, v in sorted(n["pages_unread"].items()))
+                  + "; kept as failed pages with their error)" if n.get("pages_unread") else "") + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 def _say_drift(n: int, changes, page: Path):
@@ -143,14 +147,14 @@ def _say_drift(n: int, changes, page: Path):
     design = (f"paired by claim on the {info['shared_claims']} claims the runs share" if info["shared_claims"]
               else "UNPAIRED: these runs share no claim, so every test compares independent samples of claims and a "
                    "change mixes drift with the difference between the question sets")
-    typer.echo(f"drift over {n} runs ({design}): {int(trends.significant.sum())} of {len(trends)} trends significant "
+    echo(f"drift over {n} runs ({design}): {int(trends.significant.sum())} of {len(trends)} trends significant "
                f"after Holm across metrics and assistants; {int(steps.significant.sum())} of {len(steps)} consecutive "
                "changes at a 5% false discovery rate (exploratory)")
     sig = changes[changes.significant]
-    if len(sig): typer.echo(printable(sig[["test", "metric", "assistant", "from_run", "to_run", "from_value",
+    if len(sig): echo(sig[["test", "metric", "assistant", "from_run", "to_run", "from_value",
                                            "to_value", "change", "low", "high", "p_adj"]].round(3)
-                                      .to_string(index=False)))
-    typer.echo(f"-> {page}")
+                                      .to_string(index=False))
+    echo(f"-> {page}")
 
 # %% ../../nbs/92_cli_commands.ipynb #67039739
 @commands.command("compare")
@@ -177,10 +181,11 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
         try: changes, page = write_drift(runs, out)
         except (RecordError, OSError, ValueError) as e: fail(e)
         return _say_drift(len(runs), changes, page)
-    if out is not None: check_out("--out", out)
+    for target in ([out, out.with_suffix(".png"), out.with_suffix(".pdf")] if out is not None else []):
+        check_out("--out", target)        # the table and the forest plot written beside it
     try:
         o = load_outputs(runs)   # each run's files checked; one that cannot be read is said and left out
-        for note in o.notes: typer.echo(f"groundbench: note: {printable(note)}", err=True)
+        for note in o.notes: echo(f"groundbench: note: {note}", err=True)
         cmp = compare_sides(observations(runs), a, b, n_boot)
         if out is not None and len(cmp):
             write_table(cmp, out)
@@ -190,14 +195,14 @@ def compare_cmd(runs: List[Path] = typer.Argument(..., help="run folders (runs/<
     if cmp.empty: fail("nothing to compare: neither side has an outcome of any lens")
     unpaired = cmp[cmp.group.eq("overall") & cmp.paired.lt(2)]
     if len(unpaired):
-        typer.echo(f"groundbench: warning: {', '.join(unpaired.metric)}: the sides share no claim (or one): the "
+        echo(f"groundbench: warning: {', '.join(unpaired.metric)}: the sides share no claim (or one): the "
                    "differences are unpaired, independent-samples tests of the claims' rates, and mix the sides with "
                    "their questions", err=True)
-    typer.echo(f"A = {a}, B = {b}; diff = B - A (points for shares), claim-weighted (each claim's rate, then the mean "
+    echo(f"A = {a}, B = {b}; diff = B - A (points for shares), claim-weighted (each claim's rate, then the mean "
                "over claims, paired where both answered: design); 95% CR2 interval; p_holm: Holm within each metric")
-    typer.echo(printable(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check", "pooled_a", "pooled_b",
-                                           "pooled_low", "pooled_high"]).round(3).to_string(index=False)))
-    typer.echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
+    echo(cmp.drop(columns=["p", "warning", "n_a", "n_b", "estimand", "p_check", "pooled_a", "pooled_b",
+                                           "pooled_low", "pooled_high"]).round(3).to_string(index=False))
+    echo(f"{int(cmp.significant.sum())} of {len(cmp)} differences significant after Holm"
                + (f" -> {out}, {', '.join(str(p) for p in figs)}" if out else ""))
 
 # %% ../../nbs/92_cli_commands.ipynb #66976067
@@ -212,16 +217,22 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
                  setting: Optional[List[str]] = typer.Option(
                      None, "--setting", help="section.key=value over the file's settings, "
                                              "e.g. llm.backend=openai llm.model=gpt-4o (repeat)"),
-                 out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file")):
-    """Before a run: per LLM step, requests, cache hits, duplicates, prompt tokens, calls and completion ranges, cost
-    (no model loaded)."""
+                 out: Optional[Path] = typer.Option(None, "--out", help="also write the table to this CSV file"),
+                 stages: Optional[str] = typer.Option(None, "--stages", help="only these of the file's stages, "
+                                                      "comma-separated, as `run --stages` (e.g. 50_groundedness)")):
+    """Before a run: per stage and per LLM step, requests, cache hits, duplicates, prompt tokens (held to the judge's
+    context), calls and completion ranges, cost (no model loaded)."""
     from groundbench.plan.estimate import estimate_run, format_estimate
     if out is not None and out.is_dir(): fail(f"--out {out}: is a folder; give a file path ending in .csv")
     if out is not None: check_out("--out", out, [params])
     try:
         spec = load_run_spec(params)
         spec.parameters = {**spec.parameters, **parse_params(param or [])}
-        check_parameters(spec)
+        check_parameters(spec)                 # the file's parameters, against all of its stages
+        if only := [x.strip() for x in (stages or "").split(",") if x.strip()]:
+            if bad := [s for s in only if s not in spec.stages]:
+                raise ValueError(f"--stages {bad[0]}: not a stage of {params} (its stages: {', '.join(spec.stages)})")
+            spec.stages = [s for s in spec.stages if s in only]
         extra = {**GLOBAL_SETTINGS, **parse_params(setting or [])}
         if bad := [k for k in extra if "." not in k]:
             raise ValueError(f"--setting {bad[0]}: use section.key=value, e.g. llm.model=gpt-4o")
@@ -236,7 +247,7 @@ def estimate_cmd(params: Path = typer.Argument(..., help="a parameter file (pape
         est = estimate_run(spec.stages, spec.parameters, settings, rd / (run_id or spec.run_id), rd)
         if out is not None: write_table(est.table, out)
     except (RecordError, OSError, ValueError, KeyError) as e: fail(e)
-    typer.echo(printable(format_estimate(est)))   # a model's name is the user's: no escape sequence reaches a terminal
+    echo(format_estimate(est))   # a model's name is the user's: no escape sequence reaches a terminal
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0032
 cache_app = typer.Typer(help="The model-answer and embedding caches (SQLite).", no_args_is_help=True)
@@ -255,9 +266,9 @@ def cache_merge_cmd(inputs: List[Path] = typer.Argument(
     for row in r["inputs"]:
         for t, c in row.items():
             if t == "file": continue
-            typer.echo(f"{row['file']}: {t}: {c['rows']} rows, {c['added']} added, {c['shared']} already there, "
+            echo(f"{row['file']}: {t}: {c['rows']} rows, {c['added']} added, {c['shared']} already there, "
                        f"{c['conflicts_kept_first']} conflicting (first kept)")
-    typer.echo(", ".join(f"{n} {t}" for t, n in r["rows"].items()) + f" -> {out}")
+    echo(", ".join(f"{n} {t}" for t, n in r["rows"].items()) + f" -> {out}")
 
 # %% ../../nbs/92_cli_commands.ipynb #8ae3c17f
 @commands.command("run")
@@ -302,7 +313,7 @@ def run_cmd(params: List[Path] = typer.Argument(..., help="parameter files (pape
         for line in str(e).splitlines(): say_error(line.strip())
         raise typer.Exit(1)
     except (RecordError, FileNotFoundError, StageFailed, KeyError, ValueError) as e: fail(e, 1)
-    for s in summaries: typer.echo(s)
+    for s in summaries: echo(s)
 
 # %% ../../nbs/92_cli_commands.ipynb #ce72a84c
 @commands.command("status")
@@ -310,7 +321,7 @@ def status_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<run
     "Print a run's stages with status, time, LLM calls and cache hits."
     if not run_dir.is_dir(): fail(f"{run_dir}: not a folder (give a run folder, runs/<run_id>)")
     if not (run_dir / "manifest.json").exists(): fail(f"{run_dir}: no manifest.json (not a run folder)")
-    try: typer.echo(run_summary(Run(run_dir)))
+    try: echo(run_summary(Run(run_dir)))
     except (RecordError, OSError, ValueError, TypeError) as e: fail(e)
 
 # %% ../../nbs/92_cli_commands.ipynb #1e993bc7
@@ -347,8 +358,10 @@ def main():
     try: groundbench_app()()
     except SystemExit: raise
     except KeyboardInterrupt:
-        typer.echo("groundbench: interrupted", err=True); sys.exit(130)
+        echo("groundbench: interrupted", err=True); sys.exit(130)
     except Exception as e:
-        if os.environ.get("GROUNDBENCH_DEBUG"): raise
-        say_error(e, " (GROUNDBENCH_DEBUG=1 shows the traceback)")
+        if os.environ.get("GROUNDBENCH_DEBUG"):   # the traceback, redacted: an error body may echo a key or a token
+            import traceback
+            sys.stderr.write(printable(traceback.format_exc()))
+        say_error(e, "" if os.environ.get("GROUNDBENCH_DEBUG") else " (GROUNDBENCH_DEBUG=1 shows the traceback)")
         sys.exit(2)

@@ -18,10 +18,9 @@ import pandas as pd
 import typer
 import yaml
 
-from .app import (GLOBAL_SETTINGS, build_app, check_out, checked_settings, command_family, fail,
-                                 say_error)
+from .app import (GLOBAL_SETTINGS, build_app, check_out, checked_settings, command_family, echo,
+                                 fail, say_error)
 from ..core import RecordError, load_settings, load_yaml, write_table
-from ..core import printable
 
 # %% auto #0
 __all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'COMMANDS', 'validate_judge_cmd',
@@ -35,7 +34,6 @@ VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "te
 VALIDATE_SOURCEBENCH_OUTPUTS = tuple(f"sourcebench_agreement.{x}" for x in ("csv", "md", "tex")) + ("judge_scores.csv",)
 
 tools = command_family()   # validate, parse, login, doctor, credibility, fetch, annotate, agreement
-
 
 # %% ../../nbs/93_cli_tools.ipynb #c14e0012
 @tools.command("validate-judge")
@@ -85,18 +83,18 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
                                                dev_fraction, top_k, n_boot, max_rows=max_rows)
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
     smoke = " SMOKE RUN:" if summary["smoke"] else ""
-    typer.echo(f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} "
+    echo(f"{summary['pairs']} pairs ({summary['dev']} dev, {summary['test']} test; {summary['skipped_labels']} "
                f"skipped by the label map); judge: {summary['judge_model'] or 'none'}; thresholds chosen on dev: "
                + ", ".join(f"{k} >= {v:.3f}" for k, v in summary["thresholds"].items()))
-    if smoke: typer.echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, "
+    if smoke: echo(f"SMOKE RUN: {summary['judge_model']} is far too small to judge; this shows the harness, "
                          "not a judge's quality.")
-    for note in summary.get("notes") or (): typer.echo(f"note: {note}")
+    for note in summary.get("notes") or (): echo(f"note: {note}")
     t = agree[agree.group == "all"].copy()
     t["kappa (95% CI)"] = [f"{k:.3f} [{lo:.3f}, {hi:.3f}]" for k, lo, hi in zip(t.kappa, t.kappa_low, t.kappa_high)]
-    typer.echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)",
+    echo(t[["method", "n", "accuracy", "balanced_accuracy", "macro_f1", "kappa (95% CI)",
                   "parse_failures"]].to_string(index=False))
-    if (agree.group != "all").any(): typer.echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
-    typer.echo(f"figure: {out / 'pairs_agreement.png'}\n-> {out}")
+    if (agree.group != "all").any(): echo(f"per {group_col}: {out / 'pairs_agreement.csv'}")
+    echo(f"figure: {out / 'pairs_agreement.png'}\n-> {out}")
 
 # %% ../../nbs/93_cli_tools.ipynb #03c04489
 @tools.command("validate-sourcebench")
@@ -139,12 +137,12 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
                           "score, per metric (seed 001, Table 3), judge and constant baseline", smoke)
         if judged is not None: write_table(judged, out / "judge_scores.csv")
     except (RecordError, OSError, ValueError, yaml.YAMLError) as e: fail(e)
-    typer.echo(f"{len(human)} pages; MAE (1-5 scale) per metric:")
-    typer.echo(agree[["method", *METRICS, "Avg"]].round(3).to_string(index=False))
+    echo(f"{len(human)} pages; MAE (1-5 scale) per metric:")
+    echo(agree[["method", *METRICS, "Avg"]].round(3).to_string(index=False))
     if smoke:
-        typer.echo(
+        echo(
             "SMOKE RUN: the bundled model is far too small to judge; this shows the harness, not a judge's quality.")
-    typer.echo(f"-> {out}")
+    echo(f"-> {out}")
 
 # %% ../../nbs/93_cli_tools.ipynb #57df4fa8
 @tools.command("parse")
@@ -157,7 +155,7 @@ def parse_cmd(provider: str = typer.Option(..., help="a browser assistant (groun
     from groundbench.collect.assistants import parse_archived
     try: parsed = parse_archived(provider, html, json_file, config)
     except (RecordError, OSError) as e: fail(e)
-    typer.echo(parsed.to_json())
+    echo(parsed.to_json())
 
 # %% ../../nbs/93_cli_tools.ipynb #0f6209e8
 @tools.command("login")
@@ -170,7 +168,7 @@ def login_cmd(assistant: str = typer.Argument(
     cfg = load_ui_config(assistant)
     d = make_driver(profile_dir, headless=False)
     d.get(cfg["start_url"])
-    typer.echo(f"Sign in to {cfg['start_url']} in the Chromium window, then close it. Profile: {profile_dir}")
+    echo(f"Sign in to {cfg['start_url']} in the Chromium window, then close it. Profile: {profile_dir}")
     try:
         while d.window_handles: time.sleep(1)
     except Exception: pass
@@ -193,15 +191,15 @@ def doctor_api(provider: str, model: str | None, base_url: str | None, out: Path
     if not os.environ.get(c.key_env): say_error(f"{c.key_env} is not set: the API will likely refuse")
     try: r = api_check(c, out, prompt or HARMLESS_PROMPT)
     except CollectionError as e: fail(f"{e}", 1)
-    typer.echo(f"{provider}: asked {model}, answered by {r['model_answered'] or '(not said)'}; searches: "
+    echo(f"{provider}: asked {model}, answered by {r['model_answered'] or '(not said)'}; searches: "
                f"{'; '.join(r['search'].get('queries') or []) or '(none reported)'}")
     cits = pd.DataFrame(r["citations"], columns=["index", "url", "given_as", "title"])
     cits = cits.assign(given_as=[g if g != u else "" for g, u in zip(cits.given_as, cits.url)])
-    typer.echo(printable(cits.to_string(index=False, max_colwidth=120)))
+    echo(cits.to_string(index=False, max_colwidth=120))
     segs = pd.DataFrame(r["segments"], columns=["start", "end", "citations", "uncited", "text"])
-    typer.echo(printable(segs.assign(text=segs.text.str.slice(0, 70)).to_string(index=False)))
+    echo(segs.assign(text=segs.text.str.slice(0, 70)).to_string(index=False))
     bad = sum(not x["final"] for x in r["redirects"])
-    typer.echo(f"{len(r['citations'])} citations, {len(r['segments'])} segments, {len(r['listed_not_cited'])} sources "
+    echo(f"{len(r['citations'])} citations, {len(r['segments'])} segments, {len(r['listed_not_cited'])} sources "
                f"listed but not cited, {len(r['redirects'])} redirect links ({bad} unresolved); {out}/doctor.json")
     if not r["citations"]:
         fail("no citation came back" + (" although the API searched (sources missing)" if r["sources_missing"]
@@ -249,9 +247,9 @@ def doctor_cmd(
         fail(f"{assistant}: the browser failed ({' '.join(str(e.msg or e).split())[:200]}); "
              "run `groundbench doctor` again, or check Chromium and chromedriver (setup.sh installs them)", 1)
     finally: c.close()
-    typer.echo(printable(doctor_table(rows)))
+    echo(doctor_table(rows))
     failed = [r for r in rows if r["status"] == "FAILED"]
-    typer.echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}",
+    echo(f"\n{'OK' if ok else 'FAILED'}: {len(rows)} checks; page, screenshot and doctor.json in {out}",
                err=not ok)
     for r in failed: say_error(f"{r['kind']} {r['name']}: {r['selector'] or '-'} {r['detail']}")
     if not ok: raise typer.Exit(1)
@@ -287,7 +285,7 @@ def credibility_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs 
     for u in lines():
         d = rater.rate(u).__dict__
         d["score"] = None if d["score"] != d["score"] else d["score"]
-        typer.echo(json.dumps(d, ensure_ascii=False))
+        echo(json.dumps(d))   # ASCII: printable leaves it JSON
 
 # %% ../../nbs/93_cli_tools.ipynb #14e75f26
 @tools.command("fetch")
@@ -322,14 +320,12 @@ def fetch_cmd(urls: Optional[List[str]] = typer.Argument(None, help="URLs to fet
             ex = store.extracted(recs[u], cfg.total_timeout_s)
             d, why = source_doc(recs[u], ex), failure_reason(recs[u], ex)
             reasons.append(why)
-            typer.echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid,
-                                   "substantive": d.substantive,
-                                   "chars": len(d.text), "title": d.title, "published": d.published, "reason": why,
-                                   "error": d.error},
-                                  ensure_ascii=False))
+            echo(json.dumps({"url": u, "final_url": d.final_url, "status": d.status, "valid": d.valid,   # ASCII:
+                             "substantive": d.substantive, "chars": len(d.text), "title": d.title,    # printable
+                             "published": d.published, "reason": why, "error": d.error}))             # keeps it JSON
     except OSError as e: fail(e)
     finally: store.close()
-    typer.echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
+    echo(f"{len(reasons)} URLs: " + ", ".join(f"{n} {k}" for k, n in reason_counts(reasons).items()), err=True)
 
 # %% ../../nbs/93_cli_tools.ipynb #c57d813b
 def _item_text(row, shown: int, total: int, done: int, show_judge: bool) -> str:
@@ -372,14 +368,14 @@ def annotate_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<r
             if target is None: fail("every item of the sample is labelled (give --item and --replace to change one)")
             if target not in sample.index: fail(f"--item {target}: not in {sf}")
             store.add(target, label, note, shown=t.shown(sample.loc[target]), replace=replace)
-            typer.echo(printable(f"{target}: {label} ({t.folder}/{annotator}.csv)"))
+            echo(f"{target}: {label} ({t.folder}/{annotator}.csv)")
     except (RecordError, ValueError) as e: fail(e)
     nxt = store.next_item(sample)
     if nxt is None:
-        typer.echo(f"all {len(sample)} items of the sample are labelled; next: groundbench agreement {run_dir}"); return
+        echo(f"all {len(sample)} items of the sample are labelled; next: groundbench agreement {run_dir}"); return
     done = len(set(store.table.item_id) & set(sample.index))    # run text, its control characters escaped
-    typer.echo(printable(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), done, show_judge)))
-    typer.echo(f"label it: groundbench annotate {run_dir} --annotator {annotator}"
+    echo(_item_text(sample.loc[nxt], ids.index(nxt) + 1, len(sample), done, show_judge))
+    echo(f"label it: groundbench annotate {run_dir} --annotator {annotator}"
                + (f" --task {task}" if task != "groundedness" else "") + f" --label {'|'.join(t.labels)}|skip")
 
 # %% ../../nbs/93_cli_tools.ipynb #d7f0b6d6
@@ -401,20 +397,20 @@ def agreement_cmd(run_dir: Path = typer.Argument(..., help="a run folder, runs/<
     smoke = " (SMOKE RUN: the bundled small model is the judge)" if Run(run_dir).is_smoke else ""
     show = lambda t: t.to_string(index=False, float_format=lambda x: f"{x:.3f}")
     if len(r.get("annotators", ())):
-        typer.echo("Between annotators (Cohen's kappa per pair; Krippendorff's alpha over all):\n"
+        echo("Between annotators (Cohen's kappa per pair; Krippendorff's alpha over all):\n"
                    + show(r["annotators"]) + "\n\n" + show(r["labels"]) + "\n")
     if "judge" in r:
-        typer.echo(f"The judge against each annotator and their consensus{smoke}:\n" + show(r["judge"]) + "\n")
+        echo(f"The judge against each annotator and their consensus{smoke}:\n" + show(r["judge"]) + "\n")
     if "baselines" in r:
-        typer.echo("The judge beside two baselines on the same test rows (supported or not; the baselines' thresholds "
+        echo("The judge beside two baselines on the same test rows (supported or not; the baselines' thresholds "
                    "chosen on the dev rows):\n" + show(r["baselines"]) + "\n")
-    elif "baselines_note" in r: typer.echo(r["baselines_note"])
+    elif "baselines_note" in r: echo(r["baselines_note"])
     if "page_quality" in r:
-        typer.echo(f"Page quality (SourceBench): mean absolute error per metric, as seed 001's Table 3{smoke}:\n"
+        echo(f"Page quality (SourceBench): mean absolute error per metric, as seed 001's Table 3{smoke}:\n"
                    + show(r["page_quality"][["against", "method", "CR", "FA", "NE", "FR", "AA", "OA", "DA", "LC",
                                              "Avg"]]))
-    if "pairs_file" in r: typer.echo(f"pairs for validate-judge: {r['pairs_file']}")
-    for note in r.get("notes") or (): typer.echo(f"note: {note}")
+    if "pairs_file" in r: echo(f"pairs for validate-judge: {r['pairs_file']}")
+    for note in r.get("notes") or (): echo(f"note: {note}")
 
 # %% ../../nbs/93_cli_tools.ipynb #c60a8404
 COMMANDS = ("validate-judge", "validate-sourcebench", "parse", "login", "doctor", "credibility", "fetch", "annotate",

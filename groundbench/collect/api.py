@@ -226,6 +226,9 @@ class APICollector:
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None, timeout_s: float = 180,
                  max_retries: int = 5, backoff_s: float = 2.0, delay_s: float = 0.0, options: dict | None = None,
                  deadline_s: float = 600.0, max_bytes: int = 50 * 2**20):
+        for name, v in (("deadline_s", deadline_s), ("max_bytes", max_bytes), ("timeout_s", timeout_s)):
+            if not (isinstance(v, (int, float)) and 0 < v < float("inf")):   # 0 would mean no limit at all
+                raise ValueError(f"{type(self).__name__}: {name} = {v!r}: give a number above 0")
         self.limits = {"deadline_s": deadline_s, "max_bytes": max_bytes}   # each exchange's total time and size
         self.model, self.base_url = model, (base_url or self.default_base).rstrip("/")
         self.key_env = api_key_env or self.key_env

@@ -8,63 +8,96 @@ Docs: https://groundbench.github.io/groundbench/collect_pagetext.html.md"""
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import mimetypes
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 from ..core import SUBSTANTIVE_CHARS, RecordError, SourceDoc
 from .base import clean_url
-from ..sources.extract import Extracted, extract, looks_like_html
+from ..sources.extract import ExtractLimits, ExtractWorker, Extracted, extract, looks_like_html
 
 # %% auto #0
-__all__ = ['ITEM_KEYS', 'MAX_ARCHIVED_BYTES', 'item_fields', 'Archived', 'page_folder_index', 'warc_index', 'page_doc',
-           'presupplied_sources', 'cited_spans']
+__all__ = ['ITEM_KEYS', 'MAX_ARCHIVED_BYTES', 'item_fields', 'Archived', 'page_folder_index', 'warc_index', 'page_type',
+           'page_doc', 'PageTexts', 'presupplied_sources', 'cited_spans']
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #6158e122
 ITEM_KEYS = ("text_key", "evidence_key", "start_key", "end_key")   # mapping fields naming a cited item's fields
 
+def _as_text(v: Any) -> str:
+    "A text field: a list of texts (evidence copied in pieces) as its pieces, a blank line apart; never Python's repr."
+    if v is None: return ""
+    if isinstance(v, (list, tuple)): return "\n\n".join(t for x in v if (t := _as_text(x).strip()))
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+
+def _as_scalar(v: Any) -> Any:
+    "A span field kept hashable: a list or an object as its JSON text (then refused by `cited_spans`, named)."
+    return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)[:80]
+
 def item_fields(item: Any, keys: dict[str, str]) -> tuple:
     """(text, evidence, start, end) a cited item carries under the mapping's `keys` ('' / None where it carries none):
-    a hashable tuple kept with its URL."""
+    a hashable tuple kept with its URL. A list of evidence pieces is kept as its pieces, a blank line apart."""
     if not isinstance(item, dict): return "", "", None, None
     get = lambda k: item.get(keys[k]) if keys.get(k) else None
-    text, evidence = get("text_key"), get("evidence_key")
-    return (str(text) if text is not None else "", str(evidence) if evidence is not None else "",
-            get("start_key"), get("end_key"))
+    return (_as_text(get("text_key")), _as_text(get("evidence_key")), _as_scalar(get("start_key")),
+            _as_scalar(get("end_key")))
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #b28ab5a2
 class Archived(NamedTuple):
-    "A page a dataset archived: where it came from (`origin`, kept as `text_origin`), its type, and how to read it."
+    """A page a dataset archived: where it came from (`origin`, kept as `text_origin`), its type, how to read it (at
+    most `MAX_ARCHIVED_BYTES` and one byte more), and what identifies it (`key`: one page read once)."""
     origin: str
     content_type: str
     read: Callable[[], bytes]
+    key: str = ""
+
+MAX_ARCHIVED_BYTES = 64 << 20   # an archived page over this is refused as too large (a real page: kB to a few MB)
+
+def _read_capped(p: Path) -> bytes:
+    "A page folder's file, read no further than one byte past the cap (a 3 GB file costs 64 MB, never 3 GB)."
+    with open(p, "rb") as f: return f.read(MAX_ARCHIVED_BYTES + 1)
 
 def _keys(url: str) -> list[str]:
     "The URL as the index gives it and as the importer cleans a cited URL (tracking parameters dropped)."
     return list(dict.fromkeys([url, clean_url(url)]))
 
+def _index_rows(idx: Path) -> list[tuple[int, dict]]:
+    """The rows of a page folder's index.csv, numbered as a spreadsheet shows them: UTF-8 with or without a byte order
+    mark; another encoding, a field over 1 MB or broken quoting named with the file and line."""
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 20))
+    try:
+        with open(idx, encoding="utf-8-sig", newline="") as f:
+            r = csv.DictReader(f)
+            return [(i, row) for i, row in enumerate(r, 2)]
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{idx}: not UTF-8 (byte {e.start} is {e.object[e.start:e.start + 1]!r}); save it as "
+                          "UTF-8") from None
+    except csv.Error as e:
+        raise RecordError(f"{idx}: line {r.line_num}: {e}") from None
+
 def page_folder_index(folder: str | Path) -> dict[str, Archived]:
     """URL -> archived file of a page folder, from its `index.csv` (`url`, `file`; an optional `content_type`, else
-    guessed from the file's name); a bad index is named with its row."""
+    guessed from the file's name); a bad index is named with its row. Files are read when a page is used, capped."""
     folder = Path(folder)
     idx = folder / "index.csv"
     if not idx.is_file(): raise RecordError(f"{folder}: page_folder: no index.csv (columns url, file) in it")
     out = {}
-    with open(idx, encoding="utf-8", newline="") as f:
-        for i, row in enumerate(csv.DictReader(f), 2):
-            url, name = (row.get("url") or "").strip(), (row.get("file") or "").strip()
-            if not url or not name: raise RecordError(f"{idx}: row {i}: give url and file")
-            p = (folder / name).resolve()
-            if folder.resolve() not in p.parents:
-                raise RecordError(f"{idx}: row {i}: file {name!r} is outside the folder")
-            if not p.is_file(): raise RecordError(f"{idx}: row {i}: file {name!r}: no such file in {folder}")
-            ct = (row.get("content_type") or "").strip() or mimetypes.guess_type(name)[0] or ""
-            for k in _keys(url): out.setdefault(k, Archived(f"page folder: {name}", ct, p.read_bytes))
+    for i, row in _index_rows(idx):
+        url, name = (row.get("url") or "").strip(), (row.get("file") or "").strip()
+        if not url or not name:
+            raise RecordError(f"{idx}: row {i}: give url and file (the columns found: {', '.join(map(str, row))})")
+        p = (folder / name).resolve()
+        if folder.resolve() not in p.parents:
+            raise RecordError(f"{idx}: row {i}: file {name!r} is outside the folder")
+        if not p.is_file(): raise RecordError(f"{idx}: row {i}: file {name!r}: no such file in {folder}")
+        ct = (row.get("content_type") or "").strip() or mimetypes.guess_type(name)[0] or ""
+        read = lambda p=p: _read_capped(p)
+        for k in _keys(url): out.setdefault(k, Archived(f"page folder: {name}", ct, read, f"file:{p}"))
     return out
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #0d6cada6
-MAX_ARCHIVED_BYTES = 64 << 20   # a page read from an archive is cut here (a real page is kilobytes to a few MB)
-
 def _warc_record(path: Path, offset: int, url: str) -> bytes:
     """The payload of the WARC record at `offset` (content and transfer encodings undone, as a browser would read it);
     a record that cannot be read (a truncated file) is named with its URL and offset."""
@@ -75,7 +108,11 @@ def _warc_record(path: Path, offset: int, url: str) -> bytes:
             rec = next(iter(ArchiveIterator(f)))
             got = (rec.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
             if got != url: raise ValueError(f"the record there is of {got or 'no URL'} (the file changed?)")
-            return rec.content_stream().read(MAX_ARCHIVED_BYTES)
+            body = rec.content_stream().read(MAX_ARCHIVED_BYTES + 1)
+            missing = getattr(rec.raw_stream, "limit", 0) or 0   # what its Content-Length promised and the file lacks
+            if len(body) <= MAX_ARCHIVED_BYTES and missing > 0:
+                raise ValueError(f"the record is cut short ({missing:,} bytes of it missing: a truncated file)")
+            return body
     except Exception as e:   # warcio, zlib and the file each raise their own
         raise RecordError(f"{path}: page_warc: the record of {url} at byte {offset} cannot be read: "
                           f"{type(e).__name__}: {e}") from None
@@ -100,59 +137,116 @@ def warc_index(path: str | Path) -> dict[str, Archived]:
                     continue
                 ct = (h.get_header("Content-Type") if h else rec.rec_headers.get_header("Content-Type")) or ""
                 read = lambda o=offset, u=url: _warc_record(path, o, u)
-                for k in _keys(url): out.setdefault(k, Archived(f"WARC: {path.name}", ct, read))
+                for k in _keys(url): out.setdefault(k, Archived(f"WARC: {path.name}", ct, read, f"warc:{offset}"))
     except (ArchiveLoadFailed, ValueError, OSError, EOFError) as e:
         raise RecordError(f"{path}: page_warc: not a readable WARC file near byte {offset}: {e}") from None
     if not out: raise RecordError(f"{path}: page_warc: no response record with a 2xx status and no resource record")
     return out
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #3cbaea4e
+def page_type(body: bytes, content_type: str = "", name: str = "") -> str:
+    "An archived page's type: `content_type`, else its file `name`'s, else HTML by its first bytes, else plain text."
+    ct = content_type or mimetypes.guess_type(name)[0] or ""
+    return ct or ("text/html" if looks_like_html(body) else "text/plain; charset=utf-8")
+
+# %% ../../nbs/29b_collect_pagetext.ipynb #9801c837
 def page_doc(body: bytes | str, content_type: str = "", name: str = "") -> Extracted:
     """An archived page read as the sources stage reads a fetched one (`extract`: our main text and metadata, and the
-    texts SourceBench's and SourceCheckup's released collectors would read of the same body); its type from
-    `content_type`, else its file `name`, else its first bytes (HTML), else plain text."""
+    texts SourceBench's and SourceCheckup's released collectors would read of the same body), in this process: the
+    importer uses `PageTexts`, which reads each page once in the bounded worker."""
     body = body.encode("utf-8") if isinstance(body, str) else body
-    ct = content_type or mimetypes.guess_type(name)[0] or ""
-    if not ct: ct = "text/html" if looks_like_html(body) else "text/plain; charset=utf-8"
-    return extract(body, ct)
+    return extract(body, page_type(body, content_type, name))
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #f00c583b
+class PageTexts:
+    """The importer's reader of archived pages: each page (a page folder's file, a WARC record, an item's text) read
+    once however many answers cite it, capped at `MAX_ARCHIVED_BYTES` (a page over it is refused as too large, named,
+    never read further), and extracted in the bounded worker (`sources.extract.ExtractWorker`: the time and memory
+    limits of a fetched page). A page that cannot be read or extracted is kept as a failed row, its reason counted."""
+    def __init__(self, limits: ExtractLimits | None = None):
+        self.limits, self._worker, self._done, self.unread = limits or ExtractLimits(), None, {}, Counter()
+
+    def doc(self, key: str, read: Callable[[], bytes | str], content_type: str = "", name: str = "") -> Extracted:
+        "The extraction of the page `key` (read with `read` the first time only)."
+        if key in self._done: return self._done[key]
+        try:
+            body = read()
+            body = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+            if len(body) > MAX_ARCHIVED_BYTES:
+                doc = Extracted("failed", error=f"too_large: {name or 'the page'} is over {MAX_ARCHIVED_BYTES:,} "
+                                                "bytes (read no further)", reason="too_large")
+            else:
+                if self._worker is None: self._worker = ExtractWorker(self.limits)
+                doc = self._worker(body, page_type(body, content_type, name))
+        except RecordError as e: doc = Extracted("failed", error=f"unreadable: {e}", reason="unreadable")
+        if doc.kind == "failed": self.unread[doc.reason or "failed"] += 1
+        self._done[key] = doc
+        return doc
+
+    def close(self):
+        if self._worker is not None: self._worker.close(); self._worker = None
+    def __enter__(self): return self
+    def __exit__(self, *a): self.close()
+
+# %% ../../nbs/29b_collect_pagetext.ipynb #88c57285
 def _row(conversation_id: str, url: str, doc: Extracted, origin: str, content_type: str) -> dict:
-    "One `sources_presupplied` row: the page as the sources stage would have recorded it, with its text's origin."
+    """One `sources_presupplied` row: the page as the sources stage would have recorded it, with its text's origin (a
+    page that could not be read or extracted: no text, not valid, its error kept)."""
     body = doc.text
     return {"conversation_id": conversation_id, **SourceDoc(
         url, url, 200, content_type, body, doc.title, doc.author, doc.published, doc.updated, doc.site_name,
-        valid=bool(body.strip()), substantive=len(body) >= SUBSTANTIVE_CHARS, presupplied=True, first_status=200,
-        text_sourcebench=doc.text_sourcebench or body, text_sourcecheckup=doc.text_sourcecheckup or body).__dict__,
-        "text_origin": origin}
+        valid=bool(body.strip()), substantive=len(body) >= SUBSTANTIVE_CHARS, error=doc.error, presupplied=True,
+        first_status=200, text_sourcebench=doc.text_sourcebench or body,
+        text_sourcecheckup=doc.text_sourcecheckup or body).__dict__, "text_origin": origin}
 
-def presupplied_sources(conversation_id: str, cited: Sequence[tuple[str, tuple]], archive: dict[str, Archived]
-                        ) -> list[dict]:
+# %% ../../nbs/29b_collect_pagetext.ipynb #bbcaebab
+def presupplied_sources(conversation_id: str, cited: Sequence[tuple[str, tuple]], archive: dict[str, Archived],
+                        pages: PageTexts | None = None) -> list[dict]:
     """The `sources_presupplied` rows of one imported answer: per cited URL (`cited`: (url, item fields)) the text its
     item carries, else its archived page (a page folder or a WARC), else its annotator's evidence, with `text_origin`;
-    none where none."""
+    none where none. Pages are read through `pages` (one `PageTexts` for a whole import: each page once)."""
+    own = pages is None
+    pages = PageTexts() if own else pages
     rows, done = [], set()
-    for url, (text, evidence, _, _) in cited:
-        if url in done: continue
-        if text.strip(): doc, origin, ct = page_doc(text), "archived text", ""
-        elif url in archive:
-            a = archive[url]
-            doc, origin, ct = page_doc(a.read(), a.content_type, a.origin), a.origin, a.content_type
-        elif evidence.strip():
-            doc, origin, ct = Extracted("text", evidence.strip()), "annotator's evidence", "text/plain"
-        else: continue
-        done.add(url)
-        rows.append(_row(conversation_id, url, doc, origin, ct or "text/plain"))
+    try:
+        for url, (text, evidence, _, _) in cited:
+            if url in done: continue
+            if text.strip():
+                key = "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                doc, origin, ct = pages.doc(key, lambda t=text: t), "archived text", ""
+            elif url in archive:
+                a = archive[url]
+                doc = pages.doc(a.key or f"{a.origin}:{url}", a.read, a.content_type, a.origin.split(": ", 1)[-1])
+                origin, ct = a.origin, a.content_type
+            elif evidence.strip():
+                doc, origin, ct = Extracted("text", evidence.strip()), "annotator's evidence", "text/plain"
+            else: continue
+            done.add(url)
+            rows.append(_row(conversation_id, url, doc, origin, ct or "text/plain"))
+    finally:
+        if own: pages.close()
     return rows
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #7c8e6634
 def cited_spans(text: str, cited: Sequence[tuple[str, tuple]], index: dict[str, int]) -> list[tuple[int, int, list]]:
     """(start, end, [citation index]) of every cited item that gives a span of `text` (`index`: url -> its citation
-    index); a span that is not whole numbers, reversed or outside the answer is a ValueError naming its item."""
-    out = []
+    index). A ValueError naming the item for a span that is not two whole numbers, is reversed or empty, lies outside
+    the answer, splits a character the answer holds as a surrogate pair's half, or overlaps another item's span
+    without being the same span (two citations of one sentence give the same span)."""
+    out, seen = [], {}
     for k, (url, (_, _, a, b)) in enumerate(cited, 1):
         if a is None and b is None: continue
-        ok = all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b)) and 0 <= a < b <= len(text)
-        if not ok: raise ValueError(f"item {k}: span ({a!r}, {b!r}) is not inside the answer of {len(text)} characters")
+        span = f"item {k}: span ({a!r}, {b!r})"
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b)):
+            raise ValueError(f"{span} is not two whole numbers (start and end, in characters from 0)")
+        if a >= b: raise ValueError(f"{span} is reversed or empty (its end must come after its start)")
+        if a < 0 or b > len(text): raise ValueError(f"{span} is not inside the answer of {len(text)} characters")
+        for x in (a, b):
+            if 0 < x < len(text) and "\ud800" <= text[x - 1] <= "\udbff" and "\udc00" <= text[x] <= "\udfff":
+                raise ValueError(f"{span} splits a character in two at {x} (offsets counted in UTF-16 code units?)")
+        for (c, d), j in seen.items():
+            if (a, b) != (c, d) and a < d and c < b:
+                raise ValueError(f"{span} overlaps item {j}'s span ({c}, {d}): give each part of the answer once")
+        seen.setdefault((a, b), k)
         if index.get(url): out.append((a, b, [index[url]]))
     return out

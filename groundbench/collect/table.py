@@ -19,8 +19,8 @@ import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
                                       mark, repeat_of, segment_blocks, span_segments, text_blocks)
-from .pagetext import (ITEM_KEYS, cited_spans, item_fields, page_folder_index, presupplied_sources,
-                                          warc_index)
+from .pagetext import (ITEM_KEYS, PageTexts, cited_spans, item_fields, page_folder_index,
+                                          presupplied_sources, warc_index)
 from .pills import publisher_lines
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
@@ -74,6 +74,7 @@ class TableMapping:
     role: str = ""
     claim_id: str = ""
     meta: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()   # your own outcome per answer (numbers or true/false): tested as own:<column>
     markers: tuple[str, ...] = ("brackets", "superscripts")
     drop_lines: tuple[str, ...] = ()
     paragraphs: str = "blank_lines"
@@ -99,8 +100,8 @@ class TableMapping:
         if set(d) - known:
             raise ValueError(f"{where}: unknown fields {sorted(set(d) - known)} (known: {', '.join(sorted(known))})")
         if "answer" not in d: raise ValueError(f"{where}: `answer` (the column holding the answer text) is required")
-        kw = {k: (tuple(v) if k in ("meta", "markers", "drop_lines") else v) for k, v in d.items()}
-        for k in ("meta", "markers", "drop_lines"):
+        kw = {k: (tuple(v) if k in ("meta", "outcomes", "markers", "drop_lines") else v) for k, v in d.items()}
+        for k in ("meta", "outcomes", "markers", "drop_lines"):
             if isinstance(d.get(k), str): kw[k] = (d[k],)
         try: return cls(**kw)
         except ValueError as e: raise ValueError(f"{where}: {e}") from None
@@ -110,7 +111,7 @@ class TableMapping:
         cols = {f: getattr(self, f) for f in ("answer", "question", "assistant", "model", "answer_id", "urls", "titles",
                                               "panel_urls", "collected_at", "topic", "role", "claim_id")
                 if getattr(self, f)}
-        return cols | {f"meta:{m}": m for m in self.meta}
+        return cols | {f"meta:{m}": m for m in dict.fromkeys((*self.meta, *self.outcomes))}
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29011
 def split_cell(v) -> list:
@@ -290,7 +291,8 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
             if not assistant: raise BadRow(f"{where}: column {m.assistant!r} (assistant): empty")
             cites, panel, changes = _row_urls(path, rowno, row, col, m)
             extra = {**{f: get(f) for f in ("answer_id", "collected_at", "topic", "role", "claim_id")},
-                     **{c: cell_text(cell_value(row, col[f"meta:{c}"])) for c in m.meta}}
+                     **{c: cell_text(cell_value(row, col[f"meta:{c}"]))
+                        for c in dict.fromkeys((*m.meta, *m.outcomes))}}
             extra["collected_at"] = extra["collected_at"] or m.collected_on
             a = _Answer([rowno], assistant, get("model") or m.model_name, get("question"), ans, cites, panel, extra)
             url_changes += changes
@@ -367,7 +369,8 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
             **{f"markers_{k}": found[k] for k in ("brackets", "superscripts", "glued", "publisher_lines")},
             "ambiguous_markers": found["ambiguous"], "unresolved_pills": found["unresolved_pills"],
             **{f"meta_{k}": v for k,
-               v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")}}
+               v in e.items() if k not in ("answer_id", "collected_at", "topic", "role", "claim_id")},
+            **{f"outcome_{k}": e[k] for k in m.outcomes}}
     return pr, conv, meta, cited
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29020
@@ -381,16 +384,21 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
     prompts, convs, meta, seen, srcs = {}, [], [], {}, []
     folder = {**(warc_index(path.parent / m.page_warc) if m.page_warc else {}),     # a folder's file wins over a WARC
               **(page_folder_index(path.parent / m.page_folder) if m.page_folder else {})}
-    for a in _gather(path, m, skip_bad_rows, rejected, changes, counts):
-        try: pr, conv, row, cited = _conversation(a, m, path.name, counts)
-        except ValueError as e: raise RecordError(f"{path}: row {a.rows[0]}: column {m.urls!r} (urls): {e}") from None
-        if conv.conversation_id in seen:
-            counts["duplicate_answers"] += 1
-            if m.duplicates == "merge": counts["duplicates_merged"] += 1; continue
-            pr, conv, row = repeat_of(pr, conv, row, a.rows[0])
-        seen[conv.conversation_id] = True
-        prompts.setdefault(pr.prompt_id, pr); convs.append(conv); meta.append(row)
-        srcs += presupplied_sources(conv.conversation_id, cited, folder)
+    with PageTexts() as pages:     # each archived page read once, in the bounded extraction worker
+        for a in _gather(path, m, skip_bad_rows, rejected, changes, counts):
+            try: pr, conv, row, cited = _conversation(a, m, path.name, counts)
+            except ValueError as e:      # a bad span: the answer's row, skipped under --skip-bad-rows
+                if not skip_bad_rows:
+                    raise RecordError(f"{path}: row {a.rows[0]}: column {m.urls!r} (urls): {e}") from None
+                rejected.append({"file": str(path), "row": a.rows[0], "reason": f"column {m.urls!r} (urls): {e}"})
+                continue
+            if conv.conversation_id in seen:
+                counts["duplicate_answers"] += 1
+                if m.duplicates == "merge": counts["duplicates_merged"] += 1; continue
+                pr, conv, row = repeat_of(pr, conv, row, a.rows[0])
+            seen[conv.conversation_id] = True
+            prompts.setdefault(pr.prompt_id, pr); convs.append(conv); meta.append(row)
+            srcs += presupplied_sources(conv.conversation_id, cited, folder, pages)
     answers = pd.DataFrame(meta)
     c = {"file": path.name, "answers": len(convs), "rows_rejected": len(rejected), "questions": len(prompts),
          "assistants": dict(Counter(f"{c.provider} {c.model}".strip() for c in convs)),
@@ -404,7 +412,7 @@ def import_table(path: str | Path, mapping: TableMapping | dict, skip_bad_rows: 
          "duplicates_merged": counts["duplicates_merged"], "rows_continued": counts["rows_continued"],
          "urls_repaired": sum(x["action"] == "repaired" for x in changes),
          "urls_dropped": sum(x["action"] == "dropped" for x in changes),
-         "page_texts": dict(Counter(s["text_origin"].split(":")[0] for s in srcs))}
+         "page_texts": dict(Counter(s["text_origin"].split(":")[0] for s in srcs)), "pages_unread": dict(pages.unread)}
     rej = pd.DataFrame(rejected, columns=["file", "row", "reason"])
     return TableImport(list(prompts.values()), convs, answers, rej, c,
                        pd.DataFrame(changes, columns=URL_CHANGE_COLUMNS), pd.DataFrame(srcs))
@@ -437,18 +445,22 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                        "duplicate_answers": sum(t.counts["duplicate_answers"] for t in parts),
                        "duplicates_merged": sum(t.counts["duplicates_merged"] for t in parts),
                        "rows_continued": sum(t.counts.get("rows_continued", 0) for t in parts),
-                       "page_texts": dict(sum((Counter(t.counts.get("page_texts", {})) for t in parts), Counter()))},
+                       "page_texts": dict(sum((Counter(t.counts.get("page_texts", {})) for t in parts), Counter())),
+                       "pages_unread": dict(sum((Counter(t.counts.get("pages_unread", {})) for t in parts),
+                                                Counter()))},
                        pd.concat([t.url_changes for t in parts], ignore_index=True),
                        pd.concat([t.sources for t in parts], ignore_index=True))
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29023
 def write_import(imp: TableImport, out: str | Path) -> dict:
     """Write the import's side tables into a stage folder: imported_answers.parquet, rejected_rows.csv and
-    url_changes.csv (each cited item repaired or dropped by `bad_urls`), the last two when they have rows."""
+    url_changes.csv (each cited item repaired or dropped by `bad_urls`), the last two when they have rows (an earlier
+    import's file of that name removed when this one has none: a folder never mixes two imports)."""
     out = Path(out)
     write_table(imp.answers, out / "imported_answers.parquet")
-    if len(imp.rejected): write_table(imp.rejected, out / "rejected_rows.csv")
-    if len(imp.url_changes): write_table(imp.url_changes, out / "url_changes.csv")
+    for table, name in ((imp.rejected, "rejected_rows.csv"), (imp.url_changes, "url_changes.csv")):
+        if len(table): write_table(table, out / name)
+        else: (out / name).unlink(missing_ok=True)
     return imp.counts
 
 # %% ../../nbs/29_collect_table.ipynb #a1c29025

@@ -25,9 +25,9 @@ from ..runfolder import Run
 from ..tables import Output, html_table, plotting, write_output
 
 # %% auto #0
-__all__ = ['DRIFT_COLUMNS', 'LENSES', 'MAX_DRAWN', 'DRIFT_CSS', 'side_mask', 'design_note', 'compare_sides', 'compare_figure',
-           'parse_date', 'run_date', 'run_labels', 'run_estimates', 'trend', 'drift_table', 'drift_figure',
-           'mdates_num', 'write_drift']
+__all__ = ['DRIFT_COLUMNS', 'LENSES', 'MAX_DRAWN', 'MAX_TICKS', 'DRIFT_CSS', 'side_mask', 'design_note', 'compare_sides',
+           'compare_figure', 'parse_date', 'run_date', 'run_labels', 'run_estimates', 'trend', 'drift_table',
+           'drift_figure', 'mdates_num', 'write_drift']
 
 # %% ../../nbs/78_findings_drift.ipynb #f751b9f1
 def side_mask(obs: pd.DataFrame, name: str) -> pd.Series:
@@ -241,6 +241,8 @@ LENSES = {"credibility": ("CR", "NCR"), "groundedness": ("GS", "CG", "NCG", "HS"
           "sourcecheckup": ("SC_statement", "SC_response")}
 MAX_DRAWN = 12    # assistants drawn in one figure; beyond it the page gives the table alone
 
+MAX_TICKS = 16   # run names under one panel's axis; more runs are drawn, every k-th named
+
 def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str], dates: dict, metrics: Sequence[str]):
     """One lens's metrics over the runs (x: the run dates, or their order where they share one), one line per
     assistant with its intervals; a change significant at the false discovery rate marked *, a significant trend
@@ -268,8 +270,9 @@ def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str],
                              & changes.significant].itertuples():
                 ax.annotate("*", ((xs[c.from_run] + xs[c.to_run]) / 2, (c.from_value + c.to_value) / 2),
                             color=colours[a], fontsize=16, ha="center")
-        ax.set_xticks([xs[r] for r in order], [f"{r}\n{dates[r]:%Y-%m-%d}" if dates.get(r) is not None else r
-                                               for r in order], fontsize=8)
+        shown = order[::max(1, math.ceil(len(order) / MAX_TICKS))]   # 500 runs: every 32nd named, readable
+        ax.set_xticks([xs[r] for r in shown], [f"{r[:20]}\n{dates[r]:%Y-%m-%d}" if dates.get(r) is not None else r[:20]
+                                               for r in shown], fontsize=8, rotation=30 if len(shown) > 6 else 0)
         ax.set_xlim(min(xs.values()) - 0.08 * span, max(xs.values()) + 0.08 * span)
         ax.set_title(f"{m} ({'%' if METRICS[m][3] == 'points' else 'score'})")
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)

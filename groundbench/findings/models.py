@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from .inference import Contrast, cell_cr2, newcombe, permutation_p, sign_flip_p, wilson
-from ..stages import CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
+from ..stages import COLLECT, CREDIBILITY, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP
 
 # %% auto #0
-__all__ = ['METRICS', 'ESTIMANDS', 'Difference', 'two_cells', 'claim_rates', 'difference', 'interaction', 'level_estimate',
-           'holm', 'fdr', 'fcr_level', 'independent_difference']
+__all__ = ['METRICS', 'ESTIMANDS', 'own_metric', 'Difference', 'two_cells', 'claim_rates', 'difference', 'interaction',
+           'level_estimate', 'holm', 'fdr', 'fcr_level', 'independent_difference']
 
 # %% ../../nbs/76_findings_models.ipynb #71748ed1
 # metric: (stage, what one observation is, kind, scale, what it measures)
@@ -45,6 +45,15 @@ METRICS = {
     "SC_statement": (SOURCECHECKUP, "statement", "binomial", "points", "SourceCheckup: statements supported"),
     "SC_response": (SOURCECHECKUP, "response", "binomial", "points", "SourceCheckup: responses fully supported"),
 }
+
+# %% ../../nbs/76_findings_models.ipynb #97eee396
+def own_metric(column: str, binary: bool) -> str:
+    """The metric of your own outcome `column` (an imported column the mapping names in `outcomes`), `own:<column>`,
+    registered in `METRICS`: a share per answer (values 0 and 1: percentage points) or a score (other numbers)."""
+    name = f"own:{column}"
+    METRICS[name] = (COLLECT, "response", "binomial" if binary else "gaussian", "points" if binary else "score",
+                     f"your own outcome {column!r} (an imported column, the mapping's outcomes)")
+    return name
 
 # %% ../../nbs/76_findings_models.ipynb #59448f4c
 ESTIMANDS = ("claim", "pooled")

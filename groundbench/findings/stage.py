@@ -13,17 +13,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core import Conversation, Prompt, assistant_name, read_records
+from ..core import (Conversation, Prompt, RecordError, assistant_name, load_settings, read_records,
+                              write_table)
 from .models import (METRICS, difference, fcr_level, fdr, independent_difference,
-                                         level_estimate)
+                                         level_estimate, own_metric)
 from .inference import t_contrast
 from ..runfolder import Run, StageExecution, run_folders
 from ..stages import COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, StageOutput
 from ..tables import Output, plotting, read_scores, write_output
 
 # %% auto #0
-__all__ = ['DESIGN', 'FACTORS', 'ROLE_ORDER', 'TABLE_COLUMNS', 'SMOKE_KIND', 'PAPER_ROW_COLUMNS', 'SHOWN', 'design_table',
-           'observations', 'comparisons', 'findings_table', 'levels_table', 'forest_figure', 'report_items', 'run']
+__all__ = ['DESIGN', 'FACTORS', 'ROLE_ORDER', 'TABLE_COLUMNS', 'SMOKE_KIND', 'MAX_FOREST', 'PAPER_ROW_COLUMNS', 'SHOWN',
+           'design_table', 'own_outcomes', 'observations', 'comparisons', 'findings_table', 'levels_table',
+           'forest_figure', 'tex_columns', 'report_items', 'run']
 
 # %% ../../nbs/75_findings.ipynb #e91cfe28
 DESIGN = ["run_id", "conversation_id", "claim_id", "prompt_id", "assistant", "topic", "role", "thinking",
@@ -46,9 +48,30 @@ def design_table(run_dir: Path) -> pd.DataFrame:
                         columns=DESIGN)
 
 # %% ../../nbs/75_findings.ipynb #a571a469
+_TRUTH = {"true": 1.0, "yes": 1.0, "false": 0.0, "no": 0.0}
+
+def own_outcomes(path: Path) -> list[pd.DataFrame]:
+    """(conversation_id, metric, y) of every outcome of your own an import carried (`outcome_<column>` of
+    imported_answers.parquet, the mapping's `outcomes`), as metric `own:<column>` (`models.own_metric`): a number, or
+    true/false/yes/no as 1/0; an empty cell is no observation; any other text is an error naming the answer's rows."""
+    if not path.exists(): return []
+    a, out = pd.read_parquet(path), []
+    for col in [c for c in a.columns if c.startswith("outcome_")]:
+        text = a[col].astype(str).str.strip()
+        y = pd.to_numeric(text.str.lower().map(lambda v: _TRUTH.get(v, v)), errors="coerce")
+        if (bad := y.isna() & ~text.str.lower().isin(["", "nan", "none"])).any():
+            i = bad.idxmax()
+            raise RecordError(f"{path}: the answer of rows {a.rows[i]} ({a.file[i]}): outcome {col[8:]!r}: "
+                              f"{text[i][:60]!r} is neither a number nor true/false")
+        keep = y.notna() & np.isfinite(y)
+        metric = own_metric(col[8:], bool(keep.any()) and set(y[keep].unique()) <= {0.0, 1.0})
+        out.append(pd.DataFrame({"conversation_id": a.conversation_id[keep], "metric": metric, "y": y[keep]}))
+    return out
+
+# %% ../../nbs/75_findings.ipynb #3216742f
 def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
-    "(conversation_id, metric, y) of every metric whose stage wrote its files in the run."
-    out = []
+    "(conversation_id, metric, y) of every metric whose stage wrote its files in the run, and your own outcomes."
+    out = own_outcomes(run_dir / COLLECT / "imported_answers.parquet")
     if (f := run_dir / CREDIBILITY / "citations.parquet").exists():
         c = pd.read_parquet(f, columns=["conversation_id", "classified", "score", "category"])
         c = c.assign(rated=c.classified.astype(bool) & c.score.notna())
@@ -121,7 +144,12 @@ def observations(run_dirs, dedupe: bool = True, labels: list[str] | None = None)
         if dedupe: design = design[~design.conversation_id.isin(seen)]
         seen |= set(design.conversation_id)
         for o in _outcomes(d):
-            frames.append(o.dropna(subset=["y"]).merge(design, on="conversation_id", how="inner"))
+            o = o.dropna(subset=["y"])
+            if len(inf := o[~np.isfinite(o.y.astype(float))]):      # a corrupt score: refused, never averaged
+                raise RecordError(f"{d}: metric {inf.metric.iloc[0]}: {len(inf)} observations are not finite "
+                                  f"(first: conversation {inf.conversation_id.iloc[0]}, {inf.y.iloc[0]}); fix the "
+                                  "stage's table")
+            frames.append(o.merge(design, on="conversation_id", how="inner"))
     cols = ["metric", "y", *DESIGN]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
@@ -183,7 +211,7 @@ def findings_table(obs: pd.DataFrame, n_boot: int | None = None, seed: int = 0, 
                       "pooled_low", "pooled_high"): d[c] *= k
             rows.append({"analysis": "exploratory", "metric": m, "factor": factor, "within": within,
                          "contrast": f"{b} - {a}", **d, "indep_low": lo * k, "indep_high": hi * k, "unit": scale,
-                         "run_kind": SMOKE_KIND if smoke and METRICS[m][0] != CREDIBILITY else "",
+                         "run_kind": SMOKE_KIND if smoke and METRICS[m][0] not in (CREDIBILITY, COLLECT) else "",
                          "_rows": (r, kind, a, b)})
     t = pd.DataFrame(rows)
     if t.empty: return pd.DataFrame(columns=TABLE_COLUMNS)
@@ -212,15 +240,22 @@ def levels_table(obs: pd.DataFrame, smoke: bool = False) -> pd.DataFrame:
         rows.append({"metric": m, "assistant": a, "value": c.estimate * k, "low": c.low * k, "high": c.high * k,
                      "pooled": float(g.y.mean()) * k, "claims": int(g.claim_id.nunique()), "n": len(g),
                      "unit": METRICS[m][3],
-                     "run_kind": SMOKE_KIND if smoke and METRICS[m][0] != CREDIBILITY else ""})
+                     "run_kind": SMOKE_KIND if smoke and METRICS[m][0] not in (CREDIBILITY, COLLECT) else ""})
     return pd.DataFrame(rows, columns=["metric", "assistant", "value", "low", "high", "pooled", "claims", "n", "unit",
                                        "run_kind"])
 
 # %% ../../nbs/75_findings.ipynb #1f5ae6f4
+MAX_FOREST = 60   # rows of one forest plot: 50 assistants make 1,225 pairs, a figure 82,873 pixels tall
+
 def forest_figure(t: pd.DataFrame, metric: str):
-    "The forest plot of one metric's comparisons (rows of `findings_table`)."
+    """The forest plot of one metric's comparisons (rows of `findings_table`): at most `MAX_FOREST` of them, the
+    significant first, then the largest differences, the rest said in the title (findings.csv holds every one)."""
     plt, _ = plotting()
     d = t[t.metric == metric].reset_index(drop=True)
+    n = len(d)
+    if n > MAX_FOREST:
+        d = d.assign(_k=(~d.significant.astype(bool)).astype(int), _m=-d["diff"].abs()).sort_values(
+            ["_k", "_m"], kind="stable").head(MAX_FOREST).sort_index().reset_index(drop=True)
     label = [f"{r.factor}: {r.b} - {r.a}" + (f" ({r.within})" if r.within else "") for r in d.itertuples()]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(d) + 1.4))
     for i, r in enumerate(d.itertuples()):
@@ -233,14 +268,26 @@ def forest_figure(t: pd.DataFrame, metric: str):
     unit = "percentage points" if len(d) and d.unit.iloc[0] == "points" else "score"
     ax.set_xlabel(f"{metric}: difference B - A ({unit}), claim-weighted, 95% CR2 interval; red: significant at a "
                   "5% false discovery rate (exploratory)")
+    if n > len(d): ax.set_title(f"{len(d)} of {n} comparisons: the significant, then the largest (all in findings.csv)",
+                                fontsize=9)
     fig.tight_layout()
     return fig
 
 # %% ../../nbs/75_findings.ipynb #9e3377ab
 PAPER_ROW_COLUMNS = ["finding_id", "metric", "estimand", "factor", "within", "a", "b", "expect", "a_value", "b_value",
                      "diff", "low_adj", "high_adj", "paper_diff", "mde", "p", "verdict"]
-SHOWN = ["metric", "factor", "within", "contrast", "estimand", "a_value", "b_value", "diff", "low", "high", "p_fdr",
-         "pooled_diff", "pooled_low", "pooled_high", "p_check", "clusters", "paired", "run_kind"]
+def tex_columns(settings: dict | None = None) -> tuple[str, ...]:
+    "The columns of findings.tex: `[findings] tex_columns`, each one of `TABLE_COLUMNS` (an unknown one is named)."
+    given = str(((settings or load_settings()).get("findings") or {}).get("tex_columns") or "")
+    cols = tuple(c.strip() for c in given.split(",") if c.strip())
+    if bad := [c for c in cols if c not in TABLE_COLUMNS]:
+        raise ValueError(f"findings.tex_columns: {bad[0]!r} is not a column of findings.csv (its columns: "
+                         f"{', '.join(TABLE_COLUMNS)})")
+    return cols or tuple(TABLE_COLUMNS)
+
+# %% ../../nbs/75_findings.ipynb #061f3f3e
+SHOWN = ["metric", "factor", "within", "contrast", "estimand", "a_value", "b_value", "diff", "low", "high", "p",
+         "p_fdr", "pooled_diff", "pooled_low", "pooled_high", "p_check", "clusters", "paired", "run_kind"]
 
 def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output], list[Output], list[str]]:
     """The report's sections from a findings folder: (those that open the report: the papers' findings and their
@@ -267,7 +314,8 @@ def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output]
     after = [Output("findings", "Exploratory: every difference B - A by metric and factor, claim-weighted and paired "
                     "by claim with its 95% CR2 interval (Bell-McCaffrey df), q-value over the whole table (false "
                     "discovery rate), the pooled difference and the claim-level randomisation p beside it "
-                    "(points: percentage points)", t[[c for c in SHOWN if c in t]], smoke=smoke)]
+                    "(points: percentage points)", t[[c for c in SHOWN if c in t]], smoke=smoke,
+                    tex_columns=tex_columns())]
     if t.empty: notes.append("Findings: nothing to compare in this run (one assistant, no roles, topics or thinking); "
                              "each metric's level is given instead")
     after += [Output(f"forest_{m}", f"{m}: every comparison's claim-weighted difference with its 95% interval (red: "
@@ -277,6 +325,8 @@ def report_items(folder: Path | None, smoke: bool = False) -> tuple[list[Output]
         after.append(Output("levels", "Each metric per assistant: claim-weighted value with its 95% CR2 interval, "
                             "and the pooled value", read_scores(f / "levels.csv", ("metric", "assistant", "unit",
                                                                                      "run_kind")), smoke=smoke))
+    if first and s.verdict.astype(str).str.startswith("not testable").all():
+        return after, first, notes   # none of the paper's findings is testable here: a study of its own, which leads
     return first, after, notes
 
 # %% ../../nbs/75_findings.ipynb #b1e3e459
@@ -293,15 +343,17 @@ def run(run_dir: str | Path, runs: list | None = None, n_boot: int | None = None
     out, dirs = r.stage_dir(FINDINGS), run_folders(r.dir, list(runs or []))
     params = dict(runs=[str(x) for x in runs or []], paper_assistants=paper_assistants or {},
                   paper_findings=paper_findings)
+    cols = tex_columns(load_settings(overrides=settings_overrides or {}))   # a typo named before any work
     with r.record_stage(FINDINGS, parameters=params) as st:
         obs = observations(dirs)
+        write_table(obs, out / "observations.parquet")   # tidy: one row per observation with its claim, side, date
         t = findings_table(obs, smoke=r.is_smoke)
         outs = [Output("findings", "Exploratory: every difference B - A by metric and factor, claim-weighted and "
                        "paired by claim (each claim's rate per side, then the mean of the within-claim differences) "
                        "with its 95% CR2 interval and Bell-McCaffrey p; q-values over the whole table (false discovery "
                        "rate) and intervals at the false-coverage level; the pooled difference, the claim-level "
                        "randomisation p and the interval as if independent beside it (points: percentage points)", t,
-                       smoke=r.is_smoke),
+                       smoke=r.is_smoke, tex_columns=cols),
                 Output("levels", "Each metric per assistant: claim-weighted value with its 95% CR2 interval, and the "
                        "pooled value", levels_table(obs, r.is_smoke), smoke=r.is_smoke)]
         outs += [Output(f"forest_{m}", f"{m}: every comparison's claim-weighted difference with its 95% interval",

@@ -30,7 +30,7 @@ from .flight import SENDING, counted
 __all__ = ['SMOLLM2', 'PREFIX_CHUNK', 'RETRY_STATUS', 'GRAMMAR_FIELDS', 'JUDGE_MAX_BYTES', 'bundled_gguf', 'file_revision',
            'greedy_grammar_check', 'llama_threads', 'LlamaCppBackend', 'LLMHTTPError', 'retry_after_seconds',
            'ExchangeLimit', 'UndecodableAnswer', 'bounded_post', 'post_with_retries', 'completion_of',
-           'ServerTokenized', 'openai_payload', 'OpenAIBackend']
+           'ServerTokenized', 'openai_payload', 'judge_pool', 'OpenAIBackend']
 
 # %% ../../nbs/12_llm_backends.ipynb #0752d400
 SMOLLM2 = "smollm2-135m-instruct"
@@ -320,6 +320,19 @@ def openai_payload(model: str, r: ChatRequest, mode: str, grammar_field: str = "
     return p
 
 # %% ../../nbs/12_llm_backends.ipynb #69b4646d
+def judge_pool(concurrency: int) -> httpx.Limits:
+    """The judge client's connection pool: as many connections as `llm.concurrency` sends at once (httpx's default is
+    100, so at 300 the server would see 100 and the rest would wait for a connection inside their deadline), plus a
+    few for the tokenizer's calls; refused when this process may not open that many sockets (`ulimit -n`)."""
+    import resource
+    n = max(1, int(concurrency))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and n + 256 > soft:
+        raise ValueError(f"llm.concurrency = {n}: more connections at once than this process may open "
+                         f"(ulimit -n = {soft}, of which 256 are kept for files); lower it, or raise the limit")
+    return httpx.Limits(max_connections=n + 4, max_keepalive_connections=n + 4)
+
+# %% ../../nbs/12_llm_backends.ipynb #9a427469
 class OpenAIBackend(ServerTokenized, Backend):
     "Chat completions against any OpenAI-compatible base URL."
     name = "openai"
@@ -337,7 +350,8 @@ class OpenAIBackend(ServerTokenized, Backend):
         self.structured, self.grammar_field = structured, grammar_field
         url_secrets(base_url)         # the URL's credentials and the key (read below): redacted from every file written
         self._headers = {"Authorization": f"Bearer {k}"} if (k := secret_env(api_key_env)) else {}
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)))
+        self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(30.0, timeout_s)),
+                                   limits=judge_pool(concurrency))
         self._lock, self.timeout_s = threading.Lock(), timeout_s
         self._slots = threading.BoundedSemaphore(max(1, concurrency))   # in flight at most, whatever sends them
         self.tokenizer = ServerTokenizer(self.base_url, model, self.client, self._headers, min(30.0, timeout_s))

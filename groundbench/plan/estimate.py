@@ -23,9 +23,9 @@ from .steps import NAN, STAGE_STEPS, Context, Inputs, StepEstimate, plan_inputs,
 from ..stages import CLAIMS, COLLECT, GROUNDEDNESS, SOURCEBENCH, SOURCECHECKUP, stage_parameters
 
 # %% auto #0
-__all__ = ['WEIGHT_BYTES', 'QUANT_WEIGHTS', 'REFERENCE', 'Estimate', 'gpu_rates', 'add_costs', 'merge_same_steps',
-           'smoke_warning', 'design_power', 'estimate_run', 'collection_lines', 'grand_total', 'preflight_lines',
-           'totals', 'format_estimate', 'write_estimate']
+__all__ = ['CARD_COLUMNS', 'WEIGHT_BYTES', 'QUANT_WEIGHTS', 'REFERENCE', 'Estimate', 'read_cards', 'gpu_rates', 'add_costs',
+           'merge_same_steps', 'context_capped', 'smoke_warning', 'design_power', 'estimate_run', 'collection_lines',
+           'grand_total', 'preflight_lines', 'totals', 'stage_lines', 'format_estimate', 'write_estimate']
 
 # %% ../../nbs/89_plan_estimate.ipynb #e5a10013
 @dataclass
@@ -45,11 +45,43 @@ class Estimate:
 
 # %% ../../nbs/89_plan_estimate.ipynb #25e6cba0
 def _shares(text: str) -> dict:
+    """`gpu.new_prompt_share` (`step:share, ...`) read and checked: each part a model step of the pipeline (a typo named
+    with the steps) and a share from 0 to 1, each step once."""
+    from groundbench.stages import STAGES
+    steps = sorted({s for st in STAGES.values() for s in st.llm_steps})
     out = {}
-    for part in str(text or "").split(","):
-        k, sep, v = part.partition(":")
-        if sep: out[k.strip()] = float(v)
+    for part in (p.strip() for p in str(text or "").split(",")):
+        if not part: continue
+        k, sep, v = (x.strip() for x in part.partition(":"))
+        where = f"gpu.new_prompt_share: {part!r}"
+        if not sep: raise ValueError(f"{where}: give step:share (e.g. judge:0.405)")
+        if k not in steps: raise ValueError(f"{where}: {k!r} is not a model step (the steps: {', '.join(steps)})")
+        if k in out: raise ValueError(f"{where}: {k} is given twice")
+        try: share = float(v)
+        except ValueError: share = float("nan")
+        if not 0 <= share <= 1: raise ValueError(f"{where}: the share must be a number from 0 to 1")
+        out[k] = share
     return out
+
+# %% ../../nbs/89_plan_estimate.ipynb #3af674be
+CARD_COLUMNS = ("card", "memory_tb_s", "bf16_dense_tflops", "fp8_dense_tflops")
+
+def read_cards(path: str | Path) -> pd.DataFrame:
+    """The GPU card table (`gpu.cards`), checked: its columns, each card once, memory bandwidth and BF16 TFLOPS above
+    0 and FP8 TFLOPS at least 0 (0: no FP8 units); a bad row named with the file, its line and column."""
+    t = pd.read_csv(path, dtype={"card": str})
+    if missing := [c for c in CARD_COLUMNS if c not in t.columns]:
+        raise ValueError(f"{path}: no column {', '.join(missing)} (the columns: {', '.join(CARD_COLUMNS)})")
+    for i, r in t.iterrows():
+        where = f"{path}: line {i + 2}"
+        if not str(r.card).strip() or r.card != r.card: raise ValueError(f"{where}: column 'card': empty")
+        for c, lo in (("memory_tb_s", 0), ("bf16_dense_tflops", 0), ("fp8_dense_tflops", -1)):
+            v = pd.to_numeric(r[c], errors="coerce")
+            if not (v == v and v > lo and v < float("inf")):
+                raise ValueError(f"{where}: column {c!r}: {r[c]} (give a number {'>= 0' if lo < 0 else '> 0'})")
+    if (dup := t.card[t.card.duplicated()]).any():
+        raise ValueError(f"{path}: card {dup.iloc[0]!r} is given twice (line {int(dup.index[0]) + 2})")
+    return t.astype({c: float for c in CARD_COLUMNS[1:]})
 
 # %% ../../nbs/89_plan_estimate.ipynb #6039cc2d
 WEIGHT_BYTES = {"int4": 0.5, "fp8": 1.0, "bf16": 2.0}
@@ -91,7 +123,7 @@ def add_costs(t: pd.DataFrame, ctx: Context) -> tuple[pd.DataFrame, str]:
     if name == "llamacpp": return t, f"{ctx.model} runs locally with llama.cpp (CPU): no money per token"
     if name == "vllm":
         g = ctx.settings.get("gpu") or {}
-        cards = pd.read_csv(resolve_path(ctx.settings, g.get("cards") or "data/gpu_cards.csv"))
+        cards = read_cards(resolve_path(ctx.settings, g.get("cards") or "data/gpu_cards.csv"))
         pre, dec, how = gpu_rates(g, ctx.settings.get("llm") or {}, cards)
         share = _shares(g.get("new_prompt_share"))
         new = t.prompt_tokens * t.step.map(lambda s: share.get(s, 1.0))
@@ -123,6 +155,21 @@ def merge_same_steps(t: pd.DataFrame) -> pd.DataFrame:
         return pd.Series(out)
     return t.groupby(["stage", "step"], sort=False).apply(one, include_groups=False).reset_index()[t.columns]
 
+# %% ../../nbs/89_plan_estimate.ipynb #72e0e3e1
+def context_capped(t: pd.DataFrame, window: int | None) -> pd.DataFrame:
+    """Each step's prompt tokens held to the judge's context (`window` tokens; None where it is not known: nothing
+    held): a call sends at most the window less its answer's budget (`max_tokens`), as the stages cut pages, chunks
+    and answers to fit; `prompt_cut_tokens` says by how many expected tokens the hold lowered each step."""
+    t = t.assign(prompt_cut_tokens=0.0)
+    if not window or t.empty: return t
+    cap = (float(window) - t.max_tokens.astype(float)).clip(lower=1.0)
+    for col, calls in (("prompt_tokens", "calls_expected"), ("prompt_tokens_high", "calls_high")):
+        most = cap * t[calls].astype(float)
+        over = t[col].astype(float) > most            # an unknown count of calls holds nothing
+        if col == "prompt_tokens": t.loc[over, "prompt_cut_tokens"] = (t[col] - most)[over]
+        t.loc[over, col] = most[over]
+    return t
+
 # %% ../../nbs/89_plan_estimate.ipynb #43cf9dd9
 def smoke_warning(t: pd.DataFrame, settings: dict, model: str, smoke: bool) -> list[str]:
     """A warning block when the judge is the bundled smoke model and the run would keep it busy past
@@ -142,6 +189,7 @@ def smoke_warning(t: pd.DataFrame, settings: dict, model: str, smoke: bool) -> l
             "llm.model=gpt-4o --setting llm.base_url=https://api.openai.com/v1 --setting embed.model=Alibaba-NLP/gte-"
             "multilingual-base) or vLLM on a GPU (the settings of papermill_params/gpu.yaml); the user guide: A real "
             "judge on a GPU."]
+
 
 
 # %% ../../nbs/89_plan_estimate.ipynb #01f74565
@@ -173,6 +221,12 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
     for s in stages:   # in run order: 50_groundedness's planner tells 65_sourcecheckup's what it scores
         if (plan := PLANNERS.get(s)) is not None: rows += plan(ctx, params(s), inp)
     t = merge_same_steps(pd.DataFrame([asdict(r) for r in rows], columns=list(StepEstimate.__dataclass_fields__)))
+    window = ctx.desc.get("n_ctx") or ctx.desc.get("max_model_len")
+    t = context_capped(t, window)
+    cut = t[t.prompt_cut_tokens > 0]
+    cap_notes = (f"prompt tokens held to the judge's context of {int(window):,} tokens less each answer's budget: "
+                 + ", ".join(f"{r.stage} {r.step} {r.prompt_cut_tokens:,.0f} tokens fewer" for r in cut.itertuples())
+                 + " (the stages cut pages, chunks and answers to fit, and count every cut)",) if len(cut) else ()
     t, cost_note = add_costs(t, ctx)
     t = t.round({c: (1 if c.startswith("calls") else 0) for c in t.columns
                  if c.startswith(("calls", "prompt", "completion"))})
@@ -181,7 +235,8 @@ def estimate_run(stages: Sequence[str], parameters: dict, settings: dict, run_di
     if COLLECT in stages and (assistants := api_assistants_of(params(COLLECT))):
         pids = [p.prompt_id for p in prompts_to_collect(params, settings, run_dir)]
         coll, cnotes = collection_costs(assistants, pids, settings, run_dir / COLLECT if run_dir else None)
-    return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, inp.notes, cost_note, coll,
+    return Estimate(t, ctx.model, str(ctx.desc.get("backend")), ctx.counter.method, (*inp.notes, *cap_notes),
+                    cost_note, coll,
                     tuple(cnotes), tuple(smoke_warning(t, settings, ctx.model, ctx.llm.smoke)),
                     tuple(design_power(stages, params, settings, run_dir)),
                     tuple(run_preflight(stages, parameters, settings, run_dir)))
@@ -221,6 +276,7 @@ def grand_total(e: Estimate) -> list[str]:
             + _span(coll + exp, coll + low, coll + high, 2, "$")]
 
 
+
 # %% ../../nbs/89_plan_estimate.ipynb #e84dc247
 def preflight_lines(e: Estimate) -> list[str]:
     "What would stop `groundbench run` before its first stage (notebook 94), as the estimate prints it."
@@ -241,6 +297,18 @@ def totals(t: pd.DataFrame, base: str) -> tuple[float, float, float]:
     low, high = t[base + "_low"], t[base + "_high"]
     return (exp.sum(min_count=1), low.fillna(0).sum(), high.sum() if len(t) and high.notna().all() else NAN)
 
+# %% ../../nbs/89_plan_estimate.ipynb #14163536
+def stage_lines(t: pd.DataFrame, cost: str | None, d: int = 2, unit: str = "") -> list[str]:
+    """Up front, one line per stage of the estimate: its calls and, where priced, its cost or GPU-hours, expected (low
+    to high), so that a study sees what each lens costs before the step table."""
+    out = ["per stage:"]
+    for stage, g in t.groupby("stage", sort=False):
+        what = f"calls {_span(*totals(g, 'calls'))}"
+        if cost: what += f", {'cost' if cost == 'cost_usd' else 'GPU-hours'} {_span(*totals(g, cost), d, unit)}"
+        out.append(f"  {stage:<17} {what}")
+    return out
+
+# %% ../../nbs/89_plan_estimate.ipynb #a161c866
 def format_estimate(e: Estimate) -> str:
     "The estimate as text: one line per step (each figure `expected (low to high)`), totals, what it assumed."
     t, tail = e.table, collection_lines(e)
@@ -251,7 +319,8 @@ def format_estimate(e: Estimate) -> str:
     head = (f"{'stage':<17} {'step':<22} {'basis':<8} {'requests':>9} {'cached':>7} {'dupl':>6} "
             f"{'calls: expected (low to high)':>34} {'prompt tok':>11} {'completion tok: expected (low to high)':>42}"
             + (f" {'$' if cost == 'cost_usd' else 'GPU-hours'}: expected (low to high)" if cost else ""))
-    lines = [f"Estimate for {e.model} ({e.backend}); prompt tokens: {e.tokens}", head]
+    lines = [f"Estimate for {e.model} ({e.backend}); prompt tokens: {e.tokens}", *stage_lines(t, cost, d, unit),
+             head]
     for r in t.itertuples():
         row = (f"{r.stage:<17} {r.step:<22} {r.basis:<8} {_n(r.requests):>9} {r.cached:>7} {r.duplicates:>6} "
                f"{_span(r.calls_expected, r.calls_low, r.calls_high):>34} {_n(r.prompt_tokens):>11} "
@@ -269,6 +338,7 @@ def format_estimate(e: Estimate) -> str:
     lines.append(
         "  expected figures are estimates; built rows count the requests the stage will make; see docs: estimate")
     return "\n".join(lines + tail + grand_total(e) + list(e.power) + preflight_lines(e) + list(e.warnings))
+
 
 
 # %% ../../nbs/89_plan_estimate.ipynb #f29617f0

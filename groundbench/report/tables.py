@@ -27,13 +27,14 @@ from ..groundedness.metrics import groundedness_outputs
 from ..profile import build_profile, figure_profile, profile_table, rate_parts
 from .page import SMOKE_BANNER, estimate_vs_actual, render_html, usage_items
 from ..tables import SCORE_TEXT_COLUMNS, Output, figure_layout_problems, read_scores, write_output
-from ..stages import (COLLECT, CREDIBILITY, FINDINGS, GROUNDEDNESS, REPORT, SOURCEBENCH, SOURCECHECKUP,
-                                VALIDATION, StageOutput)
+from ..stages import (COLLECT, CREDIBILITY, EXPLORER, FINDINGS, GROUNDEDNESS, REPORT, SOURCEBENCH,
+                                SOURCECHECKUP, STAGES, VALIDATION, StageOutput)
 
 # %% auto #0
 __all__ = ['AGREEMENT_ITEMS', 'VARIANT_FILES', 'VALIDATION_TABLES', 'PAPER_GROUPS', 'ReportItem', 'RunOutputs', 'stage_parameter',
-           'validation_caption', 'load_outputs', 'paper_assistant', 'load_paper_results', 'run_values', 'within_ci',
-           'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'report_items', 'write_report', 'run']
+           'validation_caption', 'stale_stage_notes', 'load_outputs', 'paper_assistant', 'load_paper_results',
+           'run_values', 'within_ci', 'paper_vs_run', 'run_assistant_labels', 'report_rule_set', 'report_items',
+           'write_report', 'run']
 
 # %% ../../nbs/80_report.ipynb #6db07a38
 @dataclass
@@ -117,6 +118,19 @@ def validation_caption(md: Path, name: str, prefix: str = "Validation: ") -> str
     return prefix + (re.sub(r"\s*\[SMOKE RUN[^\]]*\]", "", first) or name.replace("_", " "))
 
 # %% ../../nbs/80_report.ipynb #9c800041
+def stale_stage_notes(run_dir: Path, manifest: dict) -> list[str]:
+    """A note for each stage whose last execution did not end well (killed, still running, or failed) while its folder
+    holds files: what the report shows of it is from an earlier execution, and says so."""
+    out = []
+    for st in STAGES:
+        ex = StageExecution.of(manifest, st)
+        if st in (REPORT, EXPLORER) or ex.status not in ("running", "failed") or not (run_dir / st).is_dir(): continue
+        how = "did not finish (killed, or still running)" if ex.status == "running" else f"failed ({ex.error or '?'})"
+        out.append(f"{run_dir.name}: stage {st}'s last execution, started {ex.started_at or '?'}, {how}: what this "
+                   "report shows of it is from an earlier execution (run the stage again)")
+    return out
+
+# %% ../../nbs/80_report.ipynb #48319720
 def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
     "Read the stage outputs of `run_dirs`; a run without `20_collect` is an error naming the folder."
     convs, cits, resps, sbs, scs, profs, auds, effs, ests, mans, notes = [], [], [], [], [], [], [], [], [], {}, []
@@ -130,6 +144,7 @@ def load_outputs(run_dirs: list[str | Path]) -> RunOutputs:
                 f"{d}: no 20_collect/conversations.jsonl (not a run folder, or its collection stage has not run)")
         rid = d.name
         mans[rid] = Run(d).manifest()
+        notes += stale_stage_notes(d, mans[rid])
         if (f := d / "estimate.csv").exists():  # informational: an unreadable one is left out and said, never fatal
             try: ests.append(estimate_vs_actual(pd.read_csv(f), mans[rid]).assign(run_id=rid))
             except (ValueError, KeyError, TypeError, AttributeError, pd.errors.ParserError) as e:
