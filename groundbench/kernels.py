@@ -14,7 +14,7 @@ from pathlib import Path
 from .runfolder import pid_alive
 
 # %% auto #0
-__all__ = ['default_kernel', 'private_kernel', 'quiet_jsonschema', 'import_papermill', 'execute_notebook']
+__all__ = ['default_kernel', 'private_kernel', 'quiet_jsonschema', 'import_papermill', 'execute_notebook', 'show_bars']
 
 # %% ../nbs/09_kernels.ipynb #4462ab5c
 def default_kernel() -> str:
@@ -92,3 +92,13 @@ def execute_notebook(input_path: str | Path, output_path: str | Path, cwd: str |
             k.client = client
             for c in opened:
                 if c.channels_running: c.stop_channels()
+
+# %% ../nbs/09_kernels.ipynb #793d6fd3
+def show_bars(progress: bool = True, stream=None) -> bool:
+    "Whether to draw a progress bar: asked for (`progress`), and in a Jupyter kernel or on a terminal (`stream`)."
+    import sys
+    if not progress: return False
+    if "ipykernel" in sys.modules and type(sys.stderr).__module__.startswith("ipykernel"): return True
+    stream = sys.stderr if stream is None else stream
+    try: return bool(stream.isatty())
+    except (AttributeError, ValueError): return False   # a closed or odd stream: no bar

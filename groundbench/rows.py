@@ -22,7 +22,7 @@ from .core import RecordError, regular_file
 
 # %% auto #0
 __all__ = ['MAX_ROW_DEPTH', 'MAX_XLSX_UNPACKED', 'norm_name', 'strict_csv', 'formula_without_value', 'read_rows', 'find_column',
-           'cell_value', 'cell_text']
+           'cell_value', 'cell_text', 'lone_surrogate']
 
 # %% ../nbs/05_rows.ipynb #a1c29008
 def norm_name(name: str) -> str:
@@ -207,3 +207,18 @@ def cell_text(v) -> str:
     if hasattr(v, "tolist"): v = v.tolist()
     if isinstance(v, (dict, list)): return json.dumps(v, ensure_ascii=False)
     return str(v)
+
+# %% ../nbs/05_rows.ipynb #8e5168ab
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+def lone_surrogate(row: dict, cols: dict) -> str:
+    """'' or what is wrong: the first of the found columns `cols` ({field: column}) whose cell (nested values
+    included) holds a lone UTF-16 surrogate, named with the character's place."""
+    for f, c in cols.items():
+        v = cell_value(row, c)
+        s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) if isinstance(
+            v, (list, dict)) else ""
+        if hit := _LONE_SURROGATE.search(s):
+            return (f"column {c[0]!r} ({f}): a lone UTF-16 surrogate {hit.group()!r} at character {hit.start()} (a "
+                    "broken \\u escape: half of a character)")
+    return ""

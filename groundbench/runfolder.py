@@ -30,9 +30,9 @@ from .stages import COLLECT
 
 # %% auto #0
 __all__ = ['KEY_PACKAGES', 'PROGRESS_FILE', 'AGREEMENT_FILES', 'MAX_RUN_FILE', 'git_state', 'package_versions',
-           'environment_info', 'cache_dir', 'with_runs_dir', 'run_file_bytes', 'read_manifest', 'own_folder',
-           'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution', 'stage_executions',
-           'model_record', 'pid_alive', 'shown_status', 'stage_usage', 'cut_outputs']
+           'environment_info', 'cache_dir', 'with_runs_dir', 'report_progress', 'run_file_bytes', 'read_manifest',
+           'own_folder', 'run_folders', 'Run', 'stage_execution', 'StageRecord', 'StepStats', 'StageExecution',
+           'stage_executions', 'model_record', 'pid_alive', 'shown_status', 'stage_usage', 'cut_outputs']
 
 # %% ../nbs/01_runfolder.ipynb #5c02b09a
 KEY_PACKAGES = ("groundbench", "pandas", "pyarrow", "numpy", "pydantic", "httpx", "selenium", "trafilatura",
@@ -84,6 +84,15 @@ def with_runs_dir(settings: dict, runs_dir: str | Path) -> dict:
 
 # %% ../nbs/01_runfolder.ipynb #e98b4741
 PROGRESS_FILE = "progress.json"  # in a run folder while a stage makes model calls (llm writes it, the runner reads it)
+
+def report_progress(path: Path | None, step: str, done: int, total: int, cached: int, t0: float, pass_: int = 1):
+    """Write a step's progress (calls done of those to make, cache hits, seconds since this pass began, and which
+    pass: a stage sends a step's requests in one or more passes, e.g. its first requests, then repairs of answers it
+    could not read, or another method's requests) to `path`, where the runner reads it."""
+    if path is None: return
+    try: write_json({"step": step, "pass": pass_, "done": done, "total": total, "cached": cached,
+                     "seconds": round(time.perf_counter() - t0, 1)}, path)
+    except OSError: pass  # progress is a courtesy: never a reason to stop a stage
 
 # %% ../nbs/01_runfolder.ipynb #840ca79d
 AGREEMENT_FILES = {  # tables `groundbench agreement` writes under a run's labels/ (notebook 73), read by the report
@@ -272,6 +281,7 @@ class StepStats:
             if not ok and strict: raise ValueError(f"{f.name} is {str(x)[:40]!r}, not a count")
             setattr(out, f.name, (float(x) if f.type == "float" else int(x)) if ok else type(getattr(out, f.name))())
         return out
+
 
 
 # %% ../nbs/01_runfolder.ipynb #d72069df

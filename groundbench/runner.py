@@ -153,19 +153,21 @@ class StageProgress:
         "Read the progress file; say a line when the step changed, its time came, or (`final`) it moved since said."
         try: p = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError): return
-        key = (p.get("step"), p.get("done"), p.get("total"))
+        n = int(p.get("pass") or 1)   # a step's later pass (repairs, another method's requests) is named, not a reset
+        name = f"{p.get('step')}" + (f" (pass {n})" if n > 1 else "")
+        key = (name, p.get("done"), p.get("total"))
         new_step, quiet_for = self._last is None or key[0] != self._last[0], time.monotonic() - self._said_at
         done, total, secs = int(p.get("done", 0)), int(p.get("total", 0)), float(p.get("seconds", 0))
         if new_step: self._began = time.monotonic() - secs
         if key == self._last and not final and self.every_s and quiet_for >= 4 * self.every_s and done < total:
-            line = (f"[{self.label}] {key[0]}: {done}/{total} model calls, still working "   # a long call: alive
-                    f"({time.monotonic() - self._began:.0f} s in this step)")
+            line = (f"[{self.label}] {name}: {done}/{total} model calls, still working "   # a long call: alive
+                    f"({time.monotonic() - self._began:.0f} s in this pass)")
             self.lines.append(line); say(line); self._said_at = time.monotonic(); return
         if key == self._last or not (new_step or final or quiet_for >= self.every_s): return
         # a time left only once enough calls have ended to say it (the first call may be a short or a cached one)
         left = (f", about {secs / done * (total - done):.0f} s left" if 0 < done < total and done >= max(3, total / 5)
                 else "")
-        line = (f"[{self.label}] {p.get('step')}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
+        line = (f"[{self.label}] {name}: {done}/{total} model calls, {p.get('cached', 0)} from the cache, "
                 f"{secs:.0f} s{left}")
         self.lines.append(line); say(line)
         self._last, self._said_at = key, time.monotonic()

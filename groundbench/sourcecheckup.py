@@ -32,7 +32,7 @@ from .llm.released import load_released
 # %% auto #0
 __all__ = ['STATEMENT_LABELS', 'SOURCE_TEXT', 'CONTEXT_TOKENS', 'SUPPORT_TOKENS', 'VARIANTS', 'Support', 'response_table',
            'aggregate_support', 'support_table', 'page_view', 'judge_pairs', 'pick_responses', 'other_view',
-           'statements_of', 'reading_views', 'run']
+           'statements_of', 'reading_views', 'brought_note', 'run']
 
 # %% ../nbs/65_sourcecheckup.ipynb #d86f6308
 STATEMENT_LABELS = ("Fact", "Claim", "Reported Claim")
@@ -279,19 +279,30 @@ def _ours_table(statements: pd.DataFrame, responses: pd.DataFrame, view: pd.Data
     return table
 
 def _write_tables(out: Path, table: pd.DataFrame, by_variant: list, variant: str, readings: list, with_paper: bool,
-                  smoke: bool):
+                  smoke: bool, brought: str = ""):
     "The stage's two tables: the run's variant, and every reading and variant side by side."
     write_table_files(table, out, "sourcecheckup",
                       ("SourceCheckup: URL validity, statement-level and response-level support (%), with and without "
                        "source-less responses (no valid cited page); the verifier saw " + SOURCE_TEXT[readings[0]])
-                      if variant == "ours" else "SourceCheckup as its run.py runs it (variant paper): "
-                      + VARIANTS["paper"], smoke)
+                      + brought if variant == "ours" else "SourceCheckup as its run.py runs it (variant paper): "
+                      + VARIANTS["paper"] + brought, smoke)
     write_table_files(pd.concat(by_variant, ignore_index=True), out, "sourcecheckup_variants",
                       "SourceCheckup by how the verifier reads each page and by pipeline: " + "; ".join(
                           f"{x}: {SOURCE_TEXT[x]}" for x in readings) + (
-                          f"; paper: {VARIANTS['paper']}" if with_paper else ""), smoke)
+                          f"; paper: {VARIANTS['paper']}" if with_paper else "") + brought, smoke)
 
 # %% ../nbs/65_sourcecheckup.ipynb #263d61ca
+def brought_note(view: pd.DataFrame) -> str:
+    "The captions' words for the cited pages whose text an import brought: how many, by origin, read as given."
+    if "text_origin" not in view: return ""
+    o = view.text_origin.fillna("").astype(str).str.split(":").str[0]
+    given = o[~o.isin(["", "fetched"])]
+    if not len(given): return ""
+    return (f"; {len(given)} of {len(view)} cited pages' texts were brought by the import ("
+            + ", ".join(f"{v} {k}" for k, v in given.value_counts().sort_index().items())
+            + "), read as given by every reading, never fetched")
+
+# %% ../nbs/65_sourcecheckup.ipynb #31de6aa6
 def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks: int = 8,
         source_text: str | None = None, compare_variants: list | None = None, variant: str | None = None,
         settings_overrides: dict | None = None) -> StageOutput:
@@ -339,7 +350,8 @@ def run(run_dir: str | Path, sourcecheckup_conversations: int = 0, source_chunks
         if variant == "paper": table = ptable
         for name, df in (("pairs", pairs), ("statements", statements), ("responses", responses)):
             write_table(df, out / f"{name}.parquet")
-        _write_tables(out, table, by_variant, variant, readings, with_paper, r.is_smoke)
+        _write_tables(out, table, by_variant, variant, readings, with_paper, r.is_smoke,
+                      brought_note(views[source_text]))
         for step in ("extract_units", "decontextualise", "sourcecheckup", *(PAPER_STEPS if with_paper else ())):
             st.add_llm(step, llm.step_stats(step))
         st.count(statements=len(statements), statement_labels=statements.label.value_counts().to_dict(),

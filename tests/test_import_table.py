@@ -277,3 +277,31 @@ def test_rows_that_continue_an_answer_are_counted_and_said(tmp_path):
     counts = json.loads((tmp_path / "o" / "import_counts.json").read_text())
     assert (counts["answers"], counts["citations"], counts["rows_continued"]) == (2, 3, 1)
     assert "1 rows continued the answer above them" in p.stdout, p.stdout
+
+
+def test_a_lone_surrogate_is_blamed_on_its_column_and_spans_in_bytes_or_utf16_land_on_the_same_text(tmp_path):
+    """Issue 62, weak cases of round four: a JSON file's broken escape (half of a character) was blamed on the URL
+    column or raised a bare UnicodeEncodeError; a span counted in UTF-8 bytes (Google's grounding) or in UTF-16 units
+    (JavaScript) was read as characters: placed wrongly after an emoji, or outside the answer."""
+    rows = [{"bot": "X", "q": "Q?\ud800", "answer": "Yes [1].", "links": ["https://a.org"]},
+            {"bot": "X", "q": "Q2?", "answer": "No [1].", "links": [["https://b.org/\udc00"]]},
+            {"bot": "X", "q": "Q3?", "answer": "Maybe [1].", "links": ["https://c.org"]}]
+    p = tmp_path / "a.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    m = {"assistant": "bot", "question": "q", "answer": "answer", "urls": "links"}
+    with pytest.raises(ValueError, match=r"a.jsonl: row 1: column 'q' \(question\): a lone UTF-16 surrogate"):
+        import_table(p, m)
+    imp = import_table(p, m, skip_bad_rows=True)
+    assert [c.prompt_text for c in imp.conversations] == ["Q3?"] and len(imp.rejected) == 2
+    assert "column 'links' (urls)" in imp.rejected.reason[1]
+    answer = "Le vaccin 💉 est sûr. Il protège."
+    first = answer[:answer.index(".") + 1]
+    for units, end in (("utf8_bytes", len(first.encode())), ("utf16", len(first.encode("utf-16-le")) // 2)):
+        p.write_text(json.dumps({"bot": "X", "answer": answer, "cites": [
+            {"url": "https://a.org", "start": 0, "end": end}]}) + "\n", encoding="utf-8")
+        imp = import_table(p, {"assistant": "bot", "answer": "answer", "urls": "cites", "start_key": "start",
+                               "end_key": "end", "span_units": units})
+        segs = imp.conversations[0].segments
+        assert [answer[s.start:s.end] for s in segs if not s.uncited] == [first], (units, segs)
+    with pytest.raises(ValueError, match="span_units 'bytes': use characters, utf8_bytes, utf16"):
+        import_table(p, {"assistant": "bot", "answer": "answer", "span_units": "bytes"})

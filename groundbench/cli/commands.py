@@ -138,6 +138,8 @@ def import_cmd(source: Path = typer.Argument(
                + (f"; {sum(n['pages_unread'].values())} archived pages not read ("
                   + ", ".join(f"{v} {k}" for k, v in sorted(n["pages_unread"].items()))
                   + "; kept as failed pages with their error)" if n.get("pages_unread") else "") + f" -> {out}")
+    echo("assistants as every table names them (assistant and model; give the same in each dated run, or compare "
+         "and drift see different assistants): " + "; ".join(f"{k} ({v})" for k, v in n["assistants"].items()))
 
 # %% ../../nbs/92_cli_commands.ipynb #c14e0022
 def _say_drift(n: int, changes, page: Path):

@@ -23,9 +23,9 @@ from .app import (GLOBAL_SETTINGS, build_app, check_out, checked_settings, comma
 from ..core import RecordError, load_settings, load_yaml, write_table
 
 # %% auto #0
-__all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'COMMANDS', 'validate_judge_cmd',
-           'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd', 'credibility_cmd',
-           'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
+__all__ = ['VALIDATE_JUDGE_OUTPUTS', 'VALIDATE_SOURCEBENCH_OUTPUTS', 'tools', 'RUNS_DIR_HELP', 'COMMANDS', 'judge_settings',
+           'validate_judge_cmd', 'validate_sourcebench_cmd', 'parse_cmd', 'login_cmd', 'doctor_api', 'doctor_cmd',
+           'credibility_cmd', 'fetch_cmd', 'annotate_cmd', 'agreement_cmd']
 
 # %% ../../nbs/93_cli_tools.ipynb #85a23c0c
 # what the two validate commands write into their --out folder: never over a file they read
@@ -34,6 +34,15 @@ VALIDATE_JUDGE_OUTPUTS = tuple(f"pairs_agreement.{x}" for x in ("csv", "md", "te
 VALIDATE_SOURCEBENCH_OUTPUTS = tuple(f"sourcebench_agreement.{x}" for x in ("csv", "md", "tex")) + ("judge_scores.csv",)
 
 tools = command_family()   # validate, parse, login, doctor, credibility, fetch, annotate, agreement
+RUNS_DIR_HELP = ("the runs folder whose model-answer cache the judge shares (its .cache, as `run --runs-dir` "
+                 "uses it; default: settings.ini [paths] runs_dir)")
+
+def judge_settings(param_file: Path | None, runs_dir: Path | None, extra: dict) -> dict:
+    "The validate commands' settings: the parameter file's, `--runs-dir`'s cache, then `--setting` over them."
+    from groundbench.runfolder import with_runs_dir
+    over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
+    over = {**over, **extra}
+    return load_settings(overrides=with_runs_dir(over, runs_dir) if runs_dir else over)
 
 # %% ../../nbs/93_cli_tools.ipynb #c14e0012
 @tools.command("validate-judge")
@@ -62,6 +71,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
                        no_judge: bool = typer.Option(False, "--no-judge", help="the baselines only (no LLM)"),
                        param_file: Optional[Path] = typer.Option(
                            None, help="take the judge's settings from this parameter file"),
+                       runs_dir: Optional[Path] = typer.Option(None, help=RUNS_DIR_HELP),
                        setting: Optional[List[str]] = typer.Option(
                            None, "--setting", help="section.key=value over the file's settings, e.g. "
                                                    "llm.model=... paths.cache_dir=... (repeat)")):
@@ -75,8 +85,7 @@ def validate_judge_cmd(pairs: Path = typer.Argument(
     check_out("--out", out, [pairs, param_file], VALIDATE_JUDGE_OUTPUTS)
     extra = {**GLOBAL_SETTINGS, **(checked_settings(setting, "validate-judge") if setting else {})}
     try:
-        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides={**over, **extra})
+        settings = judge_settings(param_file, runs_dir, extra)
         llm = None if no_judge else llm_from_settings(settings)
         cols = PairColumns(claim_col, evidence_col, label_col, group_col or "", split_col or "", id_col or "")
         agree, summary = write_pair_validation(pairs, cols, out, llm, embedder_from_settings(settings), label_map,
@@ -105,6 +114,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
                                                            help="the constant baseline only (no LLM)"),
                              param_file: Optional[Path] = typer.Option(
                                  None, help="take the judge's settings from this parameter file"),
+                             runs_dir: Optional[Path] = typer.Option(None, help=RUNS_DIR_HELP),
                              reader: str = typer.Option(
                                  "strict", help="strict: a score outside 1-5 is a failed answer, never averaged "
                                                 "(an error on the people's scale); official: every number kept, as "
@@ -120,8 +130,7 @@ def validate_sourcebench_cmd(scores: Path = typer.Argument(
     check_out("--out", out, [scores, param_file], VALIDATE_SOURCEBENCH_OUTPUTS)
     extra = {**GLOBAL_SETTINGS, **(checked_settings(setting, "validate-sourcebench") if setting else {})}
     try:
-        over = (load_yaml(param_file.read_text()) or {}).get("settings") or {} if param_file else {}
-        settings = load_settings(overrides={**over, **extra})
+        settings = judge_settings(param_file, runs_dir, extra)
         human = human_scores(scores)
         sb = settings.get("sourcebench", {})
         judged, smoke = None, False

@@ -17,6 +17,8 @@ import httpx
 import pydantic
 from tqdm.auto import tqdm
 
+from ..kernels import show_bars
+
 from .base import (Archive, CitationList, CollectionError, ParsedAnswer, bracket_markers,
                                       citable_url, conversation_from_record,
                                       is_refusal, mark, parsed_from_blocks, segment_blocks, span_segments, text_blocks,
@@ -258,7 +260,7 @@ class APICollector:
         reparse_failed(self, prompts, archive)      # answers of the wrong shape read again, never asked again
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         with httpx.Client(timeout=self.timeout_s) as client:
-            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
+            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not show_bars(progress))):
                 started = now_iso()
                 resp, raw, data = exchanged(self, client, p, headers)
                 if resp is not None and resp.status_code != 200:

@@ -16,6 +16,8 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from ..kernels import show_bars
+
 from .base import Archive, CollectionError, ParsedAnswer, conversation_from_record
 from .page import (answer_selector, full_screenshot, load_ui_config, model_label_text,
                                       parse_answer_html)
@@ -241,7 +243,7 @@ class BrowserCollector(ChromiumPage, PromptSteps, AnswerReading):
         "Collect every prompt not yet archived (resumable); returns the archived conversations of `prompts`."
         todo = [p for p in prompts if not archive.has(self.provider, p.prompt_id)]
         try:
-            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not progress)):
+            for i, p in enumerate(tqdm(todo, desc=f"collect {self.provider}", disable=not show_bars(progress))):
                 rec = ask(self, p, archive)
                 if rec.get("model_mismatch") and self.on_model_mismatch == "retry":
                     time.sleep(self.delay_s); rec = ask(self, p, archive)

@@ -7,8 +7,10 @@ Docs: https://groundbench.github.io/groundbench/collect_pagetext.html.md"""
 # %% ../../nbs/29b_collect_pagetext.ipynb #44ea7bbd
 from __future__ import annotations
 
+import bisect
 import csv
 import hashlib
+import itertools
 import json
 import mimetypes
 from collections import Counter
@@ -20,8 +22,8 @@ from .base import clean_url
 from ..sources.extract import ExtractLimits, ExtractWorker, Extracted, extract, looks_like_html
 
 # %% auto #0
-__all__ = ['ITEM_KEYS', 'MAX_ARCHIVED_BYTES', 'item_fields', 'Archived', 'page_folder_index', 'warc_index', 'page_type',
-           'page_doc', 'PageTexts', 'presupplied_sources', 'cited_spans']
+__all__ = ['ITEM_KEYS', 'MAX_ARCHIVED_BYTES', 'SPAN_UNITS', 'item_fields', 'Archived', 'page_folder_index', 'warc_index',
+           'page_type', 'page_doc', 'PageTexts', 'presupplied_sources', 'to_characters', 'cited_spans']
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #6158e122
 ITEM_KEYS = ("text_key", "evidence_key", "start_key", "end_key")   # mapping fields naming a cited item's fields
@@ -228,7 +230,27 @@ def presupplied_sources(conversation_id: str, cited: Sequence[tuple[str, tuple]]
     return rows
 
 # %% ../../nbs/29b_collect_pagetext.ipynb #7c8e6634
-def cited_spans(text: str, cited: Sequence[tuple[str, tuple]], index: dict[str, int]) -> list[tuple[int, int, list]]:
+SPAN_UNITS = ("characters", "utf8_bytes", "utf16")
+
+def to_characters(text: str, offset, units: str = "characters"):
+    """`offset` (counted in `units` over `text`) as a character offset; a ValueError where it falls inside a
+    character or past the text's end in those units. Anything not a whole number is returned as given (the checks of
+    `cited_spans` name it)."""
+    if units == "characters" or not isinstance(offset, int) or isinstance(offset, bool): return offset
+    if units not in SPAN_UNITS: raise ValueError(f"span_units {units!r}: use {', '.join(SPAN_UNITS)}")
+    size = ((lambda ch: len(ch.encode("utf-8", "surrogatepass"))) if units == "utf8_bytes"
+            else (lambda ch: 2 if ord(ch) > 0xFFFF else 1))
+    ends = list(itertools.accumulate(map(size, text), initial=0))   # each character's start, in `units`
+    if offset < 0 or offset > ends[-1]:
+        raise ValueError(f"offset {offset} is not inside the answer of {ends[-1]} {units.replace('_', ' ')}")
+    k = bisect.bisect_left(ends, offset)
+    if ends[k] != offset: raise ValueError(f"offset {offset} falls inside a character counted in {units} "
+                                           "(are the offsets in other units? see span_units)")
+    return k
+
+# %% ../../nbs/29b_collect_pagetext.ipynb #7ddf6b5a
+def cited_spans(text: str, cited: Sequence[tuple[str, tuple]], index: dict[str, int],
+                units: str = "characters") -> list[tuple[int, int, list]]:
     """(start, end, [citation index]) of every cited item that gives a span of `text` (`index`: url -> its citation
     index). A ValueError naming the item for a span that is not two whole numbers, is reversed or empty, lies outside
     the answer, splits a character the answer holds as a surrogate pair's half, or overlaps another item's span
@@ -236,7 +258,9 @@ def cited_spans(text: str, cited: Sequence[tuple[str, tuple]], index: dict[str, 
     out, seen = [], {}
     for k, (url, (_, _, a, b)) in enumerate(cited, 1):
         if a is None and b is None: continue
-        span = f"item {k}: span ({a!r}, {b!r})"
+        span = f"item {k}: span ({a!r}, {b!r})" + (f" in {units}" if units != "characters" else "")
+        try: a, b = to_characters(text, a, units), to_characters(text, b, units)
+        except ValueError as e: raise ValueError(f"{span}: {e}") from None
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b)):
             raise ValueError(f"{span} is not two whole numbers (start and end, in characters from 0)")
         if a >= b: raise ValueError(f"{span} is reversed or empty (its end must come after its start)")

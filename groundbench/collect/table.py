@@ -19,9 +19,10 @@ import regex
 
 from .base import (MARK_OPEN, CitationList, bracket_markers, citable_url, clean_url, is_refusal,
                                       mark, repeat_of, segment_blocks, span_segments, text_blocks)
-from .pagetext import (ITEM_KEYS, PageTexts, cited_spans, item_fields, page_folder_index,
-                                          presupplied_sources, warc_index)
+from .pagetext import (ITEM_KEYS, SPAN_UNITS, PageTexts, cited_spans, item_fields,
+                                          page_folder_index, presupplied_sources, warc_index)
 from .pills import publisher_lines
+from ..rows import lone_surrogate
 from ..core import Citation, Conversation, Prompt, RecordError, stable_id, write_table
 from ..rows import cell_text, cell_value, find_column, read_rows
 
@@ -42,6 +43,8 @@ def check_mapping(m) -> None:
         raise ValueError(f"mapping: bad_urls {m.bad_urls!r}: use {', '.join(BAD_URLS)}")
     if m.duplicates not in ("keep", "merge"):
         raise ValueError(f"mapping: duplicates {m.duplicates!r}: use keep or merge")
+    if m.span_units not in SPAN_UNITS:
+        raise ValueError(f"mapping: span_units {m.span_units!r}: use {', '.join(SPAN_UNITS)}")
     if m.paragraphs not in ("blank_lines", "lines"):
         raise ValueError(f"mapping: paragraphs {m.paragraphs!r}: use blank_lines or lines")
     if m.collected_on and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(m.collected_on)):
@@ -86,6 +89,7 @@ class TableMapping:
     evidence_key: str = ""           # a cited item's field: the evidence an annotator copied from the page
     start_key: str = ""              # a cited item's fields: the character span of the answer it supports
     end_key: str = ""
+    span_units: str = "characters"   # what the span's offsets count: characters | utf8_bytes | utf16 (notebook 29b)
     page_folder: str = ""            # a folder of archived pages with index.csv (url, file), beside the table
     page_warc: str = ""              # a WARC file (.warc, .warc.gz) of the cited pages, beside the table
 
@@ -285,6 +289,7 @@ def _gather(path: Path, m: TableMapping, skip_bad_rows: bool, rejected: list, ur
         where = f"{path}: row {rowno}"
         get = lambda f: cell_text(cell_value(row, col[f])).strip() if f in col else ""
         try:
+            if half := lone_surrogate(row, col): raise BadRow(f"{where}: {half}; fix the file or --skip-bad-rows")
             ans = cell_text(cell_value(row, col["answer"]))
             if not ans.strip(): raise BadRow(f"{where}: column {col['answer'][0]!r} (answer): empty answer")
             assistant = get("assistant") or m.assistant_name
@@ -343,7 +348,8 @@ def _conversation(a: _Answer, m: TableMapping, source: str, counts: Counter) -> 
     cits = tuple(cl.items)
     cited = [(clean_url(u), x) for u, _, x in a.cites]       # each cited item's text, evidence and span (29b)
     found: Counter = Counter()
-    if spans := cited_spans(a.answer, cited, {c.url: c.index for c in cits}):   # the dataset's spans: exact segments
+    # the dataset's spans (counted in the mapping's span_units): exact segments
+    if spans := cited_spans(a.answer, cited, {c.url: c.index for c in cits}, m.span_units):
         body, segs, rule = a.answer, span_segments(a.answer, spans, len(cits)), "spans"
     else:
         text = "\n".join(l for l in a.answer.replace("\r\n", "\n").split("\n")
@@ -438,6 +444,7 @@ def import_tables(specs: Sequence[dict], base: str | Path = ".", skip_bad_rows: 
                                       for t in parts), "citations": sum(t.counts["citations"] for t in parts),
                        "rows_rejected": sum(t.counts["rows_rejected"] for t in parts),
                        "segment_rules": dict(sum((Counter(t.counts["segment_rules"]) for t in parts), Counter())),
+                       "assistants": dict(sum((Counter(t.counts["assistants"]) for t in parts), Counter())),
                        "markers_found": dict(sum((Counter(t.counts["markers_found"]) for t in parts), Counter())),
                        "unresolved_pills": sum(t.counts["unresolved_pills"] for t in parts),
                        "urls_repaired": sum(t.counts["urls_repaired"] for t in parts),

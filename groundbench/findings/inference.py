@@ -7,6 +7,7 @@ Docs: https://groundbench.github.io/groundbench/findings_inference.html.md"""
 # %% ../../nbs/74_findings_inference.ipynb #5c8e826f
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -142,13 +143,21 @@ def newcombe(pa: float, la: float, ua: float, pb: float, lb: float, ub: float) -
 RANDOM_DRAWS = 20_000   # random sign patterns or permutations beyond the exact enumeration
 EXACT_UP_TO = 16        # claims up to which every sign pattern is enumerated
 
+def _sign_patterns(n: int, seed: int) -> np.ndarray:
+    "Every sign pattern of `n` values (up to `EXACT_UP_TO`), else `RANDOM_DRAWS` random ones drawn from `seed`."
+    if n <= EXACT_UP_TO: return np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+    return np.random.default_rng(seed).choice((1.0, -1.0), size=(RANDOM_DRAWS, n))
+
+_cached_patterns = functools.lru_cache(maxsize=8)(_sign_patterns)   # 1,225 pairs over one claim set draw them once
+
 def sign_flip_p(d: Sequence[float], seed: int = 0) -> float:
-    "Two-sided p of the mean of the paired differences `d` by flipping their signs (exact up to 16 values)."
+    """Two-sided p of the mean of the paired differences `d` by flipping their signs (exact up to 16 values). The
+    patterns depend only on the count and the seed, so they are drawn once for many comparisons (kept for up to 256
+    values: at most 41 MB each)."""
     d = np.round(np.asarray(d, float), 12)
     if len(d) == 0: return math.nan
     obs = abs(d.mean())
-    if len(d) <= EXACT_UP_TO: s = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
-    else: s = np.random.default_rng(seed).choice((1.0, -1.0), size=(RANDOM_DRAWS, len(d)))
+    s = _cached_patterns(len(d), seed) if len(d) <= 256 else _sign_patterns(len(d), seed)
     stat = np.abs(s @ d / len(d))
     k = int((stat >= obs - 1e-12).sum())
     return k / len(s) if len(d) <= EXACT_UP_TO else (k + 1) / (len(s) + 1)

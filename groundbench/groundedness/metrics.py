@@ -96,10 +96,15 @@ def aggregate(resp: pd.DataFrame, meta: pd.DataFrame, by: Sequence[str],
 # %% ../../nbs/53_groundedness_metrics.ipynb #7f111ee5
 def breakdowns(resp: pd.DataFrame, meta: pd.DataFrame, metrics: Sequence[str] = ("gs", "cg", "ncg", "hs"),
                n_boot: int = N_BOOT) -> pd.DataFrame:
-    "Aggregates by assistant x topic, assistant x role and assistant overall, stacked with a `breakdown` column."
+    """Aggregates by assistant x topic, assistant x role and assistant overall, stacked with a `breakdown` column; a
+    breakdown no conversation has a value for (an import without topics or roles) is left out, never a row repeating
+    Overall."""
     parts = []
     for kind, col in (("topic", "topic"), ("role", "role")):
-        t = aggregate(resp, meta, ["assistant", col], metrics, n_boot).rename(columns={col: "group"})
+        m = meta[meta[col].fillna("").astype(str).ne("")] if col in meta else meta.iloc[:0]
+        if not len(m): continue
+        t = aggregate(resp[resp.conversation_id.isin(m.conversation_id)], m, ["assistant", col], metrics,
+                      n_boot).rename(columns={col: "group"})
         t.insert(0, "breakdown", kind); parts.append(t)
     o = aggregate(resp, meta, ["assistant"], metrics, n_boot); o.insert(0, "breakdown", "overall")
     o.insert(2, "group", "Overall"); parts.append(o)

@@ -21,7 +21,6 @@ from ..core import RecordError, Unit
 from ..stats import N_BOOT, bootstrap_ci
 from ..tables import plotting
 
-
 # %% auto #0
 __all__ = ['POS', 'NEG', 'LABELS', 'DEFAULT_LABEL_MAP', 'JUDGE_TO_LABEL', 'AGREEMENT_COLUMNS', 'parse_label_map', 'PairColumns',
            'load_pairs', 'cohen_kappa', 'agreement', 'confusion', 'binary_agreement', 'confusion_table', 'word_overlap',
@@ -39,11 +38,19 @@ DEFAULT_LABEL_MAP = {**{k: POS for k in ("supported", "support", "attributable",
                                          "not_entailed", "neutral", "contradiction")}}
 JUDGE_TO_LABEL = {"Supported": POS, "Contradicted": NEG, "Unverifiable": NEG}
 
+_LABEL_ENTRY = re.compile(r"\s*,?\s*(?P<key>[^=]+?)\s*=\s*(?P<value>[^,=]*?)\s*(?=,|$)")
+
 def parse_label_map(spec: str | dict | None) -> dict[str, str]:
-    "A label map from `A=supported,B=not_supported,C=skip` (or a dict); keys compared case-insensitively."
+    """A label map from `A=supported,B=not_supported,C=skip` (or a dict); keys compared case-insensitively. A label
+    may itself hold commas (`Unclear, can't judge=skip`): a comma ends an entry only after its `=value`."""
     if not spec: return {}
-    items = spec.items() if isinstance(spec, dict) else (p.partition("=")[::2] for p in str(spec).split(",")
-                                                         if p.strip())
+    if isinstance(spec, dict): items = spec.items()
+    else:
+        spec = str(spec)
+        found = list(_LABEL_ENTRY.finditer(spec))
+        if not found or "".join(m.group(0) for m in found).strip(" ,") != spec.strip(" ,"):
+            raise ValueError(f"label map: {spec!r}: give LABEL=supported|not_supported|skip, comma-separated")
+        items = [(m["key"], m["value"]) for m in found]
     out = {}
     for k, v in items:
         v = str(v).strip()

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,7 +28,8 @@ from .context import (PER_MESSAGE, REPAIR_ECHO_BYTES, REPAIR_ERROR_CHARS, REPAIR
                                      byte_prefix, fit)
 from ..core import (RecordError, load_settings, now_iso, stable_id, to_plain,
                               write_json)
-from ..runfolder import StepStats, cache_dir
+from ..runfolder import StepStats, cache_dir, report_progress
+from ..kernels import show_bars
 # the prompt files have a module of their own (llm.prompts); the steps import them from here as before
 from .prompts import PROMPTS_DIR, PromptTemplate, load_prompt  # noqa: F401
 from .flight import InFlight, Pending, batch_in_flight, sending
@@ -35,9 +37,9 @@ from .flight import InFlight, Pending, batch_in_flight, sending
 # %% auto #0
 __all__ = ['RAW', 'CUT_REASONS', 'BACKENDS', 'CACHE_SCHEMAS', 'CACHE_COLUMNS', 'ChatRequest', 'Completion', 'Backend',
            'register_backend', 'make_backend', 'MockBackend', 'cache_key', 'open_cache', 'LLMCache', 'cache_lookup',
-           'LLM', 'report_progress', 'budget_stop', 'send_chunks', 'Structured', 'parse_json_answer', 'repair_request',
-           'schema_json', 'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models',
-           'llm_from_settings', 'request', 'models_dir']
+           'LLM', 'budget_stop', 'send_chunks', 'Structured', 'parse_json_answer', 'repair_request', 'schema_json',
+           'with_schema', 'complete_json', 'complete_parsed', 'complete_retried', 'smoke_models', 'llm_from_settings',
+           'request', 'models_dir']
 
 # %% ../../nbs/11_llm_client.ipynb #d1bedea8
 RAW = "raw"   # the role of a raw text prompt: a text completion of exactly that string, no chat template applied
@@ -242,6 +244,7 @@ class LLM:
         self.lock = threading.Lock()            # steps sent at once from threads (`parallel_requests`) share it
         self.flight = InFlight()                # each step's requests in flight, counted where they are sent
         self.pending = Pending()                # requests being sent, by cache key: jobs run at once share them
+        self.passes: Counter = Counter()        # per step, how many times requests were sent (progress names each)
 
     def describe(self) -> dict: return {**self.backend.describe(), "smoke": self.smoke}
 
@@ -269,14 +272,6 @@ class LLM:
         st.cut_at_limit += sum(o.cut for o in out)
         return out
 
-# %% ../../nbs/11_llm_client.ipynb #ac1d8599
-def report_progress(path: Path | None, step: str, done: int, total: int, cached: int, t0: float):
-    "Write a step's progress (calls done of those to make, cache hits, seconds) to `path`, where the runner reads it."
-    if path is None: return
-    try: write_json({"step": step, "done": done, "total": total, "cached": cached,
-                     "seconds": round(time.perf_counter() - t0, 1)}, path)
-    except OSError: pass  # progress is a courtesy: never a reason to stop a stage
-
 # %% ../../nbs/11_llm_client.ipynb #39fc10ce
 def budget_stop(budget: Budget, stats: dict, stop: tuple, step: str, blocked: int):
     "Raise `BudgetExceeded` for the limit `stop` names, with what was spent and each step's counters (`stats`)."
@@ -291,8 +286,11 @@ def send_chunks(llm: LLM, slots: list, todo: dict, result: dict, step: str, hits
     """Send `todo`'s requests of `slots` in chunks of `llm.chunk_size`, each admitted by the budget first, answers into
     `result` and the cache as they come; the step's counters and progress file kept."""
     st, desc, t0 = llm.step_stats(step), llm.backend.describe(), time.perf_counter()
-    report_progress(llm.progress_file, step, 0, len(slots), hits, t0)
-    bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not progress or not slots, leave=False)
+    if slots: llm.passes[step] += 1
+    began, n_pass = t0, max(llm.passes[step], 1)
+    report_progress(llm.progress_file, step, 0, len(slots), hits, began, n_pass)
+    bar = tqdm(total=len(slots), desc=f"LLM {step}", disable=not show_bars(progress) or not slots,
+               leave=False)
     for i in range(0, len(slots), llm.chunk_size):
         part = slots[i:i + llm.chunk_size]
         stop = None
@@ -313,7 +311,7 @@ def send_chunks(llm: LLM, slots: list, todo: dict, result: dict, step: str, hits
         if llm.budget is not None:
             with llm.lock: llm.budget.spend(outs)
         bar.update(len(part))
-        report_progress(llm.progress_file, step, i + len(part), len(slots), hits, t0)
+        report_progress(llm.progress_file, step, i + len(part), len(slots), hits, began, n_pass)
         if stop: bar.close(); budget_stop(llm.budget, llm.stats, stop, step, len(slots) - i - len(part))
     bar.close()
     st.seconds = round(st.seconds, 3)

@@ -163,10 +163,11 @@ def page_head(items: list, missing: list[str], o, title: str) -> list[str]:
         "<li><a href='#missing'>Not in this report</a></li>" if missing else "")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{REPORT_CSS}</style>"
              f"</head><body>", f"<nav><b>Contents</b><ol>{toc}{extra}</ol></nav><main>", f"<h1>{e(title)}</h1>"]
-    smoke_items = [i.name for i in items if i.smoke]
+    smoke_items = list(dict.fromkeys(short(i.caption) for i in items if i.smoke))   # as the contents name them
     if smoke_items:
-        parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked: {e(', '.join(smoke_items))}; the rest uses no model."
-                     "</p>")
+        said = ", ".join(smoke_items[:8]) + (f" and {len(smoke_items) - 8} more" if len(smoke_items) > 8 else "")
+        parts.append(f"<p class='smoke'>{SMOKE_BANNER}. Marked ({len(smoke_items)} of {len(items)}): {e(said)}; "
+                     "the rest uses no model.</p>")
     models = sorted({f"{r}: {v.get('backend', '')} {v.get('model', v.get('name', ''))}"
                      + (" (smoke)" if v.get("smoke") else "")
                      for r, m in o.manifests.items() for v in m.get("models", {}).values()})
@@ -277,7 +278,12 @@ def section_html(i, out_dir: Path) -> str:
 def render_html(items: list, missing: list[str], o, out_dir: Path, title: str) -> str:
     """The report as one self-contained HTML page: a table of contents on the left, tables that scroll inside their
     box, figures embedded; `items` are the report's tables and figures (`report.ReportItem`), `o` its runs
-    (`report.RunOutputs`)."""
+    (`report.RunOutputs`). A table with no rows gets no section (its files are still written): "Not in this report"
+    says why, in the words the report gave or as "no rows"."""
+    empty = [i for i in items if i.table is not None and not len(i.table)]
+    missing = list(missing) + [f"{short(i.caption)}: no rows (its files are written, empty)" for i in empty
+                               if not any(m.startswith(short(i.caption)) for m in missing)]
+    items = [i for i in items if not (i.table is not None and not len(i.table))]
     parts = page_head(items, missing, o, title) + [section_html(i, out_dir) for i in items]
     u = usage_table(o.manifests)
     parts.append("<section id='usage'><h2>Stages, time and model usage</h2>"

@@ -18,6 +18,8 @@ from typing import Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..kernels import show_bars
+
 from ..collect.base import Archive
 from ..core import (SUBSTANTIVE_CHARS, Conversation, SourceDoc, load_settings, now_iso, read_records,
                               write_json, write_table)
@@ -88,7 +90,7 @@ class PageStore:
         urls = list(dict.fromkeys(urls))
         have = {u: r for u in urls if (r := self.record(u)) is not None and reusable(r, cfg)}
         todo = [u for u in urls if u not in have]
-        bar = tqdm(total=len(todo), desc="fetch", disable=not progress or not todo, leave=False)
+        bar = tqdm(total=len(todo), desc="fetch", disable=not show_bars(progress) or not todo, leave=False)
         def done(rec): self.save(rec); bar.update(1)
         new = fetch_all(todo, cfg, store=self.store_body, done=done)
         bar.close()
@@ -149,7 +151,7 @@ def fetch_and_extract(store: PageStore, urls: list[str] | None, cfg: FetchSettin
     recs = store.fetch(urls, cfg) if urls is not None else {}
     docs, reasons = {}, {}
     try:
-        for u, rec in tqdm(recs.items(), desc="extract", leave=False):
+        for u, rec in tqdm(recs.items(), desc="extract", leave=False, disable=not show_bars()):
             ex = store.extracted(rec, total_s)
             js_only = rec.status == 200 and not rec.reason and ex.kind == "empty" and "html" in rec.content_type
             if browser_fetch and js_only:
@@ -176,7 +178,8 @@ def collector_fetch(store: PageStore, urls: Sequence[str], ours: FetchSettings, 
     recs = store.fetch(list(urls), collector_settings(name, ours))
     counts = {"fetched": len(recs), "answered_200": 0, "decided_by_our_limits": 0}
     try:
-        for u, rec in tqdm(recs.items(), desc=f"read as {name}", leave=False):
+        for u, rec in tqdm(recs.items(), desc=f"read as {name}", leave=False,
+                               disable=not show_bars()):
             ex = store.extracted(rec, max(total_s, 4 * total_s)) if rec.status == 200 and not rec.reason else None
             text = getattr(ex, f"text_{name}") if ex is not None else ""
             limit = limit_for(rec)
