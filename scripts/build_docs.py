@@ -94,6 +94,19 @@ def markdown_exporter():
     return exp
 
 
+_CODE_PIPE = re.compile(r"`([^`\n]*\\\|[^`\n]*)`")
+
+
+def table_pipes(md: str) -> str:
+    """Code spans of table rows that hold an escaped pipe (a type `str \\| Path`) as HTML code with the pipe as an
+    entity: Python-Markdown splits the row on it otherwise, and keeps the backslash inside a code span."""
+    import html
+    code = lambda m: "<code>" + html.escape(m.group(1).replace("\\|", "|"), quote=False).replace(
+        "|", "&#124;") + "</code>"
+    return "".join(_CODE_PIPE.sub(code, line) if line.lstrip().startswith("|") else line
+                   for line in md.splitlines(keepends=True))
+
+
 def notebook_markdown(path: Path, img_dir: Path) -> tuple[str, str]:
     "(title, Markdown) of one processed notebook; its images written to img_dir."
     exp = markdown_exporter()
@@ -131,7 +144,7 @@ def notebook_markdown(path: Path, img_dir: Path) -> tuple[str, str]:
     desc = fm.get("description", "")
     head = f"# {title}\n\n" + (f"> {desc}\n\n" if desc else "")
     src = f"*Source notebook: [nbs/{path.name}](notebooks/{path.name})*\n\n"
-    return title, head + src + body
+    return title, head + src + table_pipes(body)
 
 
 STUDY_GUIDE_HEAD = "# Study guide: one claim from the claims file to Table 1 and Table 4\n\n"

@@ -62,6 +62,8 @@ def test_site_has_every_notebook_in_stage_order_with_api_reference_and_figures(s
     assert "def agresti_coull(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]" in fn   # a function
     assert "parameter type default meaning k int n int alpha float 0.05" in fn and "Returns tuple[float, float]" in fn
     assert "class Stage( name: str, title: str," in cls and "module str ''" in cls                 # a class, as one
+    runfolder = text("01_runfolder.html")                       # a union type in a table: its pipe, no backslash
+    assert "run_dir str | Path" in runfolder and "\\|" not in runfolder
     assert not [p.name for p in site.glob("*.html") if "Create a new string object" in p.read_text()]  # no inherited
     backends = (site / "12_llm_backends.html").read_text()
     # a cross-link to the page documenting `Backend`

@@ -28,7 +28,7 @@ from groundbench.groundedness.units import PAPER, decontext_requests
 from groundbench.llm.client import LLM, MockBackend
 from groundbench.llm.context import Window
 from groundbench.llm.released import load_released, own_wording
-from groundbench.sourcebench import prompts_line, score_pages
+from groundbench.sourcebench import VARIANTS, prompts_line, score_pages
 from groundbench.sourcecheckup_released import paper_table, run_paper
 
 # ---------------------------------------------------------------- stand-in clones (our words, the released layout)
@@ -212,8 +212,10 @@ def test_sourcebench_paper_sends_scoring_py_s_messages_and_parameters(tmp_path):
     assert {r.temperature for r in ours} == {float(mod.TEMPERATURE)} and {r.max_tokens for r in first} == {4096}
     assert len(ours) == 3 * (1 + mod.MAX_RETRIES)
     assert all(not r.schema and not r.grammar for r in ours)     # scoring.py sends no schema to a real judge
-    assert prompts_line("paper", rel).startswith(f"prompts: released, read from {d}")
-    assert prompts_line("paper", None) == own_wording("sourcebench")
+    official = VARIANTS["paper"].reader           # the paper variant reads as scoring.py: its prompts are released
+    assert prompts_line(official, rel).startswith(f"prompts: released, read from {d}")
+    assert prompts_line(official, None) == own_wording("sourcebench")
+    assert prompts_line(VARIANTS["rubric"].reader, rel) == "prompts: groundbench's own (a variant of ours)"
 
 
 # ---------------------------------------------------------------- SourceCheckup

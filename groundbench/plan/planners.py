@@ -291,12 +291,22 @@ def _paper_pipeline_rows(ctx: Context, p: dict, answers: int, pairs: float, pair
     on = (p.get("variant") or scs.get("variant", "ours")) == "paper" or "paper" in compared_variants(
         p.get("compare_variants"), ctx.settings, "sourcecheckup")
     zero = "the paper variant is not run" if not on else ""
+    how = "its statements x the pages its collector reads (as many as ours)"
+    h, stg = ctx.history, SOURCECHECKUP
+    per_ours = h.ratio((stg, "sourcecheckup_verify"), (stg, "sourcecheckup"))
+    per_answer = h.ratio((stg, "sourcecheckup_verify"), (stg, "sourcecheckup_parse"))
+    if per_ours is not None:     # its parser's statements against ours, measured: a model that parses none asks none
+        pairs, how = pairs * per_ours, f"our statements x pages x {per_ours:.2f} (its requests per one of ours, " \
+            f"measured on {h.source(h.runs(stg, 'sourcecheckup_verify'))})"
+    elif per_answer is not None:
+        pairs, how = answers * per_answer, f"{answers} answers x {per_answer:.2f} (its requests per parser call, " \
+            f"measured on {h.source(h.runs(stg, 'sourcecheckup_verify'))})"
     return [ctx.estimated_step(SOURCECHECKUP, "sourcecheckup_parse", "counted", answers if on else 0,
                                answers if on else 0, zero or f"{answers} answers, one parser call each",
                                ctx.template_tokens("sourcecheckup_parse") + answer_tokens),
             ctx.estimated_step(SOURCECHECKUP, "sourcecheckup_verify", "ratio", pairs if on else 0,
-                               pairs_high if on else 0, zero or "its statements x the pages its collector reads "
-                               "(as many as ours)", ctx.template_tokens("sourcecheckup_verify") + page_chars / 4)]
+                               pairs_high if on else 0, zero or how,
+                               ctx.template_tokens("sourcecheckup_verify") + page_chars / 4)]
 
 # %% ../../nbs/87_plan_planners.ipynb #c3d7bfa3
 def plan_sourcecheckup(ctx: Context, p: dict, inp: Inputs) -> list[StepEstimate]:
