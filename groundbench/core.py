@@ -259,8 +259,7 @@ def atomic_path(path: str | Path):
 # %% ../nbs/00_core.ipynb #d7254d6e
 def write_text(text: str, path: str | Path) -> Path:
     "Write `text` (UTF-8) atomically, every secret in it redacted (`redaction`)."
-    text = redact_secrets(text)
-    with atomic_path(path) as tmp: Path(tmp).write_text(text, encoding="utf-8")
+    with atomic_path(path) as tmp: Path(tmp).write_text(redact_secrets(text), encoding="utf-8")
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #1790e352
@@ -341,11 +340,12 @@ def read_table(path: str | Path) -> pd.DataFrame:
     raise ValueError(f"{path}: unknown table format {path.suffix!r}")
 
 # %% ../nbs/00_core.ipynb #164045e3
+_adapter = functools.lru_cache(maxsize=64)(pydantic.TypeAdapter)   # one validator a type (each takes 10 ms to build)
 def read_records(path: str | Path, cls: type) -> list:
     "Read a table or JSONL file into records of type `cls`, validating every row."
     path = Path(path)
     df = read_table(path)
-    adapter = pydantic.TypeAdapter(cls)
+    adapter = _adapter(cls)
     out = []
     for i, row in enumerate(df.to_dict("records"), 1):
         row = {k: to_plain(v) for k, v in row.items() if not (isinstance(v, float) and v != v)}

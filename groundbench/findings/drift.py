@@ -25,9 +25,9 @@ from ..runfolder import Run
 from ..tables import Output, html_table, plotting, write_output
 
 # %% auto #0
-__all__ = ['DRIFT_COLUMNS', 'LENSES', 'MAX_DRAWN', 'MAX_TICKS', 'DRIFT_CSS', 'side_mask', 'design_note', 'compare_sides',
-           'compare_figure', 'parse_date', 'run_date', 'run_labels', 'run_estimates', 'trend', 'drift_table',
-           'drift_figure', 'mdates_num', 'write_drift']
+__all__ = ['DRIFT_COLUMNS', 'LENSES', 'MAX_DRAWN', 'MAX_TICKS', 'MANY_RUNS', 'DRIFT_CSS', 'side_mask', 'design_note',
+           'compare_sides', 'compare_figure', 'parse_date', 'run_date', 'run_labels', 'run_estimates', 'trend',
+           'drift_table', 'mdates_num', 'drift_figure', 'write_drift']
 
 # %% ../../nbs/78_findings_drift.ipynb #f751b9f1
 def side_mask(obs: pd.DataFrame, name: str) -> pd.Series:
@@ -120,13 +120,15 @@ def parse_date(text: str, where: str) -> pd.Timestamp:
 
 def run_date(run_dir: Path) -> pd.Timestamp | None:
     "When a run's answers were collected: the median `collected_at` of its answers, else its collection's start."
-    from groundbench.core import Conversation, read_records
+    from groundbench.core import read_table
     from groundbench.runfolder import StageExecution
     from groundbench.stages import COLLECT
-    convs = read_records(Path(run_dir) / COLLECT / "conversations.jsonl", Conversation)
+    t = read_table(Path(run_dir) / COLLECT / "conversations.jsonl")   # two columns: the records are validated later
     where = f"{run_dir}: {COLLECT}/conversations.jsonl"
-    dates = sorted(parse_date(c.collected_at, f"{where}, conversation {c.conversation_id}, field 'collected_at'")
-                   for c in convs if str(c.collected_at or "").strip())
+    ids = t.conversation_id if "conversation_id" in t else pd.Series(range(1, len(t) + 1))
+    dates = sorted(parse_date(v, f"{where}, conversation {c}, field 'collected_at'")
+                   for c, v in zip(ids, t.collected_at if "collected_at" in t else [])
+                   if isinstance(v, str) and v.strip())
     if dates: return dates[len(dates) // 2]
     started = StageExecution.of(Run(run_dir).manifest(), COLLECT).started_at
     return parse_date(started, f"{run_dir}: manifest.json, {COLLECT} started_at") if started else None
@@ -219,9 +221,10 @@ def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = No
                            "paired": int((shared >= 2).sum()), "design": design_note(int((shared >= 2).sum()),
                                                                                     len(shared)),
                            "warning": "" if tr["claims"] >= 2 else "fewer than two claims in two runs: no trend"})
+            at, yv, rv, cv = o.groupby("run_id").indices, o.y.to_numpy(), o.run_id.to_numpy(), o.claim_id.to_numpy()
             for r0, r1 in zip(have, have[1:]) if changes else ():
-                s = o[o.run_id.isin([r0, r1])]
-                d = difference(s.y, s.run_id, s.claim_id, r0, r1, METRICS[m][2], check=False)
+                i = np.concatenate([at[r0], at[r1]])      # the two runs' rows (500 runs: no scan of the whole table)
+                d = difference(yv[i], rv[i], cv[i], r0, r1, METRICS[m][2], check=False)
                 steps.append({"test": "change", "metric": m, "assistant": asst, "from_run": r0, "to_run": r1,
                                 "runs": 2, "from_value": d.a_value * k, "to_value": d.b_value * k,
                                 "change": d.diff * k, "low": d.low * k, "high": d.high * k, "per_year": math.nan,
@@ -236,12 +239,19 @@ def drift_table(obs: pd.DataFrame, order: Sequence[str], dates: dict | None = No
     return t[DRIFT_COLUMNS]
 
 # %% ../../nbs/78_findings_drift.ipynb #2a1c9671
+def mdates_num(t: pd.Timestamp) -> float:
+    "A timestamp as matplotlib's date number (days)."
+    import matplotlib.dates as md
+    return float(md.date2num(t.to_pydatetime()))
+
+# %% ../../nbs/78_findings_drift.ipynb #fd032ec2
 LENSES = {"credibility": ("CR", "NCR"), "groundedness": ("GS", "CG", "NCG", "HS"),
           "methods": ("GS_verify", "GS_factscore", "unclassified"), "sourcebench": ("SourceBench",),
           "sourcecheckup": ("SC_statement", "SC_response")}
 MAX_DRAWN = 12    # assistants drawn in one figure; beyond it the page gives the table alone
 
-MAX_TICKS = 16   # run names under one panel's axis; more runs are drawn, every k-th named
+MAX_TICKS = 8    # labels under one panel's axis: run names (and dates) up to it; more runs get a date axis
+MANY_RUNS = 24   # beyond it each assistant is a line in its band of intervals (error bars would hide each other)
 
 def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str], dates: dict, metrics: Sequence[str]):
     """One lens's metrics over the runs (x: the run dates, or their order where they share one), one line per
@@ -263,16 +273,29 @@ def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str],
             g = g.assign(x=g.run_id.map(xs)).sort_values("x")
             tr = changes[(changes.test == "trend") & (changes.metric == m) & (changes.assistant == a)]
             label = a + (" (trend*)" if len(tr) and bool(tr.significant.iloc[0]) else "")
-            ax.errorbar(g.x + 0.004 * span * (j - len(names) / 2), g.value,
-                        yerr=[(g.value - g.low).clip(lower=0), (g.high - g.value).clip(lower=0)], marker="o",
-                        capsize=3, label=label, color=colours[a])
+            if len(order) > MANY_RUNS:
+                ax.plot(g.x, g.value, lw=1, label=label, color=colours[a])
+                ax.fill_between(g.x, g.low.clip(upper=g.value), g.high.clip(lower=g.value), color=colours[a],
+                                alpha=0.15, lw=0)
+            else:
+                ax.errorbar(g.x + 0.004 * span * (j - len(names) / 2), g.value,
+                            yerr=[(g.value - g.low).clip(lower=0), (g.high - g.value).clip(lower=0)], marker="o",
+                            capsize=3, label=label, color=colours[a])
             for c in changes[(changes.test == "change") & (changes.metric == m) & (changes.assistant == a)
                              & changes.significant].itertuples():
                 ax.annotate("*", ((xs[c.from_run] + xs[c.to_run]) / 2, (c.from_value + c.to_value) / 2),
                             color=colours[a], fontsize=16, ha="center")
-        shown = order[::max(1, math.ceil(len(order) / MAX_TICKS))]   # 500 runs: every 32nd named, readable
-        ax.set_xticks([xs[r] for r in shown], [f"{r[:20]}\n{dates[r]:%Y-%m-%d}" if dates.get(r) is not None else r[:20]
-                                               for r in shown], fontsize=8, rotation=30 if len(shown) > 6 else 0)
+        if len(order) > MAX_TICKS and use_dates:   # many runs: the dates alone, as many as the axis can hold
+            import matplotlib.dates as md
+            loc = md.AutoDateLocator(maxticks=6)
+            ax.xaxis.set_major_locator(loc)
+            ax.xaxis.set_major_formatter(md.ConciseDateFormatter(loc))
+            ax.tick_params(axis="x", labelsize=8)
+        else:
+            shown = order[::max(1, math.ceil(len(order) / MAX_TICKS))]   # run order: every k-th named
+            ax.set_xticks([xs[r] for r in shown], [f"{r[:20]}\n{dates[r]:%Y-%m-%d}" if dates.get(r) is not None
+                                                   else r[:20] for r in shown], fontsize=8,
+                          rotation=30 if len(shown) > 4 else 0)
         ax.set_xlim(min(xs.values()) - 0.08 * span, max(xs.values()) + 0.08 * span)
         ax.set_title(f"{m} ({'%' if METRICS[m][3] == 'points' else 'score'})")
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
@@ -281,10 +304,7 @@ def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str],
     fig.tight_layout()
     return fig
 
-def mdates_num(t: pd.Timestamp) -> float:
-    "A timestamp as matplotlib's date number (days)."
-    import matplotlib.dates as md
-    return float(md.date2num(t.to_pydatetime()))
+
 
 # %% ../../nbs/78_findings_drift.ipynb #b26cafc9
 DRIFT_CSS = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em} "

@@ -69,8 +69,9 @@ def own_outcomes(path: Path) -> list[pd.DataFrame]:
     return out
 
 # %% ../../nbs/75_findings.ipynb #3216742f
-def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
-    "(conversation_id, metric, y) of every metric whose stage wrote its files in the run, and your own outcomes."
+def _outcomes(run_dir: Path, design: pd.DataFrame | None = None) -> list[pd.DataFrame]:
+    """(conversation_id, metric, y) of every metric whose stage wrote its files in the run, and your own outcomes
+    (`design`: the run's `design_table`, when the caller has it)."""
     out = own_outcomes(run_dir / COLLECT / "imported_answers.parquet")
     if (f := run_dir / CREDIBILITY / "citations.parquet").exists():
         c = pd.read_parquet(f, columns=["conversation_id", "classified", "score", "category"])
@@ -83,7 +84,8 @@ def _outcomes(run_dir: Path) -> list[pd.DataFrame]:
                               "y": (c.rated & (c.score > 0)).astype(float)}),
                 pd.DataFrame({"conversation_id": c.conversation_id, "metric": "unrated",
                               "y": (~c.rated).astype(float)})]
-        design = design_table(run_dir)   # Table 2's chats with disinformation: over every conversation, cited or not
+        # Table 2's chats with disinformation: over every conversation, cited or not
+        design = design_table(run_dir) if design is None else design
         dis = set(c.conversation_id[c.category.astype(str).eq("disinformation")])
         out.append(pd.DataFrame({"conversation_id": design.conversation_id, "metric": "disinfo_chat",
                                  "y": design.conversation_id.isin(dis).astype(float)}))
@@ -143,13 +145,14 @@ def observations(run_dirs, dedupe: bool = True, labels: list[str] | None = None)
             design["cites_noncredible"] = design.conversation_id.isin(bad)
         if dedupe: design = design[~design.conversation_id.isin(seen)]
         seen |= set(design.conversation_id)
-        for o in _outcomes(d):
-            o = o.dropna(subset=["y"])
+        outs = [o.dropna(subset=["y"]) for o in _outcomes(d, design)]
+        for o in outs:
             if len(inf := o[~np.isfinite(o.y.astype(float))]):      # a corrupt score: refused, never averaged
                 raise RecordError(f"{d}: metric {inf.metric.iloc[0]}: {len(inf)} observations are not finite "
                                   f"(first: conversation {inf.conversation_id.iloc[0]}, {inf.y.iloc[0]}); fix the "
                                   "stage's table")
-            frames.append(o.merge(design, on="conversation_id", how="inner"))
+        if outs:   # one merge a run (drift over 500 runs merged 3,500 times)
+            frames.append(pd.concat(outs, ignore_index=True).merge(design, on="conversation_id", how="inner"))
     cols = ["metric", "y", *DESIGN]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
