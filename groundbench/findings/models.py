@@ -258,23 +258,22 @@ def level_estimate(y: Sequence, cluster: Sequence, binomial: bool = False, level
     return c
 
 # %% ../../nbs/76_findings_models.ipynb #f5d77687
-def holm(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
-    "Holm-adjusted p-values of a family (NaN where a p-value is NaN, the others adjusted among themselves)."
+def _adjusted(p: Sequence[float], alpha: float, method: str) -> np.ndarray:
+    "statsmodels' `method` adjustment of a family's p-values; NaN kept, the others adjusted among themselves."
     from statsmodels.stats.multitest import multipletests
     p = np.asarray(p, float)
     out = np.full(len(p), np.nan)
     ok = ~np.isnan(p)
-    if ok.any(): out[ok] = multipletests(p[ok], alpha=alpha, method="holm")[1]
+    if ok.any(): out[ok] = multipletests(p[ok], alpha=alpha, method=method)[1]
     return out
+
+def holm(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
+    "Holm-adjusted p-values of a family (NaN where a p-value is NaN, the others adjusted among themselves)."
+    return _adjusted(p, alpha, "holm")
 
 def fdr(p: Sequence[float], alpha: float = 0.05) -> np.ndarray:
     "Benjamini-Hochberg adjusted p-values (q-values) of a family (NaN kept)."
-    from statsmodels.stats.multitest import multipletests
-    p = np.asarray(p, float)
-    out = np.full(len(p), np.nan)
-    ok = ~np.isnan(p)
-    if ok.any(): out[ok] = multipletests(p[ok], alpha=alpha, method="fdr_bh")[1]
-    return out
+    return _adjusted(p, alpha, "fdr_bh")
 
 def fcr_level(q: Sequence[float], alpha: float = 0.05) -> float:
     "The false-coverage-adjusted interval level for the tests selected at FDR `alpha` (Benjamini-Yekutieli)."
