@@ -304,8 +304,6 @@ def drift_figure(est: pd.DataFrame, changes: pd.DataFrame, order: Sequence[str],
     fig.tight_layout()
     return fig
 
-
-
 # %% ../../nbs/78_findings_drift.ipynb #b26cafc9
 DRIFT_CSS = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em} "
              "table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #ddd;padding:3px 8px} "

@@ -295,12 +295,13 @@ def _paper_pipeline_rows(ctx: Context, p: dict, answers: int, pairs: float, pair
     h, stg = ctx.history, SOURCECHECKUP
     per_ours = h.ratio((stg, "sourcecheckup_verify"), (stg, "sourcecheckup"))
     per_answer = h.ratio((stg, "sourcecheckup_verify"), (stg, "sourcecheckup_parse"))
+    measured = f"measured on {h.source(h.runs(stg, 'sourcecheckup_verify'))}"
     if per_ours is not None:     # its parser's statements against ours, measured: a model that parses none asks none
         pairs, how = pairs * per_ours, f"our statements x pages x {per_ours:.2f} (its requests per one of ours, " \
-            f"measured on {h.source(h.runs(stg, 'sourcecheckup_verify'))})"
+            f"{measured})"
     elif per_answer is not None:
         pairs, how = answers * per_answer, f"{answers} answers x {per_answer:.2f} (its requests per parser call, " \
-            f"measured on {h.source(h.runs(stg, 'sourcecheckup_verify'))})"
+            f"{measured})"
     return [ctx.estimated_step(SOURCECHECKUP, "sourcecheckup_parse", "counted", answers if on else 0,
                                answers if on else 0, zero or f"{answers} answers, one parser call each",
                                ctx.template_tokens("sourcecheckup_parse") + answer_tokens),
